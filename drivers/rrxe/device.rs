@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Device and port logic: what an rrxe device reports and how it follows its netdev.
+//! Safe code only; the kernel objects are reached through [`crate::glue`].
+
+use crate::glue::bindings as b;
+use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
+use kernel::prelude::*;
+
+/// Per-device driver state (grows with the datapath).
+pub(crate) struct DeviceData {}
+
+/// Entries in the port's GID table (the core fills them from the netdev's addresses).
+const GID_TABLE_LEN: i32 = 1024;
+/// Size of a management datagram (IB_MGMT_MAD_SIZE).
+const MGMT_MAD_SIZE: u32 = 256;
+/// The one partition key, full membership default partition.
+const DEFAULT_PKEY: u16 = 0xffff;
+/// Largest message.
+const MAX_MSG_SIZE: u32 = 1 << 31;
+/// IEEE OUI-less vendor id used by software RDMA devices.
+const VENDOR_ID: u32 = 0x00ff_ffff;
+
+/// Headers that sit between the Ethernet payload and the RDMA payload in the worst case
+/// (IPv6 + UDP + BTH + the largest extended header + ICRC), as the core's `iboe_get_mtu`.
+const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 28 + 4;
+
+/// The largest IB MTU that fits into an Ethernet MTU.
+pub(crate) fn ib_mtu_for(eth_mtu: u32) -> b::ib_mtu {
+    let room = eth_mtu.saturating_sub(ROCE_OVERHEAD);
+    match room {
+        4096.. => b::ib_mtu_IB_MTU_4096,
+        2048.. => b::ib_mtu_IB_MTU_2048,
+        1024.. => b::ib_mtu_IB_MTU_1024,
+        512.. => b::ib_mtu_IB_MTU_512,
+        _ => b::ib_mtu_IB_MTU_256,
+    }
+}
+
+/// `rdma link add NAME type rrxe netdev NDEV`.
+pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
+    if !ndev.is_ether() {
+        pr_err!("rrxe: cannot add {}: {} is not an Ethernet device\n", name, ndev.name());
+        return Err(EINVAL);
+    }
+    if let Some(dev) = IbDevRef::by_netdev(ndev) {
+        pr_err!("rrxe: cannot add {}: {} already has {}\n", name, ndev.name(), dev.name());
+        return Err(EEXIST);
+    }
+    if IbDevRef::name_exists(name) {
+        pr_err!("rrxe: cannot add {}: an RDMA device of that name exists\n", name);
+        return Err(EEXIST);
+    }
+    IbDev::create(name, ndev, DeviceData {})?;
+    Ok(())
+}
+
+/// Called by the core once the device is registered: report the initial port state.
+pub(crate) fn enable(dev: &IbDev) -> Result {
+    let ndev = dev.netdev().ok_or(ENODEV)?;
+    pr_info!("rrxe: {} added on {}\n", dev.name(), ndev.name());
+    dev.port_event(port_event_for(&ndev));
+    Ok(())
+}
+
+fn port_event_for(ndev: &NetDev) -> b::ib_event_type {
+    if ndev.is_oper_up() {
+        b::ib_event_type_IB_EVENT_PORT_ACTIVE
+    } else {
+        b::ib_event_type_IB_EVENT_PORT_ERR
+    }
+}
+
+/// Netdev notifier: the port follows its netdev.
+pub(crate) fn netdev_event(event: core::ffi::c_ulong, ndev: &NetDev) {
+    let Some(dev) = IbDevRef::by_netdev(ndev) else {
+        return;
+    };
+    let Ok(event) = u32::try_from(event) else {
+        return;
+    };
+    match event {
+        b::netdev_cmd_NETDEV_UNREGISTER => {
+            pr_info!("rrxe: {} removed with {}\n", dev.name(), ndev.name());
+            dev.unregister_queued();
+        }
+        b::netdev_cmd_NETDEV_UP | b::netdev_cmd_NETDEV_DOWN | b::netdev_cmd_NETDEV_CHANGE => {
+            dev.port_event(port_event_for(ndev));
+        }
+        // The MTU is read from the netdev at every query: nothing to store.
+        _ => {}
+    }
+}
+
+/// Device attributes (`ibv_query_device`, and the core's copy in `ib_device.attrs`).
+pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Udata<'_>) -> Result {
+    if udata.inlen() != 0 || udata.outlen() != 0 {
+        return Err(EINVAL);
+    }
+    *attr = b::ib_device_attr::default();
+    attr.sys_image_guid = dev.node_guid();
+    attr.max_mr_size = u64::MAX;
+    attr.page_size_cap = 0xffff_f000;
+    attr.vendor_id = VENDOR_ID;
+    attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+    attr.max_pkeys = 1;
+    attr.local_ca_ack_delay = 15;
+    attr.max_pd = 0x7fff;
+    Ok(())
+}
+
+/// Port attributes, derived from the netdev at every call.
+pub(crate) fn query_port(dev: &IbDev, port: u32, attr: &mut b::ib_port_attr) -> Result {
+    if port != 1 {
+        return Err(EINVAL);
+    }
+    let ndev = dev.netdev().ok_or(ENODEV)?;
+    let up = ndev.is_oper_up();
+    attr.state = if up {
+        b::ib_port_state_IB_PORT_ACTIVE
+    } else {
+        b::ib_port_state_IB_PORT_DOWN
+    };
+    attr.phys_state = if up {
+        b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8
+    } else {
+        b::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8
+    };
+    attr.max_mtu = b::ib_mtu_IB_MTU_4096;
+    attr.active_mtu = ib_mtu_for(ndev.mtu());
+    attr.gid_tbl_len = GID_TABLE_LEN;
+    attr.port_cap_flags = b::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
+    attr.max_msg_sz = MAX_MSG_SIZE;
+    attr.pkey_tbl_len = 1;
+    attr.max_vl_num = 1;
+    dev.eth_speed(attr);
+    Ok(())
+}
+
+/// What never changes about a port.
+pub(crate) fn port_immutable(_dev: &IbDev, port: u32, imm: &mut b::ib_port_immutable) -> Result {
+    if port != 1 {
+        return Err(EINVAL);
+    }
+    imm.pkey_tbl_len = 1;
+    imm.gid_tbl_len = GID_TABLE_LEN;
+    imm.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+    imm.max_mad_size = MGMT_MAD_SIZE;
+    Ok(())
+}
+
+/// The partition table: one default key.
+pub(crate) fn query_pkey(_dev: &IbDev, port: u32, index: u16) -> Result<u16> {
+    if port != 1 || index != 0 {
+        return Err(EINVAL);
+    }
+    Ok(DEFAULT_PKEY)
+}
+
+/// A user context: tells the provider which ABI this kernel speaks.
+pub(crate) fn alloc_ucontext(_dev: &IbDev, udata: &mut Udata<'_>) -> Result {
+    if udata.is_user() {
+        let resp = b::rrxe_alloc_ucontext_resp {
+            abi_version: b::RRXE_UVERBS_ABI_VERSION,
+            reserved: 0,
+        };
+        udata.respond(&resp)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Kernel glue: the only place in rrxe.ko with `unsafe`.
+//!
+//! It turns the raw C interfaces (our bindgen output and the C helpers in `rrxe_glue.c`)
+//! into safe types the driver logic uses:
+//! - [`NetDev`] / [`NetDevRef`]: a borrowed or counted `struct net_device`;
+//! - [`IbDev`]: an rrxe `struct ib_device` together with its [`DeviceData`];
+//! - [`Udata`]: the driver-private part of a uverbs command;
+//! - [`Registration`]: module-lifetime registration of the link type and netdev notifier,
+//!   and the fence that unregisters every device before the module goes away.
+//!
+//! The ib_core callbacks (`ops`) are trampolines: they check and convert their raw
+//! arguments, call the safe logic in [`crate::device`], and turn its `Result` into an errno.
+
+pub(crate) mod bindings;
+mod ops;
+
+use crate::device::DeviceData;
+use kernel::ffi::c_char;
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Mutex;
+use kernel::types::Opaque;
+
+/// A `struct net_device` borrowed for the duration of a callback.
+#[repr(transparent)]
+pub(crate) struct NetDev(Opaque<bindings::net_device>);
+
+impl NetDev {
+    /// # Safety
+    /// `ptr` must point to a live `net_device` that stays alive for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a NetDev {
+        // SAFETY: `NetDev` is a transparent wrapper of `Opaque<net_device>`, and the caller
+        // guarantees the pointee lives for 'a.
+        unsafe { &*ptr.cast::<NetDev>() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::net_device {
+        self.0.get()
+    }
+
+    /// True for an Ethernet device (not loopback, not another link layer).
+    pub(crate) fn is_ether(&self) -> bool {
+        // SAFETY: self is a live net_device (type invariant).
+        unsafe { bindings::rrxe_glue_netdev_is_ether(self.as_ptr()) }
+    }
+
+    /// Running and carrier present: the port is active.
+    pub(crate) fn is_oper_up(&self) -> bool {
+        // SAFETY: self is a live net_device (type invariant).
+        unsafe { bindings::rrxe_glue_netdev_oper_up(self.as_ptr()) }
+    }
+
+    /// The current MTU in bytes.
+    pub(crate) fn mtu(&self) -> u32 {
+        // SAFETY: self is a live net_device (type invariant).
+        unsafe { bindings::rrxe_glue_netdev_mtu(self.as_ptr()) }
+    }
+
+    /// The EUI-64 derived from the MAC address, in wire (big-endian) byte order.
+    pub(crate) fn eui64(&self) -> [u8; 8] {
+        let mut guid = [0u8; 8];
+        // SAFETY: self is live; `guid` has the 8 bytes the helper writes.
+        unsafe { bindings::rrxe_glue_netdev_eui64(self.as_ptr(), guid.as_mut_ptr()) };
+        guid
+    }
+
+    /// The interface name.
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: netdev_name() returns the NUL-terminated name stored in the live device,
+        // which lives at least as long as the borrow of self.
+        unsafe { CStr::from_char_ptr(bindings::rrxe_glue_netdev_name(self.as_ptr())) }
+    }
+}
+
+/// A counted reference to a `net_device` (released on drop).
+pub(crate) struct NetDevRef(NonNull<bindings::net_device>);
+
+impl NetDevRef {
+    /// # Safety
+    /// `ptr` is null or a net_device on which the caller owns one reference (`dev_hold`).
+    unsafe fn from_held(ptr: *mut bindings::net_device) -> Option<Self> {
+        NonNull::new(ptr).map(NetDevRef)
+    }
+}
+
+impl core::ops::Deref for NetDevRef {
+    type Target = NetDev;
+    fn deref(&self) -> &NetDev {
+        // SAFETY: we own a reference, so the device is alive as long as self.
+        unsafe { NetDev::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for NetDevRef {
+    fn drop(&mut self) {
+        // SAFETY: we own exactly one reference, given back here once.
+        unsafe { bindings::rrxe_glue_netdev_put(self.0.as_ptr()) };
+    }
+}
+
+/// The memory layout of every rrxe device: the core's `ib_device` first (so that the
+/// core's pointer is also ours), then the driver's data.
+#[repr(C)]
+struct RrxeDev {
+    ib: bindings::ib_device,
+    data: DeviceData,
+}
+
+/// An rrxe `struct ib_device` borrowed from the RDMA core.
+///
+/// Invariant: the pointee was allocated by [`IbDev::create`] (it is an `RrxeDev` with
+/// initialised `data`) and is alive for the borrow.
+#[repr(transparent)]
+pub(crate) struct IbDev(Opaque<bindings::ib_device>);
+
+// SAFETY: the core calls device ops from any thread; DeviceData is Sync (checked below) and
+// the ib_device part is only touched through core functions that do their own locking.
+unsafe impl Sync for IbDev {}
+
+const _: () = {
+    const fn assert_sync<T: Sync + Send>() {}
+    assert_sync::<DeviceData>();
+};
+
+impl IbDev {
+    /// # Safety
+    /// `ptr` is an rrxe device (see type invariant), alive for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a IbDev {
+        // SAFETY: transparent wrapper; liveness from the caller.
+        unsafe { &*ptr.cast::<IbDev>() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::ib_device {
+        self.0.get()
+    }
+
+    /// The driver's data of this device.
+    #[allow(dead_code)] // used by the datapath
+    pub(crate) fn data(&self) -> &DeviceData {
+        // SAFETY: by the type invariant the ib_device is the first field of a live RrxeDev
+        // whose `data` was initialised in `create`.
+        unsafe { &(*self.as_ptr().cast::<RrxeDev>()).data }
+    }
+
+    /// The device name (`rrxe0`, …).
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: a registered device's `dev.kobj.name` holds its NUL-terminated name; we
+        // read it through the helper the core uses (dev_name) in C.
+        unsafe { CStr::from_char_ptr(bindings::rrxe_glue_ibdev_name(self.as_ptr())) }
+    }
+
+    /// The node GUID (big-endian on the wire, as the core stores it).
+    pub(crate) fn node_guid(&self) -> u64 {
+        // SAFETY: node_guid is set once before registration and only read afterwards.
+        unsafe { (*self.as_ptr()).node_guid }
+    }
+
+    /// The netdev bound to port 1, with a reference held.
+    pub(crate) fn netdev(&self) -> Option<NetDevRef> {
+        // SAFETY: ib_device_get_netdev returns null or a held reference.
+        unsafe { NetDevRef::from_held(bindings::ib_device_get_netdev(self.as_ptr(), 1)) }
+    }
+
+    /// Fills the port's active speed and width from the netdev's link settings.
+    pub(crate) fn eth_speed(&self, attr: &mut bindings::ib_port_attr) {
+        // SAFETY: the device is live; the outputs are fields of an exclusive borrow. On
+        // failure the core leaves a default (SDR x1), which is fine to report.
+        let _ = unsafe {
+            bindings::ib_get_eth_speed(self.as_ptr(), 1, &mut attr.active_speed, &mut attr.active_width)
+        };
+    }
+
+    /// Reports a port event to the core and its clients.
+    pub(crate) fn port_event(&self, event: bindings::ib_event_type) {
+        // SAFETY: the device is live; the helper builds the ib_event on its stack.
+        unsafe { bindings::rrxe_glue_port_event(self.as_ptr(), 1, event as i32) };
+    }
+
+    /// Unregisters the device from a context that must not sleep on unregistration
+    /// (netdev notifier, under RTNL): the core does it from a work item.
+    pub(crate) fn unregister_queued(&self) {
+        // SAFETY: the device is registered and has dealloc_driver set (see `create`).
+        unsafe { bindings::ib_unregister_device_queued(self.as_ptr()) };
+    }
+
+    /// Creates and registers a device named `name` on `ndev`.
+    pub(crate) fn create(name: &CStr, ndev: &NetDev, data: DeviceData) -> Result {
+        let reg = registry().ok_or(ENODEV)?;
+        let size = core::mem::size_of::<RrxeDev>();
+        // SAFETY: _ib_alloc_device allocates `size` zeroed bytes (size >= sizeof(ib_device))
+        // and initialises the ib_device at their start.
+        let raw = unsafe { bindings::_ib_alloc_device(size) };
+        let rdev = NonNull::new(raw.cast::<RrxeDev>()).ok_or(ENOMEM)?;
+        let ib = raw;
+        // SAFETY: freshly allocated, not yet visible to anybody: we have exclusive access.
+        unsafe {
+            ptr::write(ptr::addr_of_mut!((*rdev.as_ptr()).data), data);
+            (*ib).node_type = bindings::RDMA_NODE_IB_CA as _;
+            (*ib).phys_port_cnt = 1;
+            (*ib).num_comp_vectors = 1;
+            (*ib).local_dma_lkey = 0;
+            (*ib).node_guid = u64::from_ne_bytes(ndev.eui64());
+            (*ib).uverbs_cmd_mask |= (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+                | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+            bindings::rrxe_glue_set_node_desc(ib, kernel::c_str!("rrxe").as_char_ptr());
+            bindings::rrxe_glue_mark_name_assigned_by_user(ib);
+            bindings::ib_set_device_ops(ib, &ops::device_ops());
+        }
+        // From here on, an error path releases the device with ib_dealloc_device, which calls
+        // our dealloc_driver and so drops `data`.
+        let free = |err: Error| {
+            // SAFETY: the device is allocated and not registered; dealloc_driver drops data.
+            unsafe { bindings::ib_dealloc_device(ib) };
+            err
+        };
+        // SAFETY: ib is a valid unregistered device; ndev is live; the core takes its own
+        // reference on ndev.
+        let err = unsafe { bindings::ib_device_set_netdev(ib, ndev.as_ptr(), 1) };
+        if err != 0 {
+            return Err(free(Error::from_errno(err)));
+        }
+        if let Err(e) = reg.insert(rdev) {
+            return Err(free(e));
+        }
+        // SAFETY: ib is fully set up; name is a NUL-terminated string; NULL dma_device makes
+        // the core use virtual DMA, as for every software device.
+        let err = unsafe { bindings::ib_register_device(ib, name.as_char_ptr(), ptr::null_mut()) };
+        if err != 0 {
+            // dealloc_driver removes the registry entry.
+            return Err(free(Error::from_errno(err)));
+        }
+        Ok(())
+    }
+}
+
+/// A counted reference to an rrxe device (`ib_device_put` on drop).
+pub(crate) struct IbDevRef(NonNull<bindings::ib_device>);
+
+impl IbDevRef {
+    /// Our device bound to `ndev`, if any.
+    pub(crate) fn by_netdev(ndev: &NetDev) -> Option<IbDevRef> {
+        // SAFETY: ndev is live; the core returns null or a device with a reference held.
+        let p = unsafe {
+            bindings::ib_device_get_by_netdev(ndev.as_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+        };
+        let dev = IbDevRef(NonNull::new(p)?);
+        // Several drivers may report RDMA_DRIVER_UNKNOWN: ours are owned by this module.
+        // SAFETY: we hold a reference, so ops is valid to read.
+        let ours = unsafe { (*p).ops.owner == bindings::rrxe_glue_this_module() };
+        ours.then_some(dev)
+    }
+
+    /// Whether any RDMA device (of any driver) is named `name`.
+    pub(crate) fn name_exists(name: &CStr) -> bool {
+        // SAFETY: name is NUL-terminated; the core returns null or a held reference.
+        let p = unsafe {
+            bindings::ib_device_get_by_name(name.as_char_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+        };
+        NonNull::new(p).map(IbDevRef).is_some()
+    }
+}
+
+impl core::ops::Deref for IbDevRef {
+    type Target = IbDev;
+    fn deref(&self) -> &IbDev {
+        // SAFETY: the reference we hold keeps the device (an rrxe device, checked in
+        // by_netdev) alive.
+        unsafe { IbDev::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for IbDevRef {
+    fn drop(&mut self) {
+        // SAFETY: we own one ib_device reference, released once here.
+        unsafe { bindings::ib_device_put(self.0.as_ptr()) };
+    }
+}
+
+/// The driver-private input and output of a uverbs command.
+pub(crate) struct Udata<'a>(*mut bindings::ib_udata, PhantomData<&'a mut bindings::ib_udata>);
+
+impl Udata<'_> {
+    /// Bytes of driver-private input.
+    pub(crate) fn inlen(&self) -> usize {
+        // SAFETY: null or a live udata for the duration of the command (the helper checks null).
+        unsafe { bindings::rrxe_glue_udata_inlen(self.0) }
+    }
+
+    /// Bytes of driver-private output the caller accepts.
+    pub(crate) fn outlen(&self) -> usize {
+        // SAFETY: as in inlen.
+        unsafe { bindings::rrxe_glue_udata_outlen(self.0) }
+    }
+
+    /// Whether this command came from userspace (kernel callers pass no udata).
+    pub(crate) fn is_user(&self) -> bool {
+        !self.0.is_null()
+    }
+
+    /// Copies a response to the user, truncated to what the user accepts.
+    pub(crate) fn respond<T: UserAbi>(&mut self, resp: &T) -> Result {
+        let len = core::mem::size_of::<T>();
+        // SAFETY: resp is valid for len bytes; the helper copies min(len, outlen) bytes to
+        // the user buffer with copy_to_user.
+        let err = unsafe {
+            bindings::rrxe_glue_copy_to_udata(self.0, (resp as *const T).cast(), len)
+        };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(())
+    }
+}
+
+/// A structure of the user ABI (`include/rdma/rrxe-abi.h`) that may be copied to userspace
+/// as bytes.
+///
+/// # Safety
+/// Implementors are `repr(C)` plain data with every byte initialised: no padding, no
+/// pointers, valid for any bit pattern.
+pub(crate) unsafe trait UserAbi {}
+
+// SAFETY: two __u32 fields, no padding (see rrxe-abi.h).
+unsafe impl UserAbi for bindings::rrxe_alloc_ucontext_resp {}
+
+/// Maximum number of rrxe devices at once.
+const MAX_DEVICES: usize = 64;
+
+/// All live rrxe devices, so that module exit can unregister them.
+#[pin_data]
+struct Registry {
+    #[pin]
+    devices: Mutex<[Option<DevPtr>; MAX_DEVICES]>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct DevPtr(NonNull<RrxeDev>);
+// SAFETY: a DevPtr is only an identity while in the registry; it is dereferenced only under
+// the rules of `Registration::drop`.
+unsafe impl Send for DevPtr {}
+
+impl Registry {
+    fn insert(&self, d: NonNull<RrxeDev>) -> Result {
+        let mut slots = self.devices.lock();
+        let free = slots.iter_mut().find(|s| s.is_none()).ok_or(ENOSPC)?;
+        *free = Some(DevPtr(d));
+        Ok(())
+    }
+
+    fn remove(&self, d: NonNull<RrxeDev>) {
+        let mut slots = self.devices.lock();
+        for s in slots.iter_mut() {
+            if *s == Some(DevPtr(d)) {
+                *s = None;
+            }
+        }
+    }
+}
+
+/// Published between module init and exit; see [`Registration`].
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
+
+fn registry() -> Option<&'static Registry> {
+    let p = REGISTRY.load(Ordering::Acquire);
+    // SAFETY: a non-null REGISTRY points to the pinned Registry owned by the live
+    // Registration; it is cleared only after every user (link ops, notifier, every device's
+    // callbacks) has been fenced off in Registration::drop.
+    unsafe { p.as_ref() }
+}
+
+/// Module-lifetime registration: the `rrxe` link type and the netdev notifier.
+pub(crate) struct Registration {
+    registry: Pin<KBox<Registry>>,
+}
+
+impl Registration {
+    /// Registers the link type and notifier.
+    pub(crate) fn new() -> Result<Self> {
+        let registry = KBox::pin_init(
+            pin_init!(Registry {
+                devices <- kernel::new_mutex!([None; MAX_DEVICES], "rrxe_devices"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let p = ptr::from_ref::<Registry>(&registry).cast_mut();
+        REGISTRY.store(p, Ordering::Release);
+        // SAFETY: plain registration; C side objects are static.
+        let err = unsafe { bindings::rrxe_glue_register() };
+        if err != 0 {
+            REGISTRY.store(ptr::null_mut(), Ordering::Release);
+            return Err(Error::from_errno(err));
+        }
+        Ok(Self { registry })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // 1. No new devices.
+        // SAFETY: registered in new().
+        unsafe { bindings::rrxe_glue_unregister() };
+        // 2. Unregister every device. A device found in the registry is alive (its
+        // dealloc_driver, which removes it, has not finished); get_device keeps its memory
+        // while we unregister. __ib_unregister_device is fenced by the device's
+        // unregistration lock, so when ib_unregister_device returns, any concurrent
+        // unregistration (link delete, netdev removal) has finished too and the entry is gone.
+        loop {
+            let next = {
+                let slots = self.registry.devices.lock();
+                slots.iter().flatten().next().copied()
+            };
+            let Some(DevPtr(d)) = next else { break };
+            let ib = d.as_ptr().cast::<bindings::ib_device>();
+            // SAFETY: see above; get/put balance, and the device memory stays valid meanwhile.
+            unsafe {
+                bindings::rrxe_glue_ib_get_device(ib);
+                bindings::ib_unregister_device(ib);
+                // If it is still listed, it was never registered successfully; should not
+                // happen, but never loop forever.
+                self.registry.remove(d);
+                bindings::rrxe_glue_ib_put_device(ib);
+            }
+        }
+        // 3. No more netdev events.
+        // SAFETY: registered in new().
+        unsafe { bindings::rrxe_glue_unregister_notifier() };
+        REGISTRY.store(ptr::null_mut(), Ordering::Release);
+    }
+}
+
+/// `rdma link add NAME type rrxe netdev NDEV`.
+#[no_mangle]
+unsafe extern "C" fn rrxe_rs_newlink(name: *const c_char, ndev: *mut bindings::net_device) -> i32 {
+    if name.is_null() || ndev.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the rdma netlink core passes a NUL-terminated name and a netdev it holds a
+    // reference on for the duration of the call.
+    let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDev::from_raw(ndev)) };
+    ops::errno(crate::device::newlink(name, ndev))
+}
+
+/// Netdev notifier events (called under RTNL).
+#[no_mangle]
+unsafe extern "C" fn rrxe_rs_netdev_event(event: core::ffi::c_ulong, ndev: *mut bindings::net_device) {
+    if ndev.is_null() {
+        return;
+    }
+    // SAFETY: the notifier chain passes a live netdev for the duration of the call.
+    let ndev = unsafe { NetDev::from_raw(ndev) };
+    crate::device::netdev_event(event, ndev);
+}

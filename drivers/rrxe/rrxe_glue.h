@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The C side of rrxe's kernel glue: only what Rust cannot express without a kernel
+ * patch — static inline helpers, macros, and statically initialised kernel objects
+ * (link ops, notifier block). No driver logic lives here.
+ *
+ * rrxe_glue_* are implemented in rrxe_glue.c and called from Rust;
+ * rrxe_rs_* are implemented in Rust (drivers/rrxe/glue/) and called from C.
+ */
+#ifndef RRXE_GLUE_H
+#define RRXE_GLUE_H
+
+#include <linux/types.h>
+
+struct net_device;
+struct ib_device;
+struct ib_udata;
+struct module;
+
+/* --- implemented in C, called from Rust --- */
+struct module *rrxe_glue_this_module(void);
+int rrxe_glue_register(void);
+void rrxe_glue_unregister_notifier(void);
+void rrxe_glue_unregister(void);
+
+bool rrxe_glue_netdev_is_ether(const struct net_device *ndev);
+bool rrxe_glue_netdev_oper_up(const struct net_device *ndev);
+unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev);
+void rrxe_glue_netdev_eui64(const struct net_device *ndev, u8 *guid);
+const char *rrxe_glue_netdev_name(const struct net_device *ndev);
+void rrxe_glue_netdev_put(struct net_device *ndev);
+
+void rrxe_glue_ib_get_device(struct ib_device *ibdev);
+void rrxe_glue_ib_put_device(struct ib_device *ibdev);
+void rrxe_glue_port_event(struct ib_device *ibdev, u32 port, int event);
+const char *rrxe_glue_ibdev_name(const struct ib_device *ibdev);
+void rrxe_glue_mark_name_assigned_by_user(struct ib_device *ibdev);
+void rrxe_glue_set_node_desc(struct ib_device *ibdev, const char *desc);
+size_t rrxe_glue_udata_inlen(const struct ib_udata *udata);
+size_t rrxe_glue_udata_outlen(const struct ib_udata *udata);
+int rrxe_glue_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+
+/* --- implemented in Rust, called from C --- */
+int rrxe_rs_newlink(const char *ibdev_name, struct net_device *ndev);
+void rrxe_rs_netdev_event(unsigned long event, struct net_device *ndev);
+
+#endif /* RRXE_GLUE_H */

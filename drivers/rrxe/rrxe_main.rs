@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0
+//! rrxe: a software RoCEv2 RDMA device over any Ethernet netdev.
+//!
+//! Layers:
+//! - [`proto`]: sans-IO RoCEv2 protocol logic, shared with the host test crate;
+//! - [`glue`]: the kernel glue, where all `unsafe` lives, exposing safe types;
+//! - [`device`]: safe driver logic on top.
+
+use kernel::prelude::*;
+
+mod device;
+mod glue;
+
+module! {
+    type: RrxeModule,
+    name: "rrxe",
+    author: "rrxe developers",
+    description: "Soft-RoCE (RoCEv2) RDMA device written in Rust",
+    license: "GPL",
+}
+
+struct RrxeModule {
+    _registration: glue::Registration,
+}
+
+impl kernel::Module for RrxeModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let registration = glue::Registration::new()?;
+        pr_info!("rrxe: loaded; add a device with: rdma link add rrxe0 type rrxe netdev <netdev>\n");
+        Ok(RrxeModule {
+            _registration: registration,
+        })
+    }
+}

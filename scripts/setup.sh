@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for rrxe from the package registries only, then builds (or
+# reuses from the cache) the guest kernel. Idempotent: fast when everything is in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+
+PKGS=(
+  linux-source-6.12 rustc-web rust-web-src
+  clang-19 lld-19 llvm-19 libclang-19-dev
+  bc bison flex libelf-dev libssl-dev make cpio xz-utils kmod dpkg-dev
+  qemu-system-x86
+  rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
+  iproute2 iperf3 ethtool python3
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The kernel's Rust must be exactly the rustc-web/rust-web-src pair (1.96): check it.
+/usr/bin/rustc -V | grep -q '^rustc 1\.96' || { echo "setup: /usr/bin/rustc is not 1.96 ($(/usr/bin/rustc -V))"; exit 1; }
+ls -d /usr/src/rustc-1.96*/library >/dev/null 2>&1 || { echo "setup: rust-web-src 1.96 library/ missing"; exit 1; }
+
+# bindgen-cli, pinned (host tool, built with the machine's cargo).
+BINDGEN_VERSION=0.73.2
+if ! "$HOME/.cargo/bin/bindgen" --version 2>/dev/null | grep -q " $BINDGEN_VERSION\$"; then
+  echo "setup: installing bindgen-cli $BINDGEN_VERSION"
+  cargo install -q bindgen-cli --version "$BINDGEN_VERSION" --locked
+fi
+
+# rdma-core's own headers (libibverbs/driver.h is not packaged) for the provider's layout
+# tests: the 56.1 source from Debian's trixie deb-src.
+bash scripts/rdma-core-src.sh || echo "setup: rdma-core source unavailable; provider layout tests will say so"
+
+bash scripts/build-kernel.sh
