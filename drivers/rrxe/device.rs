@@ -39,15 +39,27 @@ pub(crate) fn ib_mtu_for(eth_mtu: u32) -> b::ib_mtu {
 /// `rdma link add NAME type rrxe netdev NDEV`.
 pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
     if !ndev.is_ether() {
-        pr_err!("rrxe: cannot add {}: {} is not an Ethernet device\n", name, ndev.name());
+        pr_err!(
+            "rrxe: cannot add {}: {} is not an Ethernet device\n",
+            name,
+            ndev.name()
+        );
         return Err(EINVAL);
     }
     if let Some(dev) = IbDevRef::by_netdev(ndev) {
-        pr_err!("rrxe: cannot add {}: {} already has {}\n", name, ndev.name(), dev.name());
+        pr_err!(
+            "rrxe: cannot add {}: {} already has {}\n",
+            name,
+            ndev.name(),
+            dev.name()
+        );
         return Err(EEXIST);
     }
     if IbDevRef::name_exists(name) {
-        pr_err!("rrxe: cannot add {}: an RDMA device of that name exists\n", name);
+        pr_err!(
+            "rrxe: cannot add {}: an RDMA device of that name exists\n",
+            name
+        );
         return Err(EEXIST);
     }
     IbDev::create(name, ndev, DeviceData {})?;

@@ -26,7 +26,9 @@ struct RrxeModule {
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let registration = glue::Registration::new()?;
-        pr_info!("rrxe: loaded; add a device with: rdma link add rrxe0 type rrxe netdev <netdev>\n");
+        pr_info!(
+            "rrxe: loaded; add a device with: rdma link add rrxe0 type rrxe netdev <netdev>\n"
+        );
         Ok(RrxeModule {
             _registration: registration,
         })

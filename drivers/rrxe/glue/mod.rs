@@ -16,10 +16,10 @@ pub(crate) mod bindings;
 mod ops;
 
 use crate::device::DeviceData;
-use kernel::ffi::c_char;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::ffi::c_char;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
 use kernel::types::Opaque;
@@ -169,7 +169,12 @@ impl IbDev {
         // SAFETY: the device is live; the outputs are fields of an exclusive borrow. On
         // failure the core leaves a default (SDR x1), which is fine to report.
         let _ = unsafe {
-            bindings::ib_get_eth_speed(self.as_ptr(), 1, &mut attr.active_speed, &mut attr.active_width)
+            bindings::ib_get_eth_speed(
+                self.as_ptr(),
+                1,
+                &mut attr.active_speed,
+                &mut attr.active_width,
+            )
         };
     }
 
@@ -203,7 +208,8 @@ impl IbDev {
             (*ib).num_comp_vectors = 1;
             (*ib).local_dma_lkey = 0;
             (*ib).node_guid = u64::from_ne_bytes(ndev.eui64());
-            (*ib).uverbs_cmd_mask |= (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+            (*ib).uverbs_cmd_mask |= (1u64
+                << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
                 | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
             bindings::rrxe_glue_set_node_desc(ib, kernel::c_str!("rrxe").as_char_ptr());
             bindings::rrxe_glue_mark_name_assigned_by_user(ib);
@@ -244,7 +250,10 @@ impl IbDevRef {
     pub(crate) fn by_netdev(ndev: &NetDev) -> Option<IbDevRef> {
         // SAFETY: ndev is live; the core returns null or a device with a reference held.
         let p = unsafe {
-            bindings::ib_device_get_by_netdev(ndev.as_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+            bindings::ib_device_get_by_netdev(
+                ndev.as_ptr(),
+                bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+            )
         };
         let dev = IbDevRef(NonNull::new(p)?);
         // Several drivers may report RDMA_DRIVER_UNKNOWN: ours are owned by this module.
@@ -257,7 +266,10 @@ impl IbDevRef {
     pub(crate) fn name_exists(name: &CStr) -> bool {
         // SAFETY: name is NUL-terminated; the core returns null or a held reference.
         let p = unsafe {
-            bindings::ib_device_get_by_name(name.as_char_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+            bindings::ib_device_get_by_name(
+                name.as_char_ptr(),
+                bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+            )
         };
         NonNull::new(p).map(IbDevRef).is_some()
     }
@@ -280,7 +292,10 @@ impl Drop for IbDevRef {
 }
 
 /// The driver-private input and output of a uverbs command.
-pub(crate) struct Udata<'a>(*mut bindings::ib_udata, PhantomData<&'a mut bindings::ib_udata>);
+pub(crate) struct Udata<'a>(
+    *mut bindings::ib_udata,
+    PhantomData<&'a mut bindings::ib_udata>,
+);
 
 impl Udata<'_> {
     /// Bytes of driver-private input.
@@ -305,9 +320,8 @@ impl Udata<'_> {
         let len = core::mem::size_of::<T>();
         // SAFETY: resp is valid for len bytes; the helper copies min(len, outlen) bytes to
         // the user buffer with copy_to_user.
-        let err = unsafe {
-            bindings::rrxe_glue_copy_to_udata(self.0, (resp as *const T).cast(), len)
-        };
+        let err =
+            unsafe { bindings::rrxe_glue_copy_to_udata(self.0, (resp as *const T).cast(), len) };
         if err != 0 {
             return Err(Error::from_errno(err));
         }
@@ -445,7 +459,10 @@ unsafe extern "C" fn rrxe_rs_newlink(name: *const c_char, ndev: *mut bindings::n
 
 /// Netdev notifier events (called under RTNL).
 #[no_mangle]
-unsafe extern "C" fn rrxe_rs_netdev_event(event: core::ffi::c_ulong, ndev: *mut bindings::net_device) {
+unsafe extern "C" fn rrxe_rs_netdev_event(
+    event: core::ffi::c_ulong,
+    ndev: *mut bindings::net_device,
+) {
     if ndev.is_null() {
         return;
     }

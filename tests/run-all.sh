@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# All of rrxe's tests: setup (idempotent), host unit/property/simulation tests, the module
+# and provider builds, then every VM test in tests/vm/. Ends with "N passed, N failed".
+#   tests/run-all.sh [--skip-setup] [VM-TEST-NAME...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+skip_setup=0
+[ "${1:-}" = --skip-setup ] && { skip_setup=1; shift; }
+passed=0 failed=0
+failures=()
+t0=$(date +%s)
+note() { printf '\n=== %s (t=%ds)\n' "$*" "$(( $(date +%s) - t0 ))"; }
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAILED: $1"; }
+finish() {
+  echo
+  echo "=== summary (${SECONDS}s)"
+  for f in "${failures[@]}"; do echo "  failed: $f"; done
+  echo "$passed passed, $failed failed"
+  [ "$failed" = 0 ]
+  exit
+}
+
+if [ "$skip_setup" = 0 ]; then
+  note "setup"
+  bash scripts/setup.sh || { fail "scripts/setup.sh"; finish; }
+fi
+. scripts/env.sh
+echo "kernel: $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s)"
+
+note "host tests: cargo test --workspace"
+log=$(mktemp)
+cargo test --workspace --release 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+hp=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | paste -sd+ | bc)
+hf=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | paste -sd+ | bc)
+passed=$((passed + ${hp:-0}))
+if [ "$rc" != 0 ] || [ "${hf:-0}" != 0 ]; then
+  failed=$((failed + ${hf:-0}))
+  fail "cargo test --workspace (exit $rc)"
+fi
+rm -f "$log"
+
+note "build: rrxe.ko"
+if make -s modules >build.log 2>&1; then pass; else cat build.log; fail "make modules (rrxe.ko)"; fi
+note "build: librrxe-rdmav34.so"
+if make -s provider >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make provider"; fi
+
+out=$ROOT/qemu/out
+mkdir -p "$out"
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=($(ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'))
+for t in "${tests[@]}"; do
+  f=tests/vm/$t.sh
+  vms=$(sed -n 's/^# vms: *//p' "$f" | head -n 1); vms=${vms:-1}
+  to=$(sed -n 's/^# timeout: *//p' "$f" | head -n 1); to=${to:-300}
+  note "VM test $t ($vms VMs)"
+  qemu/run-vms --vms "$vms" --timeout "$to" --out "$out" --name "$t" "$f"
+  vrc=$?
+  for i in $(seq 0 $((vms - 1))); do
+    o=$out/$t-vm$i.out
+    sed -n '/^RRXE-BOOTED/,$p' "$o" | grep -av '^RRXE-' 
+    p=$(grep -ac '^ok ' "$o"); f2=$(grep -a '^not ok ' "$o")
+    passed=$((passed + p))
+    while IFS= read -r l; do [ -n "$l" ] && fail "$t: ${l#not ok }"; done <<<"$f2"
+  done
+  [ "$vrc" = 0 ] || fail "$t: VM run (timeout, splat or script failure; see qemu/out/$t-vm*.console)"
+done
+finish
