@@ -2,12 +2,16 @@
 //! Device and port logic: what an rrxe device reports and how it follows its netdev.
 //! Safe code only; the kernel objects are reached through [`crate::glue`].
 
+use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
 use kernel::prelude::*;
 
 /// Per-device driver state (grows with the datapath).
-pub(crate) struct DeviceData {}
+pub(crate) struct DeviceData {
+    /// Counters for `rdma statistic`.
+    pub(crate) counters: Counters,
+}
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
 const GID_TABLE_LEN: i32 = 1024;
@@ -62,7 +66,13 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
         );
         return Err(EEXIST);
     }
-    IbDev::create(name, ndev, DeviceData {})?;
+    IbDev::create(
+        name,
+        ndev,
+        DeviceData {
+            counters: Counters::new(),
+        },
+    )?;
     Ok(())
 }
 
@@ -96,7 +106,11 @@ pub(crate) fn netdev_event(event: core::ffi::c_ulong, ndev: &NetDev) {
             dev.unregister_queued();
         }
         b::netdev_cmd_NETDEV_UP | b::netdev_cmd_NETDEV_DOWN | b::netdev_cmd_NETDEV_CHANGE => {
-            dev.port_event(port_event_for(ndev));
+            let ev = port_event_for(ndev);
+            if ev == b::ib_event_type_IB_EVENT_PORT_ERR {
+                dev.data().counters.inc(Counter::LinkDowned);
+            }
+            dev.port_event(ev);
         }
         // The MTU is read from the netdev at every query: nothing to store.
         _ => {}

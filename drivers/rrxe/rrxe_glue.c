@@ -10,6 +10,7 @@
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
+#include <net/udp_tunnel.h>
 #include "rrxe_glue.h"
 
 MODULE_ALIAS_RDMA_LINK("rrxe");
@@ -136,4 +137,100 @@ const char *rrxe_glue_ibdev_name(const struct ib_device *ibdev)
 void rrxe_glue_mark_name_assigned_by_user(struct ib_device *ibdev)
 {
 	ib_mark_name_assigned_by_user(ibdev);
+}
+
+/* --- UDP tunnel sockets (RoCEv2, port 4791) --- */
+
+static int rrxe_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	rrxe_rs_udp_recv(skb);
+	return 0;
+}
+
+struct socket *rrxe_glue_udp_open(struct net *net, bool ipv6, u16 port, int *err)
+{
+	struct udp_port_cfg udp_cfg = {};
+	struct udp_tunnel_sock_cfg tnl_cfg = {};
+	struct socket *sock;
+
+	udp_cfg.family = ipv6 ? AF_INET6 : AF_INET;
+	udp_cfg.ipv6_v6only = ipv6;
+	udp_cfg.local_udp_port = htons(port);
+	*err = udp_sock_create(net, &udp_cfg, &sock);
+	if (*err < 0)
+		return NULL;
+	tnl_cfg.encap_type = 1;
+	tnl_cfg.encap_rcv = rrxe_udp_encap_recv;
+	setup_udp_tunnel_sock(net, sock, &tnl_cfg);
+	return sock;
+}
+
+void rrxe_glue_udp_close(struct socket *sock)
+{
+	udp_tunnel_sock_release(sock);
+}
+
+struct net *rrxe_glue_init_net(void)
+{
+	return &init_net;
+}
+
+/* --- sk_buff access --- */
+
+struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+int rrxe_glue_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+/*
+ * The network header (IPv4/IPv6, up to the transport header) and the transport part (UDP
+ * header to the end of the linear data) of a received, linearised skb.
+ */
+void rrxe_glue_skb_parts(const struct sk_buff *skb, const u8 **l3, u32 *l3_len,
+			 const u8 **l4, u32 *l4_len)
+{
+	const u8 *nh = skb_network_header(skb);
+	const u8 *th = skb_transport_header(skb);
+	const u8 *tail = skb_tail_pointer(skb);
+
+	if (!skb_transport_header_was_set(skb) ||
+	    th < nh || tail < th) {
+		*l3 = NULL;
+		*l3_len = 0;
+		*l4 = NULL;
+		*l4_len = 0;
+		return;
+	}
+	*l3 = nh;
+	*l3_len = th - nh;
+	*l4 = th;
+	*l4_len = tail - th;
+}
+
+void rrxe_glue_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+void rrxe_glue_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+/* --- hardware counters (rdma statistic) --- */
+
+struct rdma_hw_stats *rrxe_glue_alloc_hw_stats(const struct rdma_stat_desc *descs, int num)
+{
+	return rdma_alloc_hw_stats_struct(descs, num, RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value)
+{
+	if (index >= 0 && index < stats->num_counters)
+		stats->value[index] = value;
 }

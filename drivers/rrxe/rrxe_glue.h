@@ -16,6 +16,11 @@ struct net_device;
 struct ib_device;
 struct ib_udata;
 struct module;
+struct net;
+struct socket;
+struct sk_buff;
+struct rdma_hw_stats;
+struct rdma_stat_desc;
 
 /* --- implemented in C, called from Rust --- */
 struct module *rrxe_glue_this_module(void);
@@ -40,7 +45,22 @@ size_t rrxe_glue_udata_inlen(const struct ib_udata *udata);
 size_t rrxe_glue_udata_outlen(const struct ib_udata *udata);
 int rrxe_glue_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 
+struct socket *rrxe_glue_udp_open(struct net *net, bool ipv6, u16 port, int *err);
+void rrxe_glue_udp_close(struct socket *sock);
+struct net *rrxe_glue_init_net(void);
+
+struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb);
+int rrxe_glue_skb_linearize(struct sk_buff *skb);
+void rrxe_glue_skb_parts(const struct sk_buff *skb, const u8 **l3, u32 *l3_len,
+			 const u8 **l4, u32 *l4_len);
+void rrxe_glue_kfree_skb(struct sk_buff *skb);
+void rrxe_glue_consume_skb(struct sk_buff *skb);
+
+struct rdma_hw_stats *rrxe_glue_alloc_hw_stats(const struct rdma_stat_desc *descs, int num);
+void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value);
+
 /* --- implemented in Rust, called from C --- */
+void rrxe_rs_udp_recv(struct sk_buff *skb);
 int rrxe_rs_newlink(const char *ibdev_name, struct net_device *ndev);
 void rrxe_rs_netdev_event(unsigned long event, struct net_device *ndev);
 

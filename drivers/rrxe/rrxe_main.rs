@@ -8,8 +8,10 @@
 
 use kernel::prelude::*;
 
+mod counters;
 mod device;
 mod glue;
+mod net;
 
 module! {
     type: RrxeModule,

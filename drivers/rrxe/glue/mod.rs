@@ -13,7 +13,10 @@
 //! arguments, call the safe logic in [`crate::device`], and turn its `Result` into an errno.
 
 pub(crate) mod bindings;
+mod net;
 mod ops;
+
+pub(crate) use net::SkBuff;
 
 use crate::device::DeviceData;
 use core::marker::PhantomData;
@@ -138,7 +141,6 @@ impl IbDev {
     }
 
     /// The driver's data of this device.
-    #[allow(dead_code)] // used by the datapath
     pub(crate) fn data(&self) -> &DeviceData {
         // SAFETY: by the type invariant the ib_device is the first field of a live RrxeDev
         // whose `data` was initialised in `create`.
@@ -388,6 +390,7 @@ fn registry() -> Option<&'static Registry> {
 /// Module-lifetime registration: the `rrxe` link type and the netdev notifier.
 pub(crate) struct Registration {
     registry: Pin<KBox<Registry>>,
+    sockets: Option<net::UdpSockets>,
 }
 
 impl Registration {
@@ -401,13 +404,24 @@ impl Registration {
         )?;
         let p = ptr::from_ref::<Registry>(&registry).cast_mut();
         REGISTRY.store(p, Ordering::Release);
+        let sockets = match net::UdpSockets::open() {
+            Ok(s) => s,
+            Err(e) => {
+                REGISTRY.store(ptr::null_mut(), Ordering::Release);
+                return Err(e);
+            }
+        };
         // SAFETY: plain registration; C side objects are static.
         let err = unsafe { bindings::rrxe_glue_register() };
         if err != 0 {
+            drop(sockets);
             REGISTRY.store(ptr::null_mut(), Ordering::Release);
             return Err(Error::from_errno(err));
         }
-        Ok(Self { registry })
+        Ok(Self {
+            registry,
+            sockets: Some(sockets),
+        })
     }
 }
 
@@ -438,9 +452,10 @@ impl Drop for Registration {
                 bindings::rrxe_glue_ib_put_device(ib);
             }
         }
-        // 3. No more netdev events.
+        // 3. No more netdev events, no more packets.
         // SAFETY: registered in new().
         unsafe { bindings::rrxe_glue_unregister_notifier() };
+        drop(self.sockets.take());
         REGISTRY.store(ptr::null_mut(), Ordering::Release);
     }
 }

@@ -7,6 +7,7 @@
 //! for the duration of the call.
 
 use super::{bindings, IbDev, Udata};
+use crate::counters::{Counter, NUM_COUNTERS};
 use crate::device;
 use core::marker::PhantomData;
 use kernel::prelude::*;
@@ -36,6 +37,8 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.alloc_pd = Some(alloc_pd);
     ops.dealloc_pd = Some(dealloc_pd);
     ops.dealloc_driver = Some(dealloc_driver);
+    ops.alloc_hw_port_stats = Some(alloc_hw_port_stats);
+    ops.get_hw_stats = Some(get_hw_stats);
     ops.enable_driver = Some(enable_driver);
     ops.size_ib_ucontext = core::mem::size_of::<bindings::ib_ucontext>();
     ops.size_ib_pd = core::mem::size_of::<bindings::ib_pd>();
@@ -132,4 +135,47 @@ pub(super) unsafe extern "C" fn dealloc_driver(ibdev: *mut bindings::ib_device) 
     if let (Some(reg), Some(p)) = (super::registry(), core::ptr::NonNull::new(rdev)) {
         reg.remove(p);
     }
+}
+
+/// `rdma statistic` descriptors, built from [`Counter::NAMES`].
+struct StatDescs([bindings::rdma_stat_desc; NUM_COUNTERS]);
+
+// SAFETY: immutable after compile-time construction; the pointers are to 'static C strings.
+unsafe impl Sync for StatDescs {}
+
+static STAT_DESCS: StatDescs = {
+    let mut d = [bindings::rdma_stat_desc {
+        name: core::ptr::null(),
+        flags: 0,
+        priv_: core::ptr::null(),
+    }; NUM_COUNTERS];
+    let mut i = 0;
+    while i < NUM_COUNTERS {
+        d[i].name = Counter::NAMES[i].as_ptr().cast();
+        i += 1;
+    }
+    StatDescs(d)
+};
+
+unsafe extern "C" fn alloc_hw_port_stats(
+    _ibdev: *mut bindings::ib_device,
+    _port: u32,
+) -> *mut bindings::rdma_hw_stats {
+    // SAFETY: STAT_DESCS is 'static and has NUM_COUNTERS entries; the core owns the result.
+    unsafe { bindings::rrxe_glue_alloc_hw_stats(STAT_DESCS.0.as_ptr(), NUM_COUNTERS as i32) }
+}
+
+unsafe extern "C" fn get_hw_stats(
+    ibdev: *mut bindings::ib_device,
+    stats: *mut bindings::rdma_hw_stats,
+    _port: u32,
+    _index: i32,
+) -> i32 {
+    // SAFETY: see the module doc; stats was allocated by alloc_hw_port_stats.
+    let dev = unsafe { IbDev::from_raw(ibdev) };
+    for (i, v) in dev.data().counters.values().enumerate() {
+        // SAFETY: stats is live; the helper bounds-checks the index.
+        unsafe { bindings::rrxe_glue_hw_stats_set(stats, i as i32, v) };
+    }
+    NUM_COUNTERS as i32
 }

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Per-device counters, shown by `rdma statistic show link rrxe0/1`.
+
+use core::ffi::CStr;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! counters {
+    ($($(#[doc = $doc:literal])* $name:ident = $cname:literal,)*) => {
+        /// One device counter.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        #[allow(dead_code)] // the datapath counters are bumped once QPs exist
+        pub(crate) enum Counter {
+            $($(#[doc = $doc])* $name,)*
+        }
+
+        impl Counter {
+            /// The counters' names, in order, as `rdma statistic` shows them.
+            pub(crate) const NAMES: &'static [&'static CStr] = &[$($cname,)*];
+        }
+    };
+}
+
+counters! {
+    /// RoCEv2 packets sent.
+    SentPkts = c"sent_pkts",
+    /// RoCEv2 packets received (before validation).
+    RcvdPkts = c"rcvd_pkts",
+    /// Packets sent again after a timeout or a NAK.
+    Retransmits = c"retransmits",
+    /// RNR NAKs sent.
+    RnrNaksSent = c"rnr_naks_sent",
+    /// RNR NAKs received.
+    RnrNaksRcvd = c"rnr_naks_rcvd",
+    /// Duplicate requests received.
+    DuplicateRequests = c"duplicate_request",
+    /// PSN sequence errors (NAK sent).
+    SeqErrors = c"out_of_seq_request",
+    /// Packets dropped for a bad ICRC.
+    IcrcErrors = c"rx_icrc_errors",
+    /// Packets dropped: shorter than their headers.
+    RxDropTruncated = c"rx_drop_truncated",
+    /// Packets dropped: malformed headers (version, opcode, lengths).
+    RxDropMalformed = c"rx_drop_malformed",
+    /// Packets dropped: no such queue pair.
+    RxDropNoQp = c"rx_drop_no_qp",
+    /// Packets dropped: could not linearise (memory).
+    RxDropNoMem = c"rx_drop_no_mem",
+    /// Link down events.
+    LinkDowned = c"link_downed",
+}
+
+/// The number of counters.
+pub(crate) const NUM_COUNTERS: usize = Counter::NAMES.len();
+
+/// A device's counters.
+pub(crate) struct Counters([AtomicU64; NUM_COUNTERS]);
+
+impl Counters {
+    /// All zero.
+    pub(crate) const fn new() -> Self {
+        Self([const { AtomicU64::new(0) }; NUM_COUNTERS])
+    }
+
+    /// Counts one event.
+    pub(crate) fn inc(&self, c: Counter) {
+        self.add(c, 1);
+    }
+
+    /// Counts `n` events.
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        if let Some(a) = self.0.get(c as usize) {
+            a.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The current values, in [`Counter::NAMES`] order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.iter().map(|a| a.load(Ordering::Relaxed))
+    }
+}
