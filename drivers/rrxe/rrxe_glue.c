@@ -11,6 +11,8 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <net/udp_tunnel.h>
+#include <linux/vmalloc.h>
+#include <rdma/uverbs_ioctl.h>
 #include "rrxe_glue.h"
 
 MODULE_ALIAS_RDMA_LINK("rrxe");
@@ -233,4 +235,121 @@ void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value)
 {
 	if (index >= 0 && index < stats->num_counters)
 		stats->value[index] = value;
+}
+
+/* --- locking: spin_lock_irqsave is a macro --- */
+
+unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void rrxe_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+/* --- queue memory shared with userspace --- */
+
+struct rrxe_mmap_entry {
+	struct rdma_user_mmap_entry rdma;
+	void *vaddr;
+	size_t size;
+};
+
+void *rrxe_glue_vmalloc_user(size_t size)
+{
+	return vmalloc_user(size);
+}
+
+void rrxe_glue_vfree(void *addr)
+{
+	vfree(addr);
+}
+
+/*
+ * Makes [vaddr, vaddr + size) mappable through the ucontext. On success the entry owns the
+ * memory: it is freed by rrxe_glue_mmap_free once the entry is removed and unmapped.
+ */
+struct rrxe_mmap_entry *rrxe_glue_mmap_entry_insert(struct ib_ucontext *uctx, void *vaddr,
+						    size_t size, u64 *offset, int *err)
+{
+	struct rrxe_mmap_entry *e = kzalloc(sizeof(*e), GFP_KERNEL);
+
+	if (!e) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	e->vaddr = vaddr;
+	e->size = size;
+	*err = rdma_user_mmap_entry_insert(uctx, &e->rdma, size);
+	if (*err) {
+		kfree(e);
+		return NULL;
+	}
+	*offset = rdma_user_mmap_get_offset(&e->rdma);
+	return e;
+}
+
+void rrxe_glue_mmap_entry_remove(struct rrxe_mmap_entry *e)
+{
+	rdma_user_mmap_entry_remove(&e->rdma);
+}
+
+int rrxe_glue_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *r = rdma_user_mmap_entry_get(uctx, vma);
+	struct rrxe_mmap_entry *e;
+	int err;
+
+	if (!r)
+		return -EINVAL;
+	e = container_of(r, struct rrxe_mmap_entry, rdma);
+	if (vma->vm_end - vma->vm_start > e->size)
+		err = -EINVAL;
+	else
+		err = remap_vmalloc_range(vma, e->vaddr, 0);
+	rdma_user_mmap_entry_put(r);
+	return err;
+}
+
+void rrxe_glue_mmap_free(struct rdma_user_mmap_entry *r)
+{
+	struct rrxe_mmap_entry *e = container_of(r, struct rrxe_mmap_entry, rdma);
+
+	vfree(e->vaddr);
+	kfree(e);
+}
+
+struct ib_ucontext *rrxe_glue_udata_ucontext(struct ib_udata *udata)
+{
+	if (!udata)
+		return NULL;
+	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
+}
+
+struct ib_udata *rrxe_glue_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+void rrxe_glue_cq_event(struct ib_cq *cq, int event)
+{
+	struct ib_event ev = {
+		.device = cq->device,
+		.element.cq = cq,
+		.event = event,
+	};
+
+	if (cq->event_handler)
+		cq->event_handler(&ev, cq->cq_context);
+}
+
+void rrxe_glue_cq_comp(struct ib_cq *cq)
+{
+	if (cq->comp_handler)
+		cq->comp_handler(cq, cq->cq_context);
 }

@@ -11,6 +11,7 @@
 #define RRXE_GLUE_H
 
 #include <linux/types.h>
+#include <linux/spinlock_types.h>
 
 struct net_device;
 struct ib_device;
@@ -21,6 +22,12 @@ struct socket;
 struct sk_buff;
 struct rdma_hw_stats;
 struct rdma_stat_desc;
+struct rrxe_mmap_entry;
+struct ib_ucontext;
+struct rdma_user_mmap_entry;
+struct vm_area_struct;
+struct uverbs_attr_bundle;
+struct ib_cq;
 
 /* --- implemented in C, called from Rust --- */
 struct module *rrxe_glue_this_module(void);
@@ -58,6 +65,21 @@ void rrxe_glue_consume_skb(struct sk_buff *skb);
 
 struct rdma_hw_stats *rrxe_glue_alloc_hw_stats(const struct rdma_stat_desc *descs, int num);
 void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value);
+
+unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock);
+void rrxe_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+
+void *rrxe_glue_vmalloc_user(size_t size);
+void rrxe_glue_vfree(void *addr);
+struct rrxe_mmap_entry *rrxe_glue_mmap_entry_insert(struct ib_ucontext *uctx, void *vaddr,
+						    size_t size, u64 *offset, int *err);
+void rrxe_glue_mmap_entry_remove(struct rrxe_mmap_entry *e);
+int rrxe_glue_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void rrxe_glue_mmap_free(struct rdma_user_mmap_entry *r);
+struct ib_ucontext *rrxe_glue_udata_ucontext(struct ib_udata *udata);
+struct ib_udata *rrxe_glue_attrs_udata(struct uverbs_attr_bundle *attrs);
+void rrxe_glue_cq_event(struct ib_cq *cq, int event);
+void rrxe_glue_cq_comp(struct ib_cq *cq);
 
 /* --- implemented in Rust, called from C --- */
 void rrxe_rs_udp_recv(struct sk_buff *skb);

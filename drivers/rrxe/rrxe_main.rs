@@ -9,6 +9,7 @@
 use kernel::prelude::*;
 
 mod counters;
+mod cq;
 mod device;
 mod glue;
 mod net;

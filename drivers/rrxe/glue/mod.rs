@@ -15,8 +15,19 @@
 pub(crate) mod bindings;
 mod net;
 mod ops;
+mod queue;
+pub(crate) mod sync;
 
 pub(crate) use net::SkBuff;
+pub(crate) use queue::{Queue, UContext};
+
+/// The memory layout of every driver object the core allocates for us (`size_ib_*`): the
+/// core's struct first, so that the core's pointer is also ours, then the driver's data.
+#[repr(C)]
+pub(crate) struct DrvObj<I, D> {
+    ib: I,
+    data: D,
+}
 
 use crate::device::DeviceData;
 use core::marker::PhantomData;
@@ -317,9 +328,12 @@ impl Udata<'_> {
         !self.0.is_null()
     }
 
-    /// Copies a response to the user, truncated to what the user accepts.
+    /// Copies a response to the user, who must accept all of it.
     pub(crate) fn respond<T: UserAbi>(&mut self, resp: &T) -> Result {
         let len = core::mem::size_of::<T>();
+        if self.outlen() < len {
+            return Err(EINVAL);
+        }
         // SAFETY: resp is valid for len bytes; the helper copies min(len, outlen) bytes to
         // the user buffer with copy_to_user.
         let err =
@@ -341,6 +355,8 @@ pub(crate) unsafe trait UserAbi {}
 
 // SAFETY: two __u32 fields, no padding (see rrxe-abi.h).
 unsafe impl UserAbi for bindings::rrxe_alloc_ucontext_resp {}
+// SAFETY: one rrxe_queue_info: two __u64 then two __u32, no padding (see rrxe-abi.h).
+unsafe impl UserAbi for bindings::rrxe_create_cq_resp {}
 
 /// Maximum number of rrxe devices at once.
 const MAX_DEVICES: usize = 64;

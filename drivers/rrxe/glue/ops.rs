@@ -6,10 +6,12 @@
 //! pointers of a live rrxe device and live objects it allocated with the sizes we declared,
 //! for the duration of the call.
 
-use super::{bindings, IbDev, Udata};
+use super::{bindings, DrvObj, IbDev, UContext, Udata};
 use crate::counters::{Counter, NUM_COUNTERS};
+use crate::cq::Cq;
 use crate::device;
 use core::marker::PhantomData;
+use core::ptr::addr_of_mut;
 use kernel::prelude::*;
 
 /// Turns a driver result into the C convention (0 or a negative errno).
@@ -40,6 +42,13 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.alloc_hw_port_stats = Some(alloc_hw_port_stats);
     ops.get_hw_stats = Some(get_hw_stats);
     ops.enable_driver = Some(enable_driver);
+    ops.mmap = Some(bindings::rrxe_glue_mmap);
+    ops.mmap_free = Some(bindings::rrxe_glue_mmap_free);
+    ops.create_cq = Some(create_cq);
+    ops.destroy_cq = Some(destroy_cq);
+    ops.poll_cq = Some(poll_cq);
+    ops.req_notify_cq = Some(req_notify_cq);
+    ops.size_ib_cq = core::mem::size_of::<CqObj>();
     ops.size_ib_ucontext = core::mem::size_of::<bindings::ib_ucontext>();
     ops.size_ib_pd = core::mem::size_of::<bindings::ib_pd>();
     ops
@@ -178,4 +187,119 @@ unsafe extern "C" fn get_hw_stats(
         unsafe { bindings::rrxe_glue_hw_stats_set(stats, i as i32, v) };
     }
     NUM_COUNTERS as i32
+}
+
+type CqObj = DrvObj<bindings::ib_cq, Cq>;
+
+/// The driver data of a CQ the core passes us.
+///
+/// # Safety
+/// `ibcq` is a live CQ created by [`create_cq`] and not yet destroyed.
+pub(super) unsafe fn cq_data<'a>(ibcq: *mut bindings::ib_cq) -> &'a Cq {
+    // SAFETY: by the contract, the CQ is a CqObj whose data was initialised.
+    unsafe { &(*ibcq.cast::<CqObj>()).data }
+}
+
+unsafe extern "C" fn create_cq(
+    ibcq: *mut bindings::ib_cq,
+    attr: *const bindings::ib_cq_init_attr,
+    attrs: *mut bindings::uverbs_attr_bundle,
+) -> i32 {
+    // SAFETY: the core passes a live attr and a null or live attribute bundle.
+    let (attr, mut udata) = unsafe {
+        (
+            &*attr,
+            Udata(bindings::rrxe_glue_attrs_udata(attrs), PhantomData),
+        )
+    };
+    if attr.flags != 0 {
+        return -95; // EOPNOTSUPP
+    }
+    if attr.comp_vector != 0 {
+        return EINVAL.to_errno();
+    }
+    let uctx = UContext::from_udata(&udata);
+    let (init, entries) = match Cq::new(attr.cqe, uctx.as_ref()) {
+        Ok(v) => v,
+        Err(e) => return e.to_errno(),
+    };
+    let obj = ibcq.cast::<CqObj>();
+    // SAFETY: the core allocated size_ib_cq = size_of::<CqObj>() bytes for ibcq, which do
+    // not move until destroy_cq; data is uninitialised and ours to initialise.
+    let slot = unsafe { addr_of_mut!((*obj).data) };
+    // SAFETY: as above; on error the initialiser leaves nothing to drop.
+    if let Err(e) = unsafe { init.__pinned_init(slot) } {
+        return e.to_errno();
+    }
+    // SAFETY: ibcq is ours for the duration of creation.
+    unsafe { (*ibcq).cqe = entries as i32 };
+    if udata.is_user() {
+        // SAFETY: just initialised.
+        let cq = unsafe { &*slot };
+        let resp = bindings::rrxe_create_cq_resp {
+            cq: cq.queue_info(),
+        };
+        if let Err(e) = udata.respond(&resp) {
+            // SAFETY: initialised above and not visible to anybody else yet.
+            unsafe { core::ptr::drop_in_place(slot) };
+            return e.to_errno();
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn destroy_cq(
+    ibcq: *mut bindings::ib_cq,
+    _udata: *mut bindings::ib_udata,
+) -> i32 {
+    // SAFETY: called once, after the core made sure no QP uses the CQ; the data was
+    // initialised by create_cq.
+    unsafe { core::ptr::drop_in_place(addr_of_mut!((*ibcq.cast::<CqObj>()).data)) };
+    0
+}
+
+unsafe extern "C" fn poll_cq(
+    ibcq: *mut bindings::ib_cq,
+    num: i32,
+    wc: *mut bindings::ib_wc,
+) -> i32 {
+    let Ok(num) = usize::try_from(num) else {
+        return EINVAL.to_errno();
+    };
+    if num == 0 || wc.is_null() {
+        return 0;
+    }
+    // SAFETY: a live CQ; the caller gives an array of num ib_wc it owns.
+    let (cq, wcs) = unsafe { (cq_data(ibcq), core::slice::from_raw_parts_mut(wc, num)) };
+    let n = cq.poll(num, |i, c| {
+        if let Some(w) = wcs.get_mut(i) {
+            *w = bindings::ib_wc::default();
+            w.__bindgen_anon_1.wr_id = c.wr_id;
+            w.status = c.status;
+            w.opcode = c.opcode;
+            w.byte_len = c.byte_len;
+            w.qp = c.qp_addr as *mut bindings::ib_qp;
+            w.ex.invalidate_rkey = c.ex;
+            w.src_qp = c.src_qp;
+            w.wc_flags = c.wc_flags as i32;
+            w.port_num = 1;
+            w.smac = c.smac;
+            w.vlan_id = 0xffff;
+            w.network_hdr_type = c.network_hdr_type;
+        }
+    });
+    n as i32
+}
+
+/// IB_CQ_REPORT_MISSED_EVENTS.
+const REPORT_MISSED_EVENTS: u32 = 4;
+
+unsafe extern "C" fn req_notify_cq(
+    ibcq: *mut bindings::ib_cq,
+    flags: bindings::ib_cq_notify_flags,
+) -> i32 {
+    // SAFETY: a live CQ.
+    let cq = unsafe { cq_data(ibcq) };
+    let pending = cq.req_notify(flags);
+    i32::from(flags & REPORT_MISSED_EVENTS != 0 && pending)
 }

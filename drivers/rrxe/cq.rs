@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Completion queues.
+//!
+//! A CQ is a [`Queue`] ring the driver produces into. For a user CQ the ring is mapped into
+//! the process, which polls it without system calls and publishes its consumer index; for a
+//! kernel CQ, `poll_cq` consumes it. A completion is encoded into a slot as plain 64-bit
+//! words: `ib_uverbs_wc` for user CQs (the ABI), a driver-private layout for kernel CQs
+//! (which also carries the `ib_qp` pointer and the RoCE source MAC).
+
+// Posting completions arrives with the QP datapath (issue #4).
+#![allow(dead_code)]
+
+use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::{Queue, UContext};
+use kernel::prelude::*;
+
+/// Largest number of CQ entries.
+pub(crate) const MAX_CQE: u32 = 1 << 16;
+const USER_SLOT: u32 = 64;
+const KERNEL_SLOT: u32 = 128;
+
+/// Notification request flags (IB_CQ_SOLICITED, IB_CQ_NEXT_COMP).
+pub(crate) const NOTIFY_SOLICITED: u32 = 1;
+/// See [`NOTIFY_SOLICITED`].
+pub(crate) const NOTIFY_NEXT: u32 = 2;
+
+/// One work completion, as the datapath reports it.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Completion {
+    /// The work request's id.
+    pub(crate) wr_id: u64,
+    /// `ib_wc_status`.
+    pub(crate) status: u32,
+    /// `ib_wc_opcode`.
+    pub(crate) opcode: u32,
+    /// Bytes transferred (receives).
+    pub(crate) byte_len: u32,
+    /// Immediate data (wire byte order, as a native u32 of the wire bytes) or invalidated rkey.
+    pub(crate) ex: u32,
+    /// Local QP number.
+    pub(crate) qp_num: u32,
+    /// Source QP (UD receives).
+    pub(crate) src_qp: u32,
+    /// `ib_wc_flags`.
+    pub(crate) wc_flags: u32,
+    /// Kernel CQs: the `ib_qp` the completion belongs to (as an address).
+    pub(crate) qp_addr: u64,
+    /// Source MAC (UD receives on kernel CQs).
+    pub(crate) smac: [u8; 6],
+    /// `rdma_network_type` of a UD receive (kernel CQs).
+    pub(crate) network_hdr_type: u8,
+}
+
+impl Completion {
+    fn encode_user(&self) -> [u64; 6] {
+        [
+            self.wr_id,
+            u64::from(self.status) | u64::from(self.opcode) << 32,
+            u64::from(self.byte_len) << 32, // vendor_err = 0
+            u64::from(self.ex) | u64::from(self.qp_num) << 32,
+            u64::from(self.src_qp) | u64::from(self.wc_flags) << 32,
+            1u64 << 48, // pkey_index 0, slid 0, sl 0, dlid_path_bits 0, port_num 1
+        ]
+    }
+
+    fn encode_kernel(&self) -> [u64; 9] {
+        let mut mac = [0u8; 8];
+        mac[..6].copy_from_slice(&self.smac);
+        let u = self.encode_user();
+        [
+            u[0],
+            u[1],
+            u[2],
+            u[3],
+            u[4],
+            u[5],
+            self.qp_addr,
+            u64::from_le_bytes(mac),
+            u64::from(self.network_hdr_type),
+        ]
+    }
+
+    /// Decodes a kernel CQ slot.
+    pub(crate) fn decode_kernel(w: &[u64; 9]) -> Self {
+        let mut smac = [0u8; 6];
+        smac.copy_from_slice(&w[7].to_le_bytes()[..6]);
+        Self {
+            wr_id: w[0],
+            status: w[1] as u32,
+            opcode: (w[1] >> 32) as u32,
+            byte_len: (w[2] >> 32) as u32,
+            ex: w[3] as u32,
+            qp_num: (w[3] >> 32) as u32,
+            src_qp: w[4] as u32,
+            wc_flags: (w[4] >> 32) as u32,
+            qp_addr: w[6],
+            smac,
+            network_hdr_type: w[8] as u8,
+        }
+    }
+}
+
+struct CqState {
+    /// Our producer index (the one in the queue header is only published).
+    producer: u32,
+    /// Armed notification flags.
+    notify: u32,
+    /// Set once the CQ overflowed: it reports errors from then on.
+    overflowed: bool,
+}
+
+/// What posting a completion led to.
+pub(crate) enum Posted {
+    /// Queued; call the completion handler if `notify`.
+    Ok {
+        /// The consumer asked to be told.
+        notify: bool,
+    },
+    /// The CQ is full (or its consumer index is corrupt): the completion was lost and the
+    /// CQ is in error; report IB_EVENT_CQ_ERR.
+    Overflow,
+}
+
+/// A completion queue's driver state.
+#[pin_data]
+pub(crate) struct Cq {
+    #[pin]
+    state: IrqSpinLock<CqState>,
+    queue: Queue,
+    user: bool,
+}
+
+impl Cq {
+    /// A CQ for at least `cqe` entries; mapped through `uctx` for a user CQ. Returns the
+    /// initialiser and the actual number of entries.
+    pub(crate) fn new(
+        cqe: u32,
+        uctx: Option<&UContext>,
+    ) -> Result<(impl PinInit<Self, Error>, u32)> {
+        if cqe == 0 || cqe > MAX_CQE {
+            return Err(EINVAL);
+        }
+        let slots = cqe.next_power_of_two();
+        let user = uctx.is_some();
+        let slot = if user { USER_SLOT } else { KERNEL_SLOT };
+        let queue = Queue::new(slots.trailing_zeros(), slot, uctx)?;
+        let init = try_pin_init!(Cq {
+            state <- new_irq_spinlock!(
+                CqState {
+                    producer: 0,
+                    notify: 0,
+                    overflowed: false,
+                },
+                "rrxe_cq"
+            ),
+            queue,
+            user,
+        });
+        Ok((init, slots))
+    }
+
+    /// The ring's layout, for the create response.
+    pub(crate) fn queue_info(&self) -> crate::glue::bindings::rrxe_queue_info {
+        self.queue.info()
+    }
+
+    /// Adds a completion. `solicited`: the completion of a solicited receive.
+    pub(crate) fn post(&self, c: &Completion, solicited: bool) -> Posted {
+        let mut st = self.state.lock();
+        if st.overflowed {
+            return Posted::Overflow;
+        }
+        // Untrusted for a user CQ: bound the consumer index by what we produced.
+        let cons = self
+            .queue
+            .consumer()
+            .load(core::sync::atomic::Ordering::Acquire);
+        let used = st.producer.wrapping_sub(cons);
+        if used >= self.queue.slots() {
+            st.overflowed = true;
+            self.queue
+                .error_flag()
+                .store(1, core::sync::atomic::Ordering::Release);
+            return Posted::Overflow;
+        }
+        if self.user {
+            self.queue.write_slot(st.producer, &c.encode_user());
+        } else {
+            self.queue.write_slot(st.producer, &c.encode_kernel());
+        }
+        st.producer = st.producer.wrapping_add(1);
+        self.queue
+            .producer()
+            .store(st.producer, core::sync::atomic::Ordering::Release);
+        let notify =
+            st.notify & NOTIFY_NEXT != 0 || (solicited && st.notify & NOTIFY_SOLICITED != 0);
+        if notify {
+            st.notify = 0;
+        }
+        Posted::Ok { notify }
+    }
+
+    /// Kernel CQs: takes up to `max` completions, passing each to `f`.
+    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &Completion)) -> usize {
+        let st = self.state.lock();
+        let mut cons = self
+            .queue
+            .consumer()
+            .load(core::sync::atomic::Ordering::Relaxed);
+        let mut n = 0;
+        while n < max && cons != st.producer {
+            let mut w = [0u64; 9];
+            self.queue.read_slot(cons, &mut w);
+            f(n, &Completion::decode_kernel(&w));
+            cons = cons.wrapping_add(1);
+            n += 1;
+        }
+        self.queue
+            .consumer()
+            .store(cons, core::sync::atomic::Ordering::Release);
+        n
+    }
+
+    /// Arms notification; returns whether completions are already waiting (for
+    /// IB_CQ_REPORT_MISSED_EVENTS).
+    pub(crate) fn req_notify(&self, flags: u32) -> bool {
+        let mut st = self.state.lock();
+        st.notify |= flags & (NOTIFY_NEXT | NOTIFY_SOLICITED);
+        let cons = self
+            .queue
+            .consumer()
+            .load(core::sync::atomic::Ordering::Acquire);
+        cons != st.producer
+    }
+}
