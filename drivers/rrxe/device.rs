@@ -5,12 +5,17 @@
 use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
+use crate::mr::MrTable;
 use kernel::prelude::*;
 
 /// Per-device driver state (grows with the datapath).
+#[pin_data]
 pub(crate) struct DeviceData {
     /// Counters for `rdma statistic`.
     pub(crate) counters: Counters,
+    /// Registered memory regions.
+    #[pin]
+    pub(crate) mrs: MrTable,
 }
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
@@ -69,9 +74,10 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
     IbDev::create(
         name,
         ndev,
-        DeviceData {
+        pin_init!(DeviceData {
             counters: Counters::new(),
-        },
+            mrs <- MrTable::new(),
+        }),
     )?;
     Ok(())
 }
@@ -131,6 +137,11 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.max_pkeys = 1;
     attr.local_ca_ack_delay = 15;
     attr.max_pd = 0x7fff;
+    attr.max_mr = crate::mr::MAX_MR as i32 - 1;
+    attr.max_cq = 0x4000;
+    attr.max_cqe = crate::cq::MAX_CQE as i32;
+    attr.max_fast_reg_page_list_len = 512;
+    attr.max_pi_fast_reg_page_list_len = 0;
     Ok(())
 }
 

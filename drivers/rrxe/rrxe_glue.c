@@ -13,6 +13,8 @@
 #include <net/udp_tunnel.h>
 #include <linux/vmalloc.h>
 #include <rdma/uverbs_ioctl.h>
+#include <rdma/ib_umem.h>
+#include <linux/highmem.h>
 #include "rrxe_glue.h"
 
 MODULE_ALIAS_RDMA_LINK("rrxe");
@@ -352,4 +354,77 @@ void rrxe_glue_cq_comp(struct ib_cq *cq)
 {
 	if (cq->comp_handler)
 		cq->comp_handler(cq, cq->cq_context);
+}
+
+/* --- memory regions --- */
+
+struct ib_umem *rrxe_glue_umem_get(struct ib_device *dev, u64 start, u64 length, int access,
+				   int *err)
+{
+	struct ib_umem *umem = ib_umem_get(dev, start, length, access);
+
+	if (IS_ERR(umem)) {
+		*err = PTR_ERR(umem);
+		return NULL;
+	}
+	return umem;
+}
+
+void rrxe_glue_umem_release(struct ib_umem *umem)
+{
+	ib_umem_release(umem);
+}
+
+u32 rrxe_glue_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+/* Fills pages[0..max) with the umem's pages in order; returns how many it has. */
+size_t rrxe_glue_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)
+{
+	struct sg_page_iter it;
+	size_t n = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
+		if (n < max)
+			pages[n] = sg_page_iter_page(&it);
+		n++;
+	}
+	return n;
+}
+
+/* Copies len bytes between buf and page at off (off + len <= PAGE_SIZE). */
+void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to_page)
+{
+	void *va;
+
+	if (off >= PAGE_SIZE || len > PAGE_SIZE - off)
+		return;
+	va = kmap_local_page(page);
+	if (to_page)
+		memcpy(va + off, buf, len);
+	else
+		memcpy(buf, va + off, len);
+	kunmap_local(va);
+}
+
+/* The kernel address of page + off for an 8-byte atomic, mapped until unmap. */
+u64 *rrxe_glue_page_map_u64(struct page *page, u32 off)
+{
+	if (off > PAGE_SIZE - 8 || (off & 7))
+		return NULL;
+	return kmap_local_page(page) + off;
+}
+
+void rrxe_glue_page_unmap(void *addr)
+{
+	kunmap_local(addr);
+}
+
+/* FRMR: records each page address of a mapped scatterlist through set_page. */
+int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
+			  unsigned int *sg_offset, int (*set_page)(struct ib_mr *, u64))
+{
+	return ib_sg_to_pages(mr, sg, nents, sg_offset, set_page);
 }

@@ -28,6 +28,10 @@ struct rdma_user_mmap_entry;
 struct vm_area_struct;
 struct uverbs_attr_bundle;
 struct ib_cq;
+struct ib_umem;
+struct ib_mr;
+struct page;
+struct scatterlist;
 
 /* --- implemented in C, called from Rust --- */
 struct module *rrxe_glue_this_module(void);
@@ -80,6 +84,17 @@ struct ib_ucontext *rrxe_glue_udata_ucontext(struct ib_udata *udata);
 struct ib_udata *rrxe_glue_attrs_udata(struct uverbs_attr_bundle *attrs);
 void rrxe_glue_cq_event(struct ib_cq *cq, int event);
 void rrxe_glue_cq_comp(struct ib_cq *cq);
+
+struct ib_umem *rrxe_glue_umem_get(struct ib_device *dev, u64 start, u64 length, int access,
+				   int *err);
+void rrxe_glue_umem_release(struct ib_umem *umem);
+u32 rrxe_glue_umem_offset(struct ib_umem *umem);
+size_t rrxe_glue_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
+void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to_page);
+u64 *rrxe_glue_page_map_u64(struct page *page, u32 off);
+void rrxe_glue_page_unmap(void *addr);
+int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
+			  unsigned int *sg_offset, int (*set_page)(struct ib_mr *, u64));
 
 /* --- implemented in Rust, called from C --- */
 void rrxe_rs_udp_recv(struct sk_buff *skb);

@@ -12,6 +12,7 @@ mod counters;
 mod cq;
 mod device;
 mod glue;
+mod mr;
 mod net;
 
 module! {

@@ -13,6 +13,7 @@
 //! arguments, call the safe logic in [`crate::device`], and turn its `Result` into an errno.
 
 pub(crate) mod bindings;
+pub(crate) mod mem;
 mod net;
 mod ops;
 mod queue;
@@ -37,6 +38,11 @@ use kernel::ffi::c_char;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
 use kernel::types::Opaque;
+
+/// `EOPNOTSUPP` (the kernel crate of 6.12 has no constant for it).
+pub(crate) fn eopnotsupp() -> Error {
+    Error::from_errno(-95)
+}
 
 /// A `struct net_device` borrowed for the duration of a callback.
 #[repr(transparent)]
@@ -205,7 +211,7 @@ impl IbDev {
     }
 
     /// Creates and registers a device named `name` on `ndev`.
-    pub(crate) fn create(name: &CStr, ndev: &NetDev, data: DeviceData) -> Result {
+    pub(crate) fn create(name: &CStr, ndev: &NetDev, data: impl PinInit<DeviceData>) -> Result {
         let reg = registry().ok_or(ENODEV)?;
         let size = core::mem::size_of::<RrxeDev>();
         // SAFETY: _ib_alloc_device allocates `size` zeroed bytes (size >= sizeof(ib_device))
@@ -213,9 +219,12 @@ impl IbDev {
         let raw = unsafe { bindings::_ib_alloc_device(size) };
         let rdev = NonNull::new(raw.cast::<RrxeDev>()).ok_or(ENOMEM)?;
         let ib = raw;
-        // SAFETY: freshly allocated, not yet visible to anybody: we have exclusive access.
+        // SAFETY: freshly allocated and never moved (the core frees it in place), not yet
+        // visible to anybody: we have exclusive access and may pin-initialise data in place.
+        // The initialiser is infallible.
+        let _ = unsafe { data.__pinned_init(ptr::addr_of_mut!((*rdev.as_ptr()).data)) };
+        // SAFETY: as above.
         unsafe {
-            ptr::write(ptr::addr_of_mut!((*rdev.as_ptr()).data), data);
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as _;
             (*ib).phys_port_cnt = 1;
             (*ib).num_comp_vectors = 1;

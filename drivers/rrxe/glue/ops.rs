@@ -49,6 +49,11 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.poll_cq = Some(poll_cq);
     ops.req_notify_cq = Some(req_notify_cq);
     ops.size_ib_cq = core::mem::size_of::<CqObj>();
+    ops.get_dma_mr = Some(get_dma_mr);
+    ops.reg_user_mr = Some(reg_user_mr);
+    ops.alloc_mr = Some(alloc_mr);
+    ops.map_mr_sg = Some(map_mr_sg);
+    ops.dereg_mr = Some(dereg_mr);
     ops.size_ib_ucontext = core::mem::size_of::<bindings::ib_ucontext>();
     ops.size_ib_pd = core::mem::size_of::<bindings::ib_pd>();
     ops
@@ -213,7 +218,7 @@ unsafe extern "C" fn create_cq(
         )
     };
     if attr.flags != 0 {
-        return -95; // EOPNOTSUPP
+        return super::eopnotsupp().to_errno();
     }
     if attr.comp_vector != 0 {
         return EINVAL.to_errno();
@@ -302,4 +307,140 @@ unsafe extern "C" fn req_notify_cq(
     let cq = unsafe { cq_data(ibcq) };
     let pending = cq.req_notify(flags);
     i32::from(flags & REPORT_MISSED_EVENTS != 0 && pending)
+}
+
+/// The `ib_mr` the core gets from us, and the page list of a fast-registration MR.
+#[repr(C)]
+#[pin_data]
+struct MrObj {
+    ib: bindings::ib_mr,
+    #[pin]
+    fr: crate::glue::sync::IrqSpinLock<FrPages>,
+}
+
+/// Pages recorded by `ib_map_mr_sg` for the next REG_MR work request.
+pub(crate) struct FrPages {
+    /// Kernel virtual address of each page (capacity = max_num_sg, never reallocated).
+    pub(crate) pages: KVec<u64>,
+    /// Entries of `pages` in use.
+    pub(crate) n: usize,
+}
+
+/// Largest fast-registration page list.
+const MAX_FR_PAGES: u32 = 512;
+
+fn err_ptr<T>(e: Error) -> *mut T {
+    e.to_errno() as isize as *mut T
+}
+
+/// Allocates the MrObj, registers `region` in the device's table and returns the `ib_mr`.
+fn new_mr(dev: &IbDev, region: crate::mr::Region, fr_cap: usize) -> Result<*mut bindings::ib_mr> {
+    let mut pages = KVec::with_capacity(fr_cap, GFP_KERNEL)?;
+    pages.extend_with(fr_cap, 0u64, GFP_KERNEL)?;
+    let obj = KBox::pin_init(
+        pin_init!(MrObj {
+            ib: bindings::ib_mr::default(),
+            fr <- crate::glue::sync::new_irq_spinlock!(FrPages { pages, n: 0 }, "rrxe_fr_pages"),
+        }),
+        GFP_KERNEL,
+    )?;
+    let key = dev.data().mrs.insert(region)?;
+    // SAFETY: we never move the MrObj out of its box; dereg_mr turns the pointer back into
+    // the box.
+    let obj = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
+    // SAFETY: just allocated and exclusively ours.
+    unsafe {
+        (*obj).ib.lkey = key;
+        (*obj).ib.rkey = key;
+    }
+    Ok(obj.cast())
+}
+
+unsafe extern "C" fn get_dma_mr(pd: *mut bindings::ib_pd, access: i32) -> *mut bindings::ib_mr {
+    // SAFETY: the core passes a live PD of our device.
+    let dev = unsafe { IbDev::from_raw((*pd).device) };
+    match crate::mr::dma_region(pd as usize, access as u32).and_then(|r| new_mr(dev, r, 0)) {
+        Ok(p) => p,
+        Err(e) => err_ptr(e),
+    }
+}
+
+unsafe extern "C" fn reg_user_mr(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: i32,
+    _udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    // SAFETY: the core passes a live PD of our device.
+    let dev = unsafe { IbDev::from_raw((*pd).device) };
+    let r = crate::mr::check_access_flags(access as u32)
+        .and_then(|()| super::mem::Umem::get(dev, start, length, access))
+        .and_then(|umem| crate::mr::user_region(pd as usize, access as u32, iova, length, umem))
+        .and_then(|r| new_mr(dev, r, 0));
+    match r {
+        Ok(p) => p,
+        Err(e) => err_ptr(e),
+    }
+}
+
+unsafe extern "C" fn alloc_mr(
+    pd: *mut bindings::ib_pd,
+    mr_type: bindings::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut bindings::ib_mr {
+    // SAFETY: the core passes a live PD of our device.
+    let dev = unsafe { IbDev::from_raw((*pd).device) };
+    if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        return err_ptr(EINVAL);
+    }
+    if max_num_sg == 0 || max_num_sg > MAX_FR_PAGES {
+        return err_ptr(EINVAL);
+    }
+    let r = crate::mr::fast_region(pd as usize, max_num_sg as usize)
+        .and_then(|r| new_mr(dev, r, max_num_sg as usize));
+    match r {
+        Ok(p) => p,
+        Err(e) => err_ptr(e),
+    }
+}
+
+unsafe extern "C" fn fr_set_page(ibmr: *mut bindings::ib_mr, addr: u64) -> i32 {
+    // SAFETY: called by ib_sg_to_pages for an MR of ours during map_mr_sg.
+    let obj = unsafe { &*ibmr.cast::<MrObj>() };
+    let mut fr = obj.fr.lock();
+    let n = fr.n;
+    match fr.pages.get_mut(n) {
+        Some(slot) => {
+            *slot = addr;
+            fr.n = n + 1;
+            0
+        }
+        None => ENOMEM.to_errno(),
+    }
+}
+
+unsafe extern "C" fn map_mr_sg(
+    ibmr: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    nents: i32,
+    sg_offset: *mut u32,
+) -> i32 {
+    // SAFETY: an MR of ours, alive during the call.
+    let obj = unsafe { &*ibmr.cast::<MrObj>() };
+    obj.fr.lock().n = 0;
+    // SAFETY: the core's arguments are passed through; fr_set_page only touches our MrObj.
+    unsafe { bindings::rrxe_glue_sg_to_pages(ibmr, sg, nents, sg_offset, Some(fr_set_page)) }
+}
+
+unsafe extern "C" fn dereg_mr(ibmr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> i32 {
+    // SAFETY: the core passes a live MR of ours and never uses it after this returns.
+    let (dev, key) = unsafe { (IbDev::from_raw((*ibmr).device), (*ibmr).lkey) };
+    // Unreachable from the datapath from here on; its memory is released here, in process
+    // context.
+    drop(dev.data().mrs.remove(key));
+    // SAFETY: allocated by new_mr as a KBox<MrObj>; this is the only release.
+    drop(unsafe { KBox::from_raw(ibmr.cast::<MrObj>()) });
+    0
 }

@@ -9,8 +9,8 @@
 //! are big-endian on the wire; reserved fields are written as 0 and ignored
 //! on receive.
 
-use crate::opcode::{HdrSet, OpKind, Opcode, OpcodeInfo, PayloadRule, BTH_LEN};
-use crate::psn::Psn;
+use super::opcode::{HdrSet, OpKind, Opcode, OpcodeInfo, PayloadRule, BTH_LEN};
+use super::psn::Psn;
 
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
@@ -447,6 +447,8 @@ pub struct Packet {
     pub payload_len: u32,
     /// The 4 ICRC bytes as found on the wire.
     pub icrc: [u8; 4],
+    /// ATOMIC WRITE only: the 8-byte payload as a big-endian value.
+    pub atomic_write: Option<u64>,
 }
 
 impl Packet {
@@ -586,12 +588,23 @@ pub fn parse_packet(buf: &[u8]) -> Result<Packet, ParseError> {
     if matches!(info.kind, OpKind::Cnp) && bth.pad != 0 {
         return Err(ParseError::BadPad);
     }
+    let atomic_write = if matches!(info.kind, OpKind::AtomicWrite) {
+        let s = buf
+            .get(info.hdr_len..info.hdr_len + 8)
+            .ok_or(ParseError::Truncated)?;
+        Some(u64::from_be_bytes(
+            <[u8; 8]>::try_from(s).map_err(|_| ParseError::Truncated)?,
+        ))
+    } else {
+        None
+    };
     Ok(Packet {
         hdrs,
         info,
         payload_off: info.hdr_len as u32,
         payload_len: payload_len as u32,
         icrc,
+        atomic_write,
     })
 }
 
@@ -678,7 +691,7 @@ pub fn build_headers(h: &Headers, payload_len: u32, out: &mut [u8]) -> Result<us
 }
 
 /// Builds a complete IB packet into `out`: headers, payload, zero pad, and a
-/// zeroed ICRC placeholder (fill it with [`crate::icrc`]). Returns the total
+/// zeroed ICRC placeholder (fill it with [`super::icrc`]). Returns the total
 /// length.
 pub fn build_packet(h: &Headers, payload: &[u8], out: &mut [u8]) -> Result<usize, BuildError> {
     let plen = u32::try_from(payload.len()).map_err(|_| BuildError::BadPayloadLength)?;

@@ -1,6 +1,6 @@
 //! RoCEv2 Invariant CRC.
 //!
-//! The ICRC is a CRC-32 (IEEE, reflected; see [`crate::crc`]) computed over:
+//! The ICRC is a CRC-32 (IEEE, reflected; see [`super::crc`]) computed over:
 //!
 //! 1. 8 bytes of `0xFF` (the masked LRH of native IB), starting from a CRC
 //!    register of `!0` (the register is then `0xDEBB20E3`, rxe's seed);
@@ -18,9 +18,9 @@
 //! what Linux rdma_rxe produces on little-endian hosts and what RoCE NICs
 //! expect. The IPv4 header must be the 20-byte form (RoCEv2 uses no options).
 
-use crate::crc::Crc32;
-use crate::net::{IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN};
-use crate::opcode::BTH_LEN;
+use super::crc::Crc32;
+use super::net::{IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN};
+use super::opcode::BTH_LEN;
 
 /// Errors from the ICRC helpers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,12 +24,11 @@
 //! when the budget is exhausted). Receive buffers are owned by the driver and
 //! queried through [`ResponderEnv`] so that SRQs work unchanged.
 
-use crate::hdr::{Headers, Packet};
-use crate::opcode::Opcode;
-use crate::psn::Psn;
-use crate::req::SendQueue;
-use crate::resp::Responder;
-use crate::seg::Mtu;
+use super::hdr::{Headers, Packet};
+use super::psn::Psn;
+use super::req::SendQueue;
+use super::resp::Responder;
+use super::seg::Mtu;
 
 /// QP transport type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -234,7 +233,7 @@ pub struct RecvCompletion {
 }
 
 /// A range of bytes of a received packet buffer (offsets relative to the
-/// start of the buffer given to [`crate::hdr::parse_packet`]).
+/// start of the buffer given to [`super::hdr::parse_packet`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PktRange {
     /// Offset.
@@ -286,7 +285,7 @@ impl Payload {
 }
 
 /// An outgoing packet: header fields + payload source. Build it with
-/// [`crate::hdr::build_headers`] (pad is derived from the payload length).
+/// [`super::hdr::build_headers`] (pad is derived from the payload length).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TxPacket {
     /// Headers.
@@ -520,7 +519,7 @@ impl Default for QpConfig {
         QpConfig {
             qpn: 0,
             qp_type: QpType::Rc,
-            pkey: crate::hdr::DEFAULT_PKEY,
+            pkey: super::hdr::DEFAULT_PKEY,
             dest_qpn: 0,
             qkey: 0,
             mtu: Mtu::M1024,
@@ -842,7 +841,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         env: &mut E,
         sink: &mut A,
     ) -> RxStatus {
-        use crate::opcode::Transport;
+        use super::opcode::Transport;
         if !matches!(self.state, QpState::Rtr | QpState::Rts) {
             return RxStatus::BadState;
         }
@@ -901,7 +900,4 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         }
         more
     }
-
-    /// Convenience: the opcode a `Payload::Inline` ATOMIC WRITE uses.
-    pub const ATOMIC_WRITE: Opcode = Opcode::RC_ATOMIC_WRITE;
 }

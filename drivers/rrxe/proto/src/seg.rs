@@ -1,6 +1,6 @@
 //! Path MTU and message segmentation.
 
-use crate::opcode::Position;
+use super::opcode::Position;
 
 /// IB path MTU (payload bytes per packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -62,7 +62,7 @@ impl Mtu {
         if len == 0 {
             1
         } else {
-            len / m + if len % m != 0 { 1 } else { 0 }
+            len.div_ceil(m)
         }
     }
 }

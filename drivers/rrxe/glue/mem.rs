@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Memory behind memory regions: pinned user pages, kernel virtual addresses (DMA MRs) and
+//! fast-registration page lists.
+//!
+//! Every access is bounds-checked here against what the backing really covers, whatever the
+//! caller computed: a wrong key, address or length from the wire or from userspace can make
+//! an access fail, never reach outside the region.
+
+// Reads and atomics are used by the QP datapath (issue #4).
+#![allow(dead_code)]
+
+use super::bindings;
+use super::IbDev;
+use core::ptr::NonNull;
+use core::sync::atomic::AtomicU64;
+use kernel::prelude::*;
+
+const PAGE_SIZE: u64 = 4096;
+
+/// Direction of a copy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    /// From the caller's buffer into the region.
+    ToMem,
+    /// From the region into the caller's buffer.
+    FromMem,
+}
+
+/// Pinned user memory (`ib_umem`) and its page list.
+pub(crate) struct Umem {
+    umem: NonNull<bindings::ib_umem>,
+    pages: KVec<NonNull<bindings::page>>,
+    offset: u32,
+    len: u64,
+}
+
+// SAFETY: the umem is only released on drop; pages are pinned for the umem's lifetime and
+// are accessed through kmap_local on any CPU.
+unsafe impl Send for Umem {}
+// SAFETY: as above; concurrent copies to the same page are the RDMA semantics (no Rust
+// references to the page contents are created).
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    /// Pins `[start, start + len)` of the calling process for `access` (IB_ACCESS_*).
+    pub(crate) fn get(dev: &IbDev, start: u64, len: u64, access: i32) -> Result<Self> {
+        let mut err = 0;
+        // SAFETY: dev is live; ib_umem_get validates the user range and pins it.
+        let umem =
+            unsafe { bindings::rrxe_glue_umem_get(dev.as_ptr(), start, len, access, &mut err) };
+        let umem =
+            NonNull::new(umem).ok_or_else(|| Error::from_errno(if err < 0 { err } else { -14 }))?;
+        // From here on, dropping `this` releases the umem.
+        let mut this = Umem {
+            umem,
+            pages: KVec::new(),
+            offset: 0,
+            len,
+        };
+        // SAFETY: the umem is live.
+        this.offset = unsafe { bindings::rrxe_glue_umem_offset(umem.as_ptr()) };
+        // SAFETY: counting pass with no output array.
+        let n = unsafe { bindings::rrxe_glue_umem_pages(umem.as_ptr(), core::ptr::null_mut(), 0) };
+        let mut raw: KVec<*mut bindings::page> = KVec::with_capacity(n, GFP_KERNEL)?;
+        raw.extend_with(n, core::ptr::null_mut(), GFP_KERNEL)?;
+        // SAFETY: raw has n writable entries.
+        let got = unsafe { bindings::rrxe_glue_umem_pages(umem.as_ptr(), raw.as_mut_ptr(), n) };
+        if got != n {
+            return Err(EINVAL);
+        }
+        this.pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        for p in raw.iter() {
+            this.pages
+                .push(NonNull::new(*p).ok_or(EINVAL)?, GFP_KERNEL)?;
+        }
+        // The pages must cover the range.
+        let need = (u64::from(this.offset) + len).div_ceil(PAGE_SIZE);
+        if (this.pages.len() as u64) < need {
+            return Err(EINVAL);
+        }
+        Ok(this)
+    }
+
+    /// Copies between `buf` and the region at byte `off` (0 = the registered start).
+    fn copy(&self, off: u64, buf: &mut [u8], dir: Dir) -> Result {
+        let end = off.checked_add(buf.len() as u64).ok_or(EINVAL)?;
+        if end > self.len {
+            return Err(EINVAL);
+        }
+        let mut pos = off + u64::from(self.offset);
+        let mut done = 0usize;
+        while done < buf.len() {
+            let idx = (pos / PAGE_SIZE) as usize;
+            let in_page = (pos % PAGE_SIZE) as u32;
+            let n = core::cmp::min(u64::from(4096 - in_page), (buf.len() - done) as u64) as u32;
+            let page = *self.pages.get(idx).ok_or(EINVAL)?;
+            let chunk = buf.get_mut(done..done + n as usize).ok_or(EINVAL)?;
+            // SAFETY: the page is pinned by the umem we own; in_page + n <= PAGE_SIZE; chunk
+            // is a valid buffer of n bytes.
+            unsafe {
+                bindings::rrxe_glue_page_copy(
+                    page.as_ptr(),
+                    in_page,
+                    chunk.as_mut_ptr().cast(),
+                    n,
+                    dir == Dir::ToMem,
+                )
+            };
+            done += n as usize;
+            pos += u64::from(n);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the 8-byte word at byte `off` (must be 8-aligned in memory).
+    fn atomic<R>(&self, off: u64, f: impl FnOnce(&AtomicU64) -> R) -> Result<R> {
+        if off.checked_add(8).ok_or(EINVAL)? > self.len {
+            return Err(EINVAL);
+        }
+        let pos = off + u64::from(self.offset);
+        let page = *self.pages.get((pos / PAGE_SIZE) as usize).ok_or(EINVAL)?;
+        // SAFETY: pinned page; the helper checks alignment and bounds and maps it.
+        let p =
+            unsafe { bindings::rrxe_glue_page_map_u64(page.as_ptr(), (pos % PAGE_SIZE) as u32) };
+        if p.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: p is a mapped, 8-aligned word of a pinned page, valid until the unmap below;
+        // all concurrent kernel accesses to it are atomic.
+        let r = f(unsafe { &*p.cast::<AtomicU64>() });
+        // SAFETY: mapped just above.
+        unsafe { bindings::rrxe_glue_page_unmap(p.cast()) };
+        Ok(r)
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: obtained from ib_umem_get, released once. Must run in process context: the
+        // MR code only drops a Umem from verbs calls.
+        unsafe { bindings::rrxe_glue_umem_release(self.umem.as_ptr()) };
+    }
+}
+
+/// What a memory region's bytes are.
+pub(crate) enum Backing {
+    /// A DMA MR of a kernel consumer: region offsets are kernel virtual addresses. The
+    /// kernel consumer guarantees they are valid (the contract of `ib_get_dma_mr` users on a
+    /// virtual-DMA device).
+    KernelVa,
+    /// Pinned user pages.
+    User(Umem),
+    /// A fast-registration MR of a kernel consumer: blocks of `page_size` bytes at the
+    /// kernel virtual addresses `pages` (from `ib_map_mr_sg`), starting `first_off` bytes
+    /// into the first.
+    KernelPages {
+        /// Kernel virtual address of each block.
+        pages: KVec<u64>,
+        /// Block size.
+        page_size: u32,
+        /// Offset of the region's first byte in the first block.
+        first_off: u32,
+    },
+}
+
+impl Backing {
+    /// Copies between `buf` and the region's byte `off`.
+    pub(crate) fn copy(&self, off: u64, buf: &mut [u8], dir: Dir) -> Result {
+        match self {
+            Backing::KernelVa => {
+                off.checked_add(buf.len() as u64).ok_or(EINVAL)?;
+                let p = off as usize as *mut u8;
+                // SAFETY: see KernelVa: the kernel consumer guarantees [off, off+len) is
+                // valid kernel memory it posted for this transfer.
+                unsafe {
+                    match dir {
+                        Dir::ToMem => core::ptr::copy(buf.as_ptr(), p, buf.len()),
+                        Dir::FromMem => core::ptr::copy(p, buf.as_mut_ptr(), buf.len()),
+                    }
+                }
+                Ok(())
+            }
+            Backing::User(u) => u.copy(off, buf, dir),
+            Backing::KernelPages {
+                pages,
+                page_size,
+                first_off,
+            } => {
+                let ps = u64::from(*page_size);
+                if ps == 0 {
+                    return Err(EINVAL);
+                }
+                let mut pos = off.checked_add(u64::from(*first_off)).ok_or(EINVAL)?;
+                let mut done = 0usize;
+                while done < buf.len() {
+                    let base = *pages.get((pos / ps) as usize).ok_or(EINVAL)?;
+                    let in_blk = pos % ps;
+                    let n = core::cmp::min(ps - in_blk, (buf.len() - done) as u64) as usize;
+                    let chunk = buf.get_mut(done..done + n).ok_or(EINVAL)?;
+                    let p = (base + in_blk) as usize as *mut u8;
+                    // SAFETY: the block at `base` is page_size bytes of kernel memory the
+                    // consumer mapped with ib_map_mr_sg and keeps valid while registered;
+                    // in_blk + n <= page_size.
+                    unsafe {
+                        match dir {
+                            Dir::ToMem => core::ptr::copy(chunk.as_ptr(), p, n),
+                            Dir::FromMem => core::ptr::copy(p, chunk.as_mut_ptr(), n),
+                        }
+                    }
+                    done += n;
+                    pos += n as u64;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `f` on the 8-byte aligned word at the region's byte `off`.
+    pub(crate) fn atomic<R>(&self, off: u64, f: impl FnOnce(&AtomicU64) -> R) -> Result<R> {
+        match self {
+            Backing::KernelVa => {
+                if off % 8 != 0 || off == 0 {
+                    return Err(EINVAL);
+                }
+                // SAFETY: see KernelVa; aligned, and kernel accesses to it are atomic.
+                Ok(f(unsafe { &*(off as usize as *const AtomicU64) }))
+            }
+            Backing::User(u) => u.atomic(off, f),
+            Backing::KernelPages {
+                pages,
+                page_size,
+                first_off,
+            } => {
+                let ps = u64::from(*page_size);
+                let pos = off.checked_add(u64::from(*first_off)).ok_or(EINVAL)?;
+                if ps < 8 || pos % ps > ps - 8 {
+                    return Err(EINVAL);
+                }
+                let addr = pages.get((pos / ps) as usize).ok_or(EINVAL)? + pos % ps;
+                if addr % 8 != 0 {
+                    return Err(EINVAL);
+                }
+                // SAFETY: inside a registered block (checked above), aligned.
+                Ok(f(unsafe { &*(addr as usize as *const AtomicU64) }))
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! # rrxe-proto: a sans-IO RoCEv2 protocol core
+//!
+//! This crate is the protocol engine of rrxe, a software RoCEv2 RDMA device.
+//! It performs no I/O, reads no clock, allocates nothing and contains no
+//! `unsafe`. The same sources are compiled as a module of the Linux kernel
+//! driver (`#[path = "proto/src/lib.rs"] pub mod proto;`, with
+//! `--cfg rrxe_kernel`), so every function is panic-free on any input.
+//!
+//! * [`hdr`], [`opcode`]: IBTA transport headers and the RC/UC/UD/CNP opcode
+//!   table, with checked parse / build.
+//! * [`net`]: the IPv4 / IPv6 / UDP headers of a RoCEv2 datagram.
+//! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
+//! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation.
+//! * [`qp`], [`req`], [`resp`]: the per-QP requester, completer and responder
+//!   state machines (events in, actions out).
+#![cfg_attr(not(rrxe_kernel), no_std)]
+#![cfg_attr(not(rrxe_kernel), forbid(unsafe_code))]
+#![cfg_attr(not(rrxe_kernel), warn(missing_docs, unreachable_pub))]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod crc;
+pub mod hdr;
+pub mod icrc;
+pub mod net;
+pub mod opcode;
+pub mod psn;
+pub mod qp;
+pub mod req;
+pub mod resp;
+pub mod seg;
+
+pub use crc::{Crc32, SoftCrc32};
+pub use hdr::{
+    build_headers, build_packet, parse_packet, Aeth, AethKind, AtomicAckEth, AtomicEth, Bth,
+    BuildError, Deth, Feth, Headers, NakCode, Packet, ParseError, Reth,
+};
+pub use opcode::{OpKind, Opcode, OpcodeInfo, Position, Transport};
+pub use psn::Psn;
+pub use qp::{
+    Access, AccessError, Action, ActionBuf, ActionSink, AtomicOp, Event, ModifyQp, Payload,
+    PktRange, PostError, Qp, QpConfig, QpState, QpType, RecvCompletion, RecvKind, RemoteAddr,
+    ResponderEnv, RxStatus, SendCompletion, SendOp, SendWqe, TimerKind, TxPacket, UdDest,
+    WcStatus, WqeId,
+};
+pub use seg::{Mtu, Segment, Segments};

@@ -1,0 +1,818 @@
+//! Requester and completer: the send side of a QP.
+//!
+//! # State
+//!
+//! [`SendQueue`] keeps up to `S` posted-but-incomplete WQEs in a ring, in
+//! posting order. The first `assigned` of them have PSNs: WQE *i* owns
+//! `[first_psn, first_psn + npkts)` where `npkts` is the number of request
+//! packets (SEND/WRITE) or response packets (READ), 1 for atomics / FLUSH /
+//! ATOMIC WRITE. Three PSN cursors describe progress:
+//!
+//! ```text
+//!   una ............ send_psn ............ next_psn
+//!   oldest unacked   next packet to (re)send   first unassigned PSN
+//! ```
+//!
+//! # Requester (`poll_tx`)
+//!
+//! Emits the packet at `send_psn`; when `send_psn == next_psn` it assigns PSNs
+//! to the next WQE, subject to: RC window (`next_psn - una < max_inflight`),
+//! `max_rd_atomic` outstanding READ/atomic/FLUSH/ATOMIC WRITE WQEs, and the
+//! fence bit. A READ is one request packet but consumes `npkts` PSNs; a READ
+//! resumed at PSN `first + k` asks for the remaining bytes from offset
+//! `k * mtu`. UC/UD WQEs complete as soon as their last packet is emitted.
+//! The ACK-request bit is set on the last packet of each message and every
+//! [`ACK_EVERY`] packets.
+//!
+//! # Completer (`on_response`, `on_timer`)
+//!
+//! * ACK at PSN `p`: completes, in order, every SEND/WRITE WQE whose PSNs are
+//!   all `<= p`; a WQE that needs a response (READ, atomic, ...) is never
+//!   completed by a plain ACK: an ACK beyond it means its responses were lost
+//!   (implied NAK) and the requester rewinds to `una`.
+//! * READ response at `p == una`: data is placed into the WQE (`PlaceWqe`);
+//!   the last one completes the WQE. Responses after `una` mean loss: rewind.
+//!   Atomic ACK: `AtomicResult` then completion.
+//! * NAK PSN sequence error at `p`: implicitly ACKs `< p`, rewinds to `p`
+//!   (go-back-N). Without forward progress it consumes one retry.
+//! * RNR NAK at `p`: ACKs `< p`, rewinds to `p` and stops sending until the
+//!   RNR timer fires; consumes one RNR retry unless `rnr_retry == 7`.
+//! * Other NAKs: the WQE at `p` completes with the matching error and the QP
+//!   enters the error state (remaining WQEs are flushed).
+//! * Retransmit timer (armed while packets are unacknowledged, restarted on
+//!   progress): consumes a retry and rewinds to `una`; with no retries left,
+//!   the oldest WQE completes with `RetryExcErr` and the QP enters error.
+//!
+//! Any forward progress resets both retry counters.
+
+use super::hdr::{Aeth, AethKind, AtomicEth, Bth, Deth, Feth, Headers, NakCode, Packet, Reth};
+use super::opcode::{OpKind, Opcode, Position, Transport};
+use super::psn::{Psn, PSN_HALF};
+use super::qp::{
+    Action, ActionSink, Payload, PktRange, PostError, QpConfig, QpType, RxStatus, SendCompletion,
+    SendOp, SendWqe, TimerKind, TxPacket, WcStatus,
+};
+use super::seg::Segments;
+
+/// The requester sets AckReq at least every this many packets of a message.
+pub const ACK_EVERY: u32 = 16;
+/// Largest message length.
+pub const MAX_MSG_LEN: u32 = 1 << 31;
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    wqe: SendWqe,
+    first_psn: Psn,
+    npkts: u32,
+}
+
+const fn needs_response(op: &SendOp) -> bool {
+    !matches!(op, SendOp::Send { .. } | SendOp::Write { .. })
+}
+
+/// Requester + completer state of one QP, with room for `S` WQEs.
+#[derive(Debug)]
+pub struct SendQueue<const S: usize> {
+    cfg: QpConfig,
+    ring: [Option<Entry>; S],
+    head: usize,
+    len: usize,
+    assigned: usize,
+    next_psn: Psn,
+    send_psn: Psn,
+    una: Psn,
+    retry_left: u8,
+    rnr_left: u8,
+    rnr_wait: bool,
+    rto_armed: bool,
+    rd_atomic: u32,
+    nak_guard: Option<Psn>,
+    error: bool,
+    started: bool,
+}
+
+impl<const S: usize> SendQueue<S> {
+    /// A stopped send queue (started by the transition to RTS).
+    pub fn new(cfg: &QpConfig) -> Self {
+        SendQueue {
+            cfg: *cfg,
+            ring: [None; S],
+            head: 0,
+            len: 0,
+            assigned: 0,
+            next_psn: cfg.sq_psn,
+            send_psn: cfg.sq_psn,
+            una: cfg.sq_psn,
+            retry_left: cfg.retry_cnt,
+            rnr_left: cfg.rnr_retry,
+            rnr_wait: false,
+            rto_armed: false,
+            rd_atomic: 0,
+            nak_guard: None,
+            error: false,
+            started: false,
+        }
+    }
+
+    pub(crate) fn start(&mut self, cfg: &QpConfig) {
+        self.cfg = *cfg;
+        self.next_psn = cfg.sq_psn;
+        self.send_psn = cfg.sq_psn;
+        self.una = cfg.sq_psn;
+        self.retry_left = cfg.retry_cnt;
+        self.rnr_left = cfg.rnr_retry;
+        self.started = true;
+    }
+
+    pub(crate) fn update_cfg(&mut self, cfg: &QpConfig) {
+        // PSNs only change through start(); other attributes apply at once.
+        let (s, r) = (self.cfg.sq_psn, self.cfg.rq_psn);
+        self.cfg = *cfg;
+        self.cfg.sq_psn = s;
+        self.cfg.rq_psn = r;
+    }
+
+    /// Number of WQEs held (posted, not yet completed).
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+    /// `true` if no WQE is held.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Oldest unacknowledged PSN.
+    pub const fn una(&self) -> Psn {
+        self.una
+    }
+    /// Next PSN to be assigned.
+    pub const fn next_psn(&self) -> Psn {
+        self.next_psn
+    }
+    /// `true` once a fatal error was detected.
+    pub const fn is_error(&self) -> bool {
+        self.error
+    }
+
+    fn idx(&self, i: usize) -> Option<usize> {
+        self.head.checked_add(i)?.checked_rem(S)
+    }
+    fn entry(&self, i: usize) -> Option<&Entry> {
+        if i >= self.len {
+            return None;
+        }
+        self.ring.get(self.idx(i)?)?.as_ref()
+    }
+    fn entry_mut(&mut self, i: usize) -> Option<&mut Entry> {
+        if i >= self.len {
+            return None;
+        }
+        let k = self.idx(i)?;
+        self.ring.get_mut(k)?.as_mut()
+    }
+
+    /// Checks a WQE against the QP type and limits.
+    pub fn validate(&self, w: &SendWqe) -> Result<(), PostError> {
+        if w.len > MAX_MSG_LEN {
+            return Err(PostError::BadLength);
+        }
+        let t = self.cfg.qp_type;
+        match w.op {
+            SendOp::Send { imm, inv_rkey } => {
+                if imm.is_some() && inv_rkey.is_some() {
+                    return Err(PostError::InvalidOp);
+                }
+                if inv_rkey.is_some() && t != QpType::Rc {
+                    return Err(PostError::InvalidOp);
+                }
+            }
+            SendOp::Write { .. } => {
+                if t == QpType::Ud {
+                    return Err(PostError::InvalidOp);
+                }
+            }
+            SendOp::Read { .. } | SendOp::Flush { .. } => {
+                if t != QpType::Rc {
+                    return Err(PostError::InvalidOp);
+                }
+            }
+            SendOp::CompareSwap { remote, .. }
+            | SendOp::FetchAdd { remote, .. }
+            | SendOp::AtomicWrite { remote, .. } => {
+                if t != QpType::Rc {
+                    return Err(PostError::InvalidOp);
+                }
+                if w.len != 8 {
+                    return Err(PostError::BadLength);
+                }
+                if remote.va & 7 != 0 {
+                    return Err(PostError::Misaligned);
+                }
+            }
+        }
+        if t == QpType::Ud {
+            if w.ud.is_none() {
+                return Err(PostError::InvalidOp);
+            }
+            if w.len > self.cfg.mtu.bytes() {
+                return Err(PostError::BadLength);
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a WQE.
+    pub fn post(&mut self, w: SendWqe) -> Result<(), PostError> {
+        self.validate(&w)?;
+        if self.len >= S {
+            return Err(PostError::Full);
+        }
+        let k = self.idx(self.len).ok_or(PostError::Full)?;
+        let slot = self.ring.get_mut(k).ok_or(PostError::Full)?;
+        let npkts = match w.op {
+            SendOp::Send { .. } | SendOp::Write { .. } | SendOp::Read { .. } => {
+                self.cfg.mtu.packets(w.len)
+            }
+            _ => 1,
+        };
+        *slot = Some(Entry {
+            wqe: w,
+            first_psn: Psn::new(0),
+            npkts,
+        });
+        self.len += 1;
+        Ok(())
+    }
+
+    fn complete_head<A: ActionSink>(&mut self, status: WcStatus, sink: &mut A) {
+        let Some(k) = self.idx(0) else { return };
+        let Some(e) = self.ring.get_mut(k).and_then(Option::take) else {
+            return;
+        };
+        self.head = self.idx(1).unwrap_or(0);
+        self.len = self.len.saturating_sub(1);
+        self.assigned = self.assigned.saturating_sub(1);
+        if needs_response(&e.wqe.op) {
+            self.rd_atomic = self.rd_atomic.saturating_sub(1);
+        }
+        let last = e.first_psn.add(e.npkts);
+        if self.una.before(last) {
+            self.una = last;
+        }
+        if self.send_psn.before(self.una) {
+            self.send_psn = self.una;
+        }
+        sink.push(Action::SendComplete(SendCompletion {
+            id: e.wqe.id,
+            status,
+            byte_len: if status == WcStatus::Success { e.wqe.len } else { 0 },
+            signaled: e.wqe.signaled,
+        }));
+    }
+
+    fn fail<A: ActionSink>(&mut self, status: WcStatus, sink: &mut A) {
+        if self.len > 0 {
+            self.complete_head(status, sink);
+        }
+        self.error = true;
+    }
+
+    /// Completes every held WQE with `WrFlushErr` and stops (QP → Error).
+    pub fn flush<A: ActionSink>(&mut self, sink: &mut A) {
+        while self.len > 0 {
+            self.complete_head(WcStatus::WrFlushErr, sink);
+        }
+        if self.cfg.qp_type == QpType::Rc {
+            sink.push(Action::CancelTimer(TimerKind::Retransmit));
+            sink.push(Action::CancelTimer(TimerKind::Rnr));
+        }
+        self.rto_armed = false;
+        self.rnr_wait = false;
+        self.error = true;
+    }
+
+    fn rewind(&mut self, psn: Psn) {
+        if psn.before(self.send_psn) {
+            self.send_psn = if psn.before(self.una) { self.una } else { psn };
+        }
+    }
+
+    fn find(&self, psn: Psn) -> Option<(usize, Entry)> {
+        let mut i = 0;
+        while i < self.assigned {
+            let e = self.entry(i)?;
+            if psn.in_window(e.first_psn, e.npkts) {
+                return Some((i, *e));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    fn has_tx_work(&self) -> bool {
+        !self.rnr_wait && (self.send_psn != self.next_psn || self.assigned < self.len)
+    }
+
+    fn arm_rto<A: ActionSink>(&mut self, sink: &mut A) {
+        if let Some(us) = self.cfg.ack_timeout_usecs() {
+            sink.push(Action::ArmTimer {
+                kind: TimerKind::Retransmit,
+                usecs: us,
+            });
+            self.rto_armed = true;
+        }
+    }
+
+    /// Emits up to `*left` request packets (decrementing it). Returns `true`
+    /// if more could be sent right away.
+    pub fn poll_tx<A: ActionSink>(&mut self, left: &mut u32, sink: &mut A) -> bool {
+        if self.error || !self.started || self.rnr_wait {
+            return false;
+        }
+        let rc = self.cfg.qp_type == QpType::Rc;
+        loop {
+            if *left == 0 {
+                return self.has_tx_work();
+            }
+            if self.send_psn == self.next_psn {
+                let Some(e) = self.entry(self.assigned).copied() else {
+                    return false;
+                };
+                if rc {
+                    let inflight = self.next_psn.distance_from(self.una);
+                    let win = self.cfg.max_inflight.clamp(1, PSN_HALF - 1);
+                    if inflight >= win || inflight.saturating_add(e.npkts) >= PSN_HALF {
+                        return false;
+                    }
+                    let nr = needs_response(&e.wqe.op);
+                    if nr && self.rd_atomic >= u32::from(self.cfg.max_rd_atomic.max(1)) {
+                        return false;
+                    }
+                    if e.wqe.fence && self.rd_atomic > 0 {
+                        return false;
+                    }
+                    if nr {
+                        self.rd_atomic += 1;
+                    }
+                }
+                let first = self.next_psn;
+                if let Some(m) = self.entry_mut(self.assigned) {
+                    m.first_psn = first;
+                }
+                self.next_psn = first.add(e.npkts);
+                self.assigned += 1;
+            }
+            let Some((i, e)) = self.find(self.send_psn) else {
+                // Cannot happen; resynchronise instead of looping.
+                self.send_psn = self.next_psn;
+                return false;
+            };
+            let k = self.send_psn.distance_from(e.first_psn);
+            let (pkt, next, last) = self.build(&e, k);
+            sink.push(Action::Send(pkt));
+            *left -= 1;
+            self.send_psn = next;
+            if rc {
+                if !self.rto_armed {
+                    self.arm_rto(sink);
+                }
+            } else if last && i == 0 {
+                self.complete_head(WcStatus::Success, sink);
+                self.una = self.send_psn;
+            }
+        }
+    }
+
+    fn bth(&self, op: Opcode, psn: Psn) -> Bth {
+        let mut b = Bth::new(op, self.cfg.dest_qpn, psn);
+        b.pkey = self.cfg.pkey;
+        b
+    }
+
+    /// Builds packet `k` of entry `e`: (packet, next send PSN, is last packet).
+    fn build(&self, e: &Entry, k: u32) -> (TxPacket, Psn, bool) {
+        let psn = e.first_psn.add(k);
+        let w = &e.wqe;
+        let mtu = self.cfg.mtu;
+        let tr = match self.cfg.qp_type {
+            QpType::Rc => Transport::Rc,
+            QpType::Uc => Transport::Uc,
+            QpType::Ud => Transport::Ud,
+        };
+        let one = |op: Opcode| Headers::new(self.bth(op, psn));
+        let after = e.first_psn.add(e.npkts);
+        match w.op {
+            SendOp::Send { .. } | SendOp::Write { .. } => {
+                let segs = Segments::new(w.len, mtu);
+                let seg = segs.get(k).unwrap_or(super::seg::Segment {
+                    offset: 0,
+                    len: 0,
+                    pos: Position::Only,
+                    index: 0,
+                });
+                let ends = seg.pos.ends();
+                let (kind, imm, inv, reth) = match w.op {
+                    SendOp::Send { imm, inv_rkey } => (OpKind::Send, imm, inv_rkey, None),
+                    SendOp::Write { remote, imm } => (
+                        OpKind::Write,
+                        imm,
+                        None,
+                        Some(Reth {
+                            va: remote.va,
+                            rkey: remote.rkey,
+                            len: w.len,
+                        }),
+                    ),
+                    _ => (OpKind::Send, None, None, None),
+                };
+                let imm = if ends { imm } else { None };
+                let inv = if ends { inv } else { None };
+                let op = Opcode::compose(tr, kind, seg.pos, imm.is_some(), inv.is_some())
+                    .unwrap_or(Opcode::RC_SEND_ONLY);
+                let mut h = one(op);
+                h.bth.se = w.solicited && ends;
+                h.bth.ack_req = tr == Transport::Rc && (ends || k % ACK_EVERY == ACK_EVERY - 1);
+                if seg.pos.starts() {
+                    h.reth = reth;
+                }
+                h.imm = imm;
+                h.ieth = inv;
+                if let (Transport::Ud, Some(d)) = (tr, w.ud) {
+                    h.bth.dest_qp = d.qpn & 0x00ff_ffff;
+                    let qkey = if d.qkey & 0x8000_0000 != 0 {
+                        self.cfg.qkey
+                    } else {
+                        d.qkey
+                    };
+                    h.deth = Some(Deth {
+                        qkey,
+                        src_qp: self.cfg.qpn,
+                    });
+                }
+                let payload = if seg.len == 0 {
+                    Payload::None
+                } else {
+                    Payload::Wqe {
+                        id: w.id,
+                        offset: seg.offset,
+                        len: seg.len,
+                    }
+                };
+                let pkt = TxPacket {
+                    hdrs: h,
+                    payload,
+                    ud_wqe: if tr == Transport::Ud { Some(w.id) } else { None },
+                };
+                (pkt, psn.next(), ends)
+            }
+            SendOp::Read { remote } => {
+                let off = k.saturating_mul(mtu.bytes()).min(w.len);
+                let mut h = one(Opcode::RC_READ_REQUEST);
+                h.bth.ack_req = true;
+                h.reth = Some(Reth {
+                    va: remote.va.wrapping_add(u64::from(off)),
+                    rkey: remote.rkey,
+                    len: w.len - off,
+                });
+                (
+                    TxPacket {
+                        hdrs: h,
+                        payload: Payload::None,
+                        ud_wqe: None,
+                    },
+                    after,
+                    true,
+                )
+            }
+            SendOp::CompareSwap {
+                remote,
+                compare,
+                swap,
+            } => {
+                let mut h = one(Opcode::RC_COMPARE_SWAP);
+                h.bth.ack_req = true;
+                h.atomic = Some(AtomicEth {
+                    va: remote.va,
+                    rkey: remote.rkey,
+                    swap_add: swap,
+                    compare,
+                });
+                (simple(h, Payload::None), after, true)
+            }
+            SendOp::FetchAdd { remote, add } => {
+                let mut h = one(Opcode::RC_FETCH_ADD);
+                h.bth.ack_req = true;
+                h.atomic = Some(AtomicEth {
+                    va: remote.va,
+                    rkey: remote.rkey,
+                    swap_add: add,
+                    compare: 0,
+                });
+                (simple(h, Payload::None), after, true)
+            }
+            SendOp::AtomicWrite { remote, value } => {
+                let mut h = one(Opcode::RC_ATOMIC_WRITE);
+                h.bth.ack_req = true;
+                h.reth = Some(Reth {
+                    va: remote.va,
+                    rkey: remote.rkey,
+                    len: 8,
+                });
+                (
+                    simple(h, Payload::Inline(value.to_be_bytes())),
+                    after,
+                    true,
+                )
+            }
+            SendOp::Flush { remote, sel, plt } => {
+                let mut h = one(Opcode::RC_FLUSH);
+                h.bth.ack_req = true;
+                h.feth = Some(Feth { sel, plt });
+                h.reth = Some(Reth {
+                    va: remote.va,
+                    rkey: remote.rkey,
+                    len: w.len,
+                });
+                (simple(h, Payload::None), after, true)
+            }
+        }
+    }
+
+    /// Completes SEND/WRITE WQEs fully acknowledged by an ACK at `psn`.
+    /// Returns (progress, implied_nak).
+    fn ack_through<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) -> (bool, bool) {
+        let mut progress = false;
+        while self.assigned > 0 {
+            let Some(e) = self.entry(0).copied() else { break };
+            if psn.before(self.una) {
+                break;
+            }
+            let last = e.first_psn.add(e.npkts.saturating_sub(1));
+            if needs_response(&e.wqe.op) {
+                // An ACK covering PSNs whose responses we still expect.
+                return (progress, true);
+            }
+            if !psn.before(last) {
+                self.complete_head(WcStatus::Success, sink);
+                progress = true;
+            } else {
+                let n = psn.next();
+                if self.una.before(n) {
+                    self.una = n;
+                    progress = true;
+                }
+                break;
+            }
+        }
+        if self.send_psn.before(self.una) {
+            self.send_psn = self.una;
+        }
+        (progress, false)
+    }
+
+    fn on_progress<A: ActionSink>(&mut self, sink: &mut A) {
+        self.retry_left = self.cfg.retry_cnt;
+        self.rnr_left = self.cfg.rnr_retry;
+        self.nak_guard = None;
+        if self.una == self.next_psn {
+            if self.rto_armed {
+                sink.push(Action::CancelTimer(TimerKind::Retransmit));
+                self.rto_armed = false;
+            }
+        } else if !self.rnr_wait {
+            self.arm_rto(sink);
+        }
+    }
+
+    /// Retries after a loss indication at `una` (lost responses / implied NAK).
+    fn lost_at_una(&mut self) {
+        if self.nak_guard != Some(self.una) {
+            self.nak_guard = Some(self.una);
+            self.rewind(self.una);
+        }
+    }
+
+    /// Handles a response packet (ACK / NAK / READ response / atomic ACK).
+    pub fn on_response<A: ActionSink>(&mut self, p: &Packet, sink: &mut A) -> RxStatus {
+        if !self.started || self.error || self.cfg.qp_type != QpType::Rc {
+            return RxStatus::BadState;
+        }
+        let psn = p.hdrs.bth.psn;
+        if !psn.before(self.next_psn) || psn.before(self.una) {
+            return RxStatus::Duplicate;
+        }
+        let Some(aeth) = p.hdrs.aeth.or(match p.info.kind {
+            OpKind::ReadResponse => Some(Aeth {
+                syndrome: 0x1f,
+                msn: 0,
+            }),
+            _ => None,
+        }) else {
+            return RxStatus::Invalid;
+        };
+        match p.info.kind {
+            OpKind::Ack => self.on_ack(psn, aeth, sink),
+            OpKind::ReadResponse | OpKind::AtomicAck => {
+                if !matches!(aeth.kind(), AethKind::Ack { .. }) {
+                    return RxStatus::Invalid;
+                }
+                self.on_data_response(p, psn, sink)
+            }
+            _ => RxStatus::Invalid,
+        }
+    }
+
+    fn on_ack<A: ActionSink>(&mut self, psn: Psn, aeth: Aeth, sink: &mut A) -> RxStatus {
+        let prev = psn.sub(1);
+        match aeth.kind() {
+            AethKind::Ack { .. } => {
+                let (progress, implied) = self.ack_through(psn, sink);
+                if implied {
+                    self.lost_at_una();
+                }
+                if progress {
+                    self.on_progress(sink);
+                }
+                RxStatus::Ok
+            }
+            AethKind::RnrNak { timer } => {
+                let (progress, _) = self.ack_through(prev, sink);
+                if progress {
+                    self.on_progress(sink);
+                }
+                if psn != self.una {
+                    // The RNR'd PSN must be the oldest unacked one.
+                    return RxStatus::Invalid;
+                }
+                if self.rnr_wait {
+                    return RxStatus::Duplicate;
+                }
+                if self.rnr_left == 0 {
+                    self.fail(WcStatus::RnrRetryExcErr, sink);
+                    return RxStatus::Ok;
+                }
+                if self.rnr_left != 7 {
+                    self.rnr_left -= 1;
+                }
+                self.rnr_wait = true;
+                self.nak_guard = Some(psn);
+                self.rewind(psn);
+                if self.rto_armed {
+                    sink.push(Action::CancelTimer(TimerKind::Retransmit));
+                    self.rto_armed = false;
+                }
+                sink.push(Action::ArmTimer {
+                    kind: TimerKind::Rnr,
+                    usecs: u64::from(super::hdr::rnr_timer_usecs(timer)),
+                });
+                RxStatus::Ok
+            }
+            AethKind::Nak(NakCode::PsnSeqError) => {
+                let (progress, _) = self.ack_through(prev, sink);
+                if progress {
+                    self.on_progress(sink);
+                } else if self.nak_guard == Some(psn) || self.rnr_wait {
+                    return RxStatus::Duplicate;
+                } else if self.retry_left == 0 {
+                    self.fail(WcStatus::RetryExcErr, sink);
+                    return RxStatus::Ok;
+                } else {
+                    self.retry_left -= 1;
+                }
+                if self.rnr_wait {
+                    return RxStatus::Ok;
+                }
+                self.nak_guard = Some(psn);
+                self.rewind(psn);
+                RxStatus::Ok
+            }
+            AethKind::Nak(code) => {
+                let (progress, _) = self.ack_through(prev, sink);
+                if progress {
+                    self.on_progress(sink);
+                }
+                if psn != self.una {
+                    return RxStatus::Invalid;
+                }
+                let st = match code {
+                    NakCode::InvalidRequest => WcStatus::RemInvReqErr,
+                    NakCode::RemoteAccess => WcStatus::RemAccessErr,
+                    _ => WcStatus::RemOpErr,
+                };
+                self.fail(st, sink);
+                RxStatus::Ok
+            }
+            AethKind::Reserved => RxStatus::Invalid,
+        }
+    }
+
+    fn on_data_response<A: ActionSink>(&mut self, p: &Packet, psn: Psn, sink: &mut A) -> RxStatus {
+        if psn != self.una {
+            let (progress, _) = self.ack_through(psn.sub(1), sink);
+            if progress {
+                self.on_progress(sink);
+            }
+            if psn != self.una {
+                // Earlier responses were lost.
+                self.lost_at_una();
+                return RxStatus::OutOfSequence;
+            }
+        }
+        let Some(e) = self.entry(0).copied() else {
+            return RxStatus::Invalid;
+        };
+        if self.assigned == 0 || !psn.in_window(e.first_psn, e.npkts) {
+            return RxStatus::Invalid;
+        }
+        let k = psn.distance_from(e.first_psn);
+        let pos = p.info.pos;
+        match (p.info.kind, e.wqe.op) {
+            (OpKind::ReadResponse, SendOp::Read { .. }) => {
+                let mtu = self.cfg.mtu.bytes();
+                let last = k.saturating_add(1) == e.npkts;
+                let off = k.saturating_mul(mtu);
+                let want = if last { e.wqe.len.saturating_sub(off) } else { mtu };
+                let pos_ok = if last {
+                    matches!(pos, Position::Last | Position::Only)
+                } else {
+                    matches!(pos, Position::First | Position::Middle)
+                };
+                if !pos_ok || p.payload_len != want {
+                    return RxStatus::Invalid;
+                }
+                if want > 0 {
+                    sink.push(Action::PlaceWqe {
+                        id: e.wqe.id,
+                        offset: off,
+                        src: PktRange {
+                            off: p.payload_off,
+                            len: p.payload_len,
+                        },
+                    });
+                }
+                if last {
+                    self.complete_head(WcStatus::Success, sink);
+                } else {
+                    self.una = psn.next();
+                    if self.send_psn.before(self.una) {
+                        self.send_psn = self.una;
+                    }
+                }
+            }
+            (OpKind::ReadResponse, SendOp::Flush { .. } | SendOp::AtomicWrite { .. }) => {
+                if pos != Position::Only || p.payload_len != 0 {
+                    return RxStatus::Invalid;
+                }
+                self.complete_head(WcStatus::Success, sink);
+            }
+            (OpKind::AtomicAck, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }) => {
+                let Some(a) = p.hdrs.atomic_ack else {
+                    return RxStatus::Invalid;
+                };
+                sink.push(Action::AtomicResult {
+                    id: e.wqe.id,
+                    value: a.orig,
+                });
+                self.complete_head(WcStatus::Success, sink);
+            }
+            _ => return RxStatus::Invalid,
+        }
+        self.on_progress(sink);
+        RxStatus::Ok
+    }
+
+    /// Handles a timer expiry.
+    pub fn on_timer<A: ActionSink>(&mut self, t: TimerKind, sink: &mut A) {
+        if self.error || !self.started {
+            return;
+        }
+        match t {
+            TimerKind::Retransmit => {
+                if !self.rto_armed {
+                    return;
+                }
+                self.rto_armed = false;
+                if self.una == self.next_psn || self.rnr_wait {
+                    return;
+                }
+                if self.retry_left == 0 {
+                    self.fail(WcStatus::RetryExcErr, sink);
+                    return;
+                }
+                self.retry_left -= 1;
+                self.nak_guard = None;
+                self.rewind(self.una);
+            }
+            TimerKind::Rnr => {
+                self.rnr_wait = false;
+            }
+        }
+    }
+}
+
+fn simple(h: Headers, payload: Payload) -> TxPacket {
+    TxPacket {
+        hdrs: h,
+        payload,
+        ud_wqe: None,
+    }
+}

@@ -1,0 +1,805 @@
+//! Responder: the receive side of a QP.
+//!
+//! # RC
+//!
+//! The responder tracks the expected PSN `epsn` and the MSN. For a request
+//! at PSN `p`:
+//!
+//! * `p > epsn` (out of sequence): one NAK "PSN sequence error" at `epsn` is
+//!   sent per gap (suppressed until an in-order packet arrives), packet dropped.
+//! * `p < epsn` (duplicate): SEND/WRITE → re-ACK `epsn - 1`; READ → the
+//!   request is re-executed from the reply cache entry whose PSN range holds
+//!   `p` (the duplicate may ask for a tail of the original); atomic / FLUSH /
+//!   ATOMIC WRITE → the cached response is replayed (never re-executed).
+//!   Duplicates are ignored while responses are still queued.
+//! * `p == epsn`: the opcode must fit the message in progress (a FIRST/ONLY
+//!   when idle, MIDDLE/LAST of the same operation otherwise) and FIRST/MIDDLE
+//!   packets must carry exactly one PMTU; violations → NAK invalid request and
+//!   the QP enters error. SEND needs a receive WQE ([`ResponderEnv::recv_head_len`]):
+//!   none → RNR NAK at `p` (epsn unchanged). WRITE/READ/atomic/FLUSH validate
+//!   the rkey through [`ResponderEnv`]: failure → NAK remote access error, QP
+//!   error. Data is placed with `PlaceRecv` / `PlaceMr` actions.
+//!
+//! READ, atomic, FLUSH and ATOMIC WRITE responses go through a fixed reply
+//! cache of `R` entries and are emitted by [`Responder::poll_tx`] in PSN order;
+//! a plain ACK requested while responses are still queued is deferred behind
+//! them (a later response implies it). ACKs are sent for packets with the
+//! AckReq bit (coalescing), always with "unlimited credits".
+//!
+//! # UC
+//!
+//! No ACKs. Duplicates are dropped; a PSN gap abandons the message in
+//! progress (the receive WQE is reused) and only a FIRST/ONLY packet starts a
+//! new one. Errors drop the rest of the message.
+//!
+//! # UD
+//!
+//! SEND ONLY packets only; Q_Key must match; data is placed after the 40-byte
+//! GRH area of the receive buffer; no receive WQE → silently dropped.
+
+use super::hdr::{Aeth, AethKind, AtomicAckEth, Bth, Headers, NakCode, Packet, AETH_ACK_UNLIMITED};
+use super::opcode::{OpKind, Opcode, Position};
+use super::psn::Psn;
+use super::qp::{
+    Access, Action, ActionSink, AtomicOp, Payload, PktRange, QpConfig, QpType, RecvCompletion,
+    RecvKind, ResponderEnv, RxStatus, TxPacket, WcStatus,
+};
+use super::seg::Segments;
+
+/// Bytes reserved for the GRH at the start of a UD receive buffer.
+pub const UD_GRH_LEN: u32 = 40;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cur {
+    Idle,
+    Send { recv_len: u32, off: u32 },
+    Write { rkey: u32, va: u64, len: u32, off: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplyKind {
+    Read { rkey: u32 },
+    Atomic { orig: u64 },
+    Empty,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Reply {
+    kind: ReplyKind,
+    first_psn: Psn,
+    npkts: u32,
+    exec_psn: Psn,
+    exec_va: u64,
+    exec_len: u32,
+    exec_n: u32,
+    next_k: u32,
+    pending: bool,
+    seq: u64,
+}
+
+/// Responder state of one QP with an `R`-entry READ/atomic reply cache.
+#[derive(Debug)]
+pub struct Responder<const R: usize> {
+    cfg: QpConfig,
+    epsn: Psn,
+    msn: u32,
+    cur: Cur,
+    nak_sent: bool,
+    replies: [Option<Reply>; R],
+    seq: u64,
+    pending_ack: Option<(Psn, u8)>,
+    error: bool,
+    started: bool,
+}
+
+fn range(p: &Packet) -> PktRange {
+    PktRange {
+        off: p.payload_off,
+        len: p.payload_len,
+    }
+}
+
+impl<const R: usize> Responder<R> {
+    /// A stopped responder (started by the transition to RTR).
+    pub fn new(cfg: &QpConfig) -> Self {
+        Responder {
+            cfg: *cfg,
+            epsn: cfg.rq_psn,
+            msn: 0,
+            cur: Cur::Idle,
+            nak_sent: false,
+            replies: [None; R],
+            seq: 0,
+            pending_ack: None,
+            error: false,
+            started: false,
+        }
+    }
+
+    pub(crate) fn start(&mut self, cfg: &QpConfig) {
+        self.cfg = *cfg;
+        self.epsn = cfg.rq_psn;
+        self.started = true;
+    }
+
+    pub(crate) fn update_cfg(&mut self, cfg: &QpConfig) {
+        let (s, r) = (self.cfg.sq_psn, self.cfg.rq_psn);
+        self.cfg = *cfg;
+        self.cfg.sq_psn = s;
+        self.cfg.rq_psn = r;
+    }
+
+    pub(crate) fn set_error(&mut self) {
+        self.error = true;
+    }
+
+    /// `true` once a fatal error was detected.
+    pub const fn is_error(&self) -> bool {
+        self.error
+    }
+    /// Expected PSN.
+    pub const fn epsn(&self) -> Psn {
+        self.epsn
+    }
+    /// Message sequence number.
+    pub const fn msn(&self) -> u32 {
+        self.msn
+    }
+
+    fn any_pending(&self) -> bool {
+        self.replies.iter().flatten().any(|r| r.pending)
+    }
+
+    fn ack_packet(&self, psn: Psn, syndrome: u8) -> TxPacket {
+        let mut b = Bth::new(Opcode::RC_ACKNOWLEDGE, self.cfg.dest_qpn, psn);
+        b.pkey = self.cfg.pkey;
+        let mut h = Headers::new(b);
+        h.aeth = Some(Aeth {
+            syndrome,
+            msn: self.msn & 0x00ff_ffff,
+        });
+        TxPacket {
+            hdrs: h,
+            payload: Payload::None,
+            ud_wqe: None,
+        }
+    }
+
+    fn emit_ack<A: ActionSink>(&mut self, psn: Psn, syndrome: u8, sink: &mut A) {
+        if self.any_pending() {
+            self.pending_ack = Some((psn, syndrome));
+        } else {
+            sink.push(Action::Send(self.ack_packet(psn, syndrome)));
+        }
+    }
+
+    fn fatal<A: ActionSink>(&mut self, psn: Psn, code: NakCode, sink: &mut A) -> RxStatus {
+        let syn = Aeth::syndrome_of(AethKind::Nak(code));
+        sink.push(Action::Send(self.ack_packet(psn, syn)));
+        self.error = true;
+        RxStatus::Invalid
+    }
+
+    fn alloc_reply(&mut self) -> Option<usize> {
+        if let Some(i) = self.replies.iter().position(Option::is_none) {
+            return Some(i);
+        }
+        let mut best: Option<(usize, u64)> = None;
+        for (i, r) in self.replies.iter().enumerate() {
+            if let Some(r) = r {
+                if !r.pending && best.is_none_or(|(_, s)| r.seq < s) {
+                    best = Some((i, r.seq));
+                }
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+
+    /// Handles a request packet addressed to this QP.
+    pub fn on_request<E: ResponderEnv, A: ActionSink>(
+        &mut self,
+        p: &Packet,
+        env: &mut E,
+        sink: &mut A,
+    ) -> RxStatus {
+        if self.error || !self.started {
+            return RxStatus::BadState;
+        }
+        match self.cfg.qp_type {
+            QpType::Rc => self.rc(p, env, sink),
+            QpType::Uc => self.uc(p, env, sink),
+            QpType::Ud => self.ud(p, env, sink),
+        }
+    }
+
+    fn rc<E: ResponderEnv, A: ActionSink>(&mut self, p: &Packet, env: &mut E, sink: &mut A) -> RxStatus {
+        let psn = p.hdrs.bth.psn;
+        let d = psn.diff(self.epsn);
+        if d > 0 {
+            if !self.nak_sent {
+                self.nak_sent = true;
+                let syn = Aeth::syndrome_of(AethKind::Nak(NakCode::PsnSeqError));
+                self.emit_ack(self.epsn, syn, sink);
+            }
+            return RxStatus::OutOfSequence;
+        }
+        if d < 0 {
+            return self.duplicate(p, env, sink);
+        }
+        let info = p.info;
+        let pos = info.pos;
+        let len = p.payload_len;
+        let mtu = self.cfg.mtu.bytes();
+        let seq_ok = match (self.cur, info.kind) {
+            (Cur::Idle, _) => pos.starts(),
+            (Cur::Send { .. }, OpKind::Send) | (Cur::Write { .. }, OpKind::Write) => !pos.starts(),
+            _ => false,
+        };
+        if !seq_ok {
+            return self.fatal(psn, NakCode::InvalidRequest, sink);
+        }
+        if (matches!(pos, Position::First | Position::Middle) && len != mtu) || len > mtu {
+            return self.fatal(psn, NakCode::InvalidRequest, sink);
+        }
+        match info.kind {
+            OpKind::Send => {
+                let (recv_len, off) = match self.cur {
+                    Cur::Send { recv_len, off } => (recv_len, off),
+                    _ => match env.recv_head_len() {
+                        Some(l) => (l, 0),
+                        None => return self.rnr(psn, sink),
+                    },
+                };
+                let end = match off.checked_add(len) {
+                    Some(e) if e <= recv_len => e,
+                    _ => {
+                        sink.push(Action::RecvComplete(RecvCompletion {
+                            status: WcStatus::LocLenErr,
+                            kind: RecvKind::Send,
+                            byte_len: 0,
+                            imm: None,
+                            inv_rkey: None,
+                            src_qp: self.cfg.dest_qpn,
+                            solicited: false,
+                        }));
+                        return self.fatal(psn, NakCode::InvalidRequest, sink);
+                    }
+                };
+                if len > 0 {
+                    sink.push(Action::PlaceRecv {
+                        offset: off,
+                        src: range(p),
+                    });
+                }
+                if pos.ends() {
+                    self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
+                    self.cur = Cur::Idle;
+                    sink.push(Action::RecvComplete(RecvCompletion {
+                        status: WcStatus::Success,
+                        kind: RecvKind::Send,
+                        byte_len: end,
+                        imm: p.hdrs.imm,
+                        inv_rkey: p.hdrs.ieth,
+                        src_qp: self.cfg.dest_qpn,
+                        solicited: p.hdrs.bth.se,
+                    }));
+                } else {
+                    self.cur = Cur::Send { recv_len, off: end };
+                }
+            }
+            OpKind::Write => {
+                let imm = p.hdrs.imm.is_some();
+                if imm && env.recv_head_len().is_none() {
+                    return self.rnr(psn, sink);
+                }
+                let (rkey, va, total, off) = match self.cur {
+                    Cur::Write { rkey, va, len, off } => (rkey, va, len, off),
+                    _ => {
+                        let Some(r) = p.hdrs.reth else {
+                            return self.fatal(psn, NakCode::InvalidRequest, sink);
+                        };
+                        if r.len > 0
+                            && env
+                                .check_access(r.rkey, r.va, r.len, Access::RemoteWrite)
+                                .is_err()
+                        {
+                            return self.fatal(psn, NakCode::RemoteAccess, sink);
+                        }
+                        (r.rkey, r.va, r.len, 0)
+                    }
+                };
+                let end = match off.checked_add(len) {
+                    Some(e) if e <= total && (!pos.ends() || e == total) => e,
+                    _ => return self.fatal(psn, NakCode::InvalidRequest, sink),
+                };
+                if len > 0 {
+                    sink.push(Action::PlaceMr {
+                        rkey,
+                        va: va.wrapping_add(u64::from(off)),
+                        src: range(p),
+                    });
+                }
+                if pos.ends() {
+                    self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
+                    self.cur = Cur::Idle;
+                    if imm {
+                        sink.push(Action::RecvComplete(RecvCompletion {
+                            status: WcStatus::Success,
+                            kind: RecvKind::WriteImm,
+                            byte_len: total,
+                            imm: p.hdrs.imm,
+                            inv_rkey: None,
+                            src_qp: self.cfg.dest_qpn,
+                            solicited: p.hdrs.bth.se,
+                        }));
+                    }
+                } else {
+                    self.cur = Cur::Write {
+                        rkey,
+                        va,
+                        len: total,
+                        off: end,
+                    };
+                }
+            }
+            OpKind::ReadRequest => {
+                let Some(r) = p.hdrs.reth else {
+                    return self.fatal(psn, NakCode::InvalidRequest, sink);
+                };
+                let n = self.cfg.mtu.packets(r.len);
+                if r.len > super::req::MAX_MSG_LEN {
+                    return self.fatal(psn, NakCode::InvalidRequest, sink);
+                }
+                let Some(slot) = self.alloc_reply() else {
+                    return self.fatal(psn, NakCode::InvalidRequest, sink);
+                };
+                if r.len > 0
+                    && env
+                        .check_access(r.rkey, r.va, r.len, Access::RemoteRead)
+                        .is_err()
+                {
+                    return self.fatal(psn, NakCode::RemoteAccess, sink);
+                }
+                let seq = self.next_seq();
+                if let Some(s) = self.replies.get_mut(slot) {
+                    *s = Some(Reply {
+                        kind: ReplyKind::Read { rkey: r.rkey },
+                        first_psn: psn,
+                        npkts: n,
+                        exec_psn: psn,
+                        exec_va: r.va,
+                        exec_len: r.len,
+                        exec_n: n,
+                        next_k: 0,
+                        pending: true,
+                        seq,
+                    });
+                }
+                self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
+                self.epsn = psn.add(n);
+                self.nak_sent = false;
+                self.pending_ack = None;
+                return RxStatus::Ok;
+            }
+            OpKind::CompareSwap | OpKind::FetchAdd | OpKind::AtomicWrite | OpKind::Flush => {
+                let Some(slot) = self.alloc_reply() else {
+                    return self.fatal(psn, NakCode::InvalidRequest, sink);
+                };
+                let kind = match info.kind {
+                    OpKind::CompareSwap | OpKind::FetchAdd => {
+                        let Some(a) = p.hdrs.atomic else {
+                            return self.fatal(psn, NakCode::InvalidRequest, sink);
+                        };
+                        if a.va & 7 != 0 {
+                            return self.fatal(psn, NakCode::InvalidRequest, sink);
+                        }
+                        let op = if info.kind == OpKind::CompareSwap {
+                            AtomicOp::CompareSwap {
+                                compare: a.compare,
+                                swap: a.swap_add,
+                            }
+                        } else {
+                            AtomicOp::FetchAdd { add: a.swap_add }
+                        };
+                        match env.atomic(a.rkey, a.va, op) {
+                            Ok(orig) => ReplyKind::Atomic { orig },
+                            Err(_) => return self.fatal(psn, NakCode::RemoteAccess, sink),
+                        }
+                    }
+                    OpKind::AtomicWrite => {
+                        let (Some(r), Some(v)) = (p.hdrs.reth, p.atomic_write) else {
+                            return self.fatal(psn, NakCode::InvalidRequest, sink);
+                        };
+                        if r.va & 7 != 0 || r.len != 8 {
+                            return self.fatal(psn, NakCode::InvalidRequest, sink);
+                        }
+                        if env.atomic_write(r.rkey, r.va, v).is_err() {
+                            return self.fatal(psn, NakCode::RemoteAccess, sink);
+                        }
+                        ReplyKind::Empty
+                    }
+                    _ => {
+                        let (Some(r), Some(f)) = (p.hdrs.reth, p.hdrs.feth) else {
+                            return self.fatal(psn, NakCode::InvalidRequest, sink);
+                        };
+                        if env.flush(r.rkey, r.va, r.len, f.sel, f.plt).is_err() {
+                            return self.fatal(psn, NakCode::RemoteAccess, sink);
+                        }
+                        ReplyKind::Empty
+                    }
+                };
+                let seq = self.next_seq();
+                if let Some(s) = self.replies.get_mut(slot) {
+                    *s = Some(Reply {
+                        kind,
+                        first_psn: psn,
+                        npkts: 1,
+                        exec_psn: psn,
+                        exec_va: 0,
+                        exec_len: 0,
+                        exec_n: 1,
+                        next_k: 0,
+                        pending: true,
+                        seq,
+                    });
+                }
+                self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
+                self.epsn = psn.next();
+                self.nak_sent = false;
+                self.pending_ack = None;
+                return RxStatus::Ok;
+            }
+            _ => return self.fatal(psn, NakCode::InvalidRequest, sink),
+        }
+        self.epsn = psn.next();
+        self.nak_sent = false;
+        if p.hdrs.bth.ack_req {
+            self.emit_ack(psn, AETH_ACK_UNLIMITED, sink);
+        }
+        RxStatus::Ok
+    }
+
+    fn rnr<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) -> RxStatus {
+        let syn = Aeth::syndrome_of(AethKind::RnrNak {
+            timer: self.cfg.min_rnr_timer,
+        });
+        self.nak_sent = true;
+        self.emit_ack(psn, syn, sink);
+        RxStatus::NoRecv
+    }
+
+    fn duplicate<E: ResponderEnv, A: ActionSink>(
+        &mut self,
+        p: &Packet,
+        env: &mut E,
+        sink: &mut A,
+    ) -> RxStatus {
+        let psn = p.hdrs.bth.psn;
+        match p.info.kind {
+            OpKind::Send | OpKind::Write => {
+                self.emit_ack(self.epsn.sub(1), AETH_ACK_UNLIMITED, sink);
+                RxStatus::Duplicate
+            }
+            OpKind::ReadRequest => {
+                if self.any_pending() {
+                    return RxStatus::Busy;
+                }
+                let Some(r) = p.hdrs.reth else {
+                    return RxStatus::Invalid;
+                };
+                let mtu = self.cfg.mtu;
+                let seq = self.next_seq();
+                let found = self.replies.iter_mut().flatten().find(|e| {
+                    matches!(e.kind, ReplyKind::Read { .. }) && psn.in_window(e.first_psn, e.npkts)
+                });
+                let Some(e) = found else {
+                    return RxStatus::Duplicate;
+                };
+                let n = mtu.packets(r.len);
+                let k = psn.distance_from(e.first_psn);
+                let ReplyKind::Read { rkey } = e.kind else {
+                    return RxStatus::Invalid;
+                };
+                if k.saturating_add(n) > e.npkts || r.rkey != rkey {
+                    return RxStatus::Invalid;
+                }
+                let (va, len) = (r.va, r.len);
+                e.exec_psn = psn;
+                e.exec_va = va;
+                e.exec_len = len;
+                e.exec_n = n;
+                e.next_k = 0;
+                e.pending = true;
+                e.seq = seq;
+                if len > 0 && env.check_access(rkey, va, len, Access::RemoteRead).is_err() {
+                    // Cannot happen for a genuine retry; do not answer.
+                    e.pending = false;
+                    return RxStatus::Invalid;
+                }
+                RxStatus::Duplicate
+            }
+            OpKind::CompareSwap | OpKind::FetchAdd | OpKind::AtomicWrite | OpKind::Flush => {
+                if self.any_pending() {
+                    return RxStatus::Busy;
+                }
+                let seq = self.next_seq();
+                let want_atomic = matches!(p.info.kind, OpKind::CompareSwap | OpKind::FetchAdd);
+                if let Some(e) = self.replies.iter_mut().flatten().find(|e| {
+                    e.first_psn == psn && matches!(e.kind, ReplyKind::Atomic { .. }) == want_atomic
+                }) {
+                    e.pending = true;
+                    e.next_k = 0;
+                    e.seq = seq;
+                }
+                RxStatus::Duplicate
+            }
+            _ => RxStatus::Invalid,
+        }
+    }
+
+    fn uc<E: ResponderEnv, A: ActionSink>(&mut self, p: &Packet, env: &mut E, sink: &mut A) -> RxStatus {
+        let psn = p.hdrs.bth.psn;
+        let d = psn.diff(self.epsn);
+        if d < 0 {
+            return RxStatus::Duplicate;
+        }
+        if d > 0 {
+            self.cur = Cur::Idle;
+        }
+        self.epsn = psn.next();
+        let info = p.info;
+        let pos = info.pos;
+        let len = p.payload_len;
+        let mtu = self.cfg.mtu.bytes();
+        let seq_ok = match (self.cur, info.kind) {
+            (Cur::Idle, _) => pos.starts(),
+            (Cur::Send { .. }, OpKind::Send) | (Cur::Write { .. }, OpKind::Write) => !pos.starts(),
+            _ => false,
+        };
+        if !seq_ok || (matches!(pos, Position::First | Position::Middle) && len != mtu) || len > mtu {
+            self.cur = Cur::Idle;
+            return RxStatus::Invalid;
+        }
+        match info.kind {
+            OpKind::Send => {
+                let (recv_len, off) = match self.cur {
+                    Cur::Send { recv_len, off } => (recv_len, off),
+                    _ => match env.recv_head_len() {
+                        Some(l) => (l, 0),
+                        None => {
+                            self.cur = Cur::Idle;
+                            return RxStatus::NoRecv;
+                        }
+                    },
+                };
+                let Some(end) = off.checked_add(len).filter(|e| *e <= recv_len) else {
+                    self.cur = Cur::Idle;
+                    return RxStatus::Invalid;
+                };
+                if len > 0 {
+                    sink.push(Action::PlaceRecv {
+                        offset: off,
+                        src: range(p),
+                    });
+                }
+                if pos.ends() {
+                    self.cur = Cur::Idle;
+                    self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
+                    sink.push(Action::RecvComplete(RecvCompletion {
+                        status: WcStatus::Success,
+                        kind: RecvKind::Send,
+                        byte_len: end,
+                        imm: p.hdrs.imm,
+                        inv_rkey: None,
+                        src_qp: self.cfg.dest_qpn,
+                        solicited: p.hdrs.bth.se,
+                    }));
+                } else {
+                    self.cur = Cur::Send { recv_len, off: end };
+                }
+            }
+            OpKind::Write => {
+                let (rkey, va, total, off) = match self.cur {
+                    Cur::Write { rkey, va, len, off } => (rkey, va, len, off),
+                    _ => {
+                        let Some(r) = p.hdrs.reth else {
+                            return RxStatus::Invalid;
+                        };
+                        if r.len > 0
+                            && env
+                                .check_access(r.rkey, r.va, r.len, Access::RemoteWrite)
+                                .is_err()
+                        {
+                            self.cur = Cur::Idle;
+                            return RxStatus::Invalid;
+                        }
+                        (r.rkey, r.va, r.len, 0)
+                    }
+                };
+                let Some(end) = off
+                    .checked_add(len)
+                    .filter(|e| *e <= total && (!pos.ends() || *e == total))
+                else {
+                    self.cur = Cur::Idle;
+                    return RxStatus::Invalid;
+                };
+                if len > 0 {
+                    sink.push(Action::PlaceMr {
+                        rkey,
+                        va: va.wrapping_add(u64::from(off)),
+                        src: range(p),
+                    });
+                }
+                if pos.ends() {
+                    self.cur = Cur::Idle;
+                    self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
+                    if p.hdrs.imm.is_some() {
+                        if env.recv_head_len().is_none() {
+                            return RxStatus::NoRecv;
+                        }
+                        sink.push(Action::RecvComplete(RecvCompletion {
+                            status: WcStatus::Success,
+                            kind: RecvKind::WriteImm,
+                            byte_len: total,
+                            imm: p.hdrs.imm,
+                            inv_rkey: None,
+                            src_qp: self.cfg.dest_qpn,
+                            solicited: p.hdrs.bth.se,
+                        }));
+                    }
+                } else {
+                    self.cur = Cur::Write {
+                        rkey,
+                        va,
+                        len: total,
+                        off: end,
+                    };
+                }
+            }
+            _ => return RxStatus::Invalid,
+        }
+        RxStatus::Ok
+    }
+
+    fn ud<E: ResponderEnv, A: ActionSink>(&mut self, p: &Packet, env: &mut E, sink: &mut A) -> RxStatus {
+        let Some(deth) = p.hdrs.deth else {
+            return RxStatus::Invalid;
+        };
+        if p.info.kind != OpKind::Send || p.info.pos != Position::Only {
+            return RxStatus::Invalid;
+        }
+        if deth.qkey != self.cfg.qkey {
+            return RxStatus::BadQkey;
+        }
+        let len = p.payload_len;
+        if len > self.cfg.mtu.bytes() {
+            return RxStatus::Invalid;
+        }
+        let Some(recv_len) = env.recv_head_len() else {
+            return RxStatus::NoRecv;
+        };
+        let total = len.saturating_add(UD_GRH_LEN);
+        if total > recv_len {
+            return RxStatus::Invalid;
+        }
+        if len > 0 {
+            sink.push(Action::PlaceRecv {
+                offset: UD_GRH_LEN,
+                src: range(p),
+            });
+        }
+        sink.push(Action::RecvComplete(RecvCompletion {
+            status: WcStatus::Success,
+            kind: RecvKind::Send,
+            byte_len: total,
+            imm: p.hdrs.imm,
+            inv_rkey: None,
+            src_qp: deth.src_qp,
+            solicited: p.hdrs.bth.se,
+        }));
+        RxStatus::Ok
+    }
+
+    /// Emits up to `*left` queued READ / atomic responses and then a deferred
+    /// ACK. Returns `true` if work remains.
+    pub fn poll_tx<A: ActionSink>(&mut self, left: &mut u32, sink: &mut A) -> bool {
+        if self.error || !self.started {
+            return false;
+        }
+        let mtu = self.cfg.mtu;
+        while *left > 0 {
+            let mut best: Option<(usize, u64)> = None;
+            for (i, r) in self.replies.iter().enumerate() {
+                if let Some(r) = r {
+                    if r.pending && best.is_none_or(|(_, s)| r.seq < s) {
+                        best = Some((i, r.seq));
+                    }
+                }
+            }
+            let Some((i, _)) = best else { break };
+            let Some(Some(r)) = self.replies.get(i).copied() else {
+                break;
+            };
+            let msn = self.msn;
+            let ack = Aeth {
+                syndrome: AETH_ACK_UNLIMITED,
+                msn,
+            };
+            let mut done = true;
+            let mut next_k = r.next_k;
+            let (hdrs, payload) = match r.kind {
+                ReplyKind::Read { rkey } => {
+                    let segs = Segments::new(r.exec_len, mtu);
+                    let Some(seg) = segs.get(r.next_k) else {
+                        if let Some(Some(x)) = self.replies.get_mut(i) {
+                            x.pending = false;
+                        }
+                        continue;
+                    };
+                    let op = match seg.pos {
+                        Position::First => Opcode::RC_READ_RESPONSE_FIRST,
+                        Position::Middle => Opcode::RC_READ_RESPONSE_MIDDLE,
+                        Position::Last => Opcode::RC_READ_RESPONSE_LAST,
+                        Position::Only => Opcode::RC_READ_RESPONSE_ONLY,
+                    };
+                    let mut b = Bth::new(op, self.cfg.dest_qpn, r.exec_psn.add(seg.index));
+                    b.pkey = self.cfg.pkey;
+                    let mut h = Headers::new(b);
+                    if seg.pos != Position::Middle {
+                        h.aeth = Some(ack);
+                    }
+                    next_k = r.next_k.saturating_add(1);
+                    done = next_k >= r.exec_n;
+                    let payload = if seg.len == 0 {
+                        Payload::None
+                    } else {
+                        Payload::Mr {
+                            rkey,
+                            va: r.exec_va.wrapping_add(u64::from(seg.offset)),
+                            len: seg.len,
+                        }
+                    };
+                    (h, payload)
+                }
+                ReplyKind::Atomic { orig } => {
+                    let mut b = Bth::new(Opcode::RC_ATOMIC_ACKNOWLEDGE, self.cfg.dest_qpn, r.first_psn);
+                    b.pkey = self.cfg.pkey;
+                    let mut h = Headers::new(b);
+                    h.aeth = Some(ack);
+                    h.atomic_ack = Some(AtomicAckEth { orig });
+                    (h, Payload::None)
+                }
+                ReplyKind::Empty => {
+                    let mut b =
+                        Bth::new(Opcode::RC_READ_RESPONSE_ONLY, self.cfg.dest_qpn, r.first_psn);
+                    b.pkey = self.cfg.pkey;
+                    let mut h = Headers::new(b);
+                    h.aeth = Some(ack);
+                    (h, Payload::None)
+                }
+            };
+            sink.push(Action::Send(TxPacket {
+                hdrs,
+                payload,
+                ud_wqe: None,
+            }));
+            *left -= 1;
+            if let Some(Some(x)) = self.replies.get_mut(i) {
+                x.next_k = next_k;
+                x.pending = !done;
+            }
+        }
+        if *left > 0 && !self.any_pending() {
+            if let Some((psn, syn)) = self.pending_ack.take() {
+                sink.push(Action::Send(self.ack_packet(psn, syn)));
+                *left -= 1;
+            }
+        }
+        self.any_pending() || self.pending_ack.is_some()
+    }
+}
