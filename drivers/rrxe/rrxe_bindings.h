@@ -5,4 +5,5 @@
 #include <rdma/ib_mad.h>
 
 #include <rdma/rrxe-abi.h>
+#include <linux/crc32.h>
 #include "rrxe_glue.h"

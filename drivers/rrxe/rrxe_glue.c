@@ -192,28 +192,20 @@ int rrxe_glue_skb_linearize(struct sk_buff *skb)
 }
 
 /*
- * The network header (IPv4/IPv6, up to the transport header) and the transport part (UDP
- * header to the end of the linear data) of a received, linearised skb.
+ * The IP packet of a received, linearised skb: from the network header to the end of the
+ * linear data, and the length of the network header (where the UDP header starts).
  */
-void rrxe_glue_skb_parts(const struct sk_buff *skb, const u8 **l3, u32 *l3_len,
-			 const u8 **l4, u32 *l4_len)
+const u8 *rrxe_glue_skb_ip_packet(const struct sk_buff *skb, u32 *len, u32 *l3_len)
 {
 	const u8 *nh = skb_network_header(skb);
 	const u8 *th = skb_transport_header(skb);
 	const u8 *tail = skb_tail_pointer(skb);
 
-	if (!skb_transport_header_was_set(skb) ||
-	    th < nh || tail < th) {
-		*l3 = NULL;
-		*l3_len = 0;
-		*l4 = NULL;
-		*l4_len = 0;
-		return;
-	}
-	*l3 = nh;
+	if (!skb_transport_header_was_set(skb) || th < nh || tail < th)
+		return NULL;
+	*len = tail - nh;
 	*l3_len = th - nh;
-	*l4 = th;
-	*l4_len = tail - th;
+	return nh;
 }
 
 void rrxe_glue_kfree_skb(struct sk_buff *skb)

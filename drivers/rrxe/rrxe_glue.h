@@ -62,8 +62,7 @@ struct net *rrxe_glue_init_net(void);
 
 struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb);
 int rrxe_glue_skb_linearize(struct sk_buff *skb);
-void rrxe_glue_skb_parts(const struct sk_buff *skb, const u8 **l3, u32 *l3_len,
-			 const u8 **l4, u32 *l4_len);
+const u8 *rrxe_glue_skb_ip_packet(const struct sk_buff *skb, u32 *len, u32 *l3_len);
 void rrxe_glue_kfree_skb(struct sk_buff *skb);
 void rrxe_glue_consume_skb(struct sk_buff *skb);
 

@@ -14,6 +14,9 @@ mod device;
 mod glue;
 mod mr;
 mod net;
+#[path = "proto/src/lib.rs"]
+#[allow(dead_code, unreachable_pub, missing_docs, unused_imports)]
+pub(crate) mod proto;
 
 module! {
     type: RrxeModule,

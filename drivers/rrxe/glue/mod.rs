@@ -19,7 +19,7 @@ mod ops;
 mod queue;
 pub(crate) mod sync;
 
-pub(crate) use net::SkBuff;
+pub(crate) use net::{KernelCrc32, SkBuff};
 pub(crate) use queue::{Queue, UContext};
 
 /// The memory layout of every driver object the core allocates for us (`size_ib_*`): the

@@ -2,7 +2,7 @@
 //! Network glue: the RoCEv2 UDP tunnel sockets and received `sk_buff`s.
 
 use super::{bindings, NetDev};
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 use kernel::prelude::*;
 
 /// The IANA port of RoCEv2.
@@ -98,31 +98,21 @@ impl SkBuff {
         Ok(())
     }
 
-    /// The network header (IPv4/IPv6) and the UDP datagram (header + payload) of a
-    /// linearised received skb.
-    pub(crate) fn parts(&self) -> Option<(&[u8], &[u8])> {
-        let (mut l3, mut l3_len, mut l4, mut l4_len) = (ptr::null(), 0u32, ptr::null(), 0u32);
-        // SAFETY: we own the skb; the helper writes four outputs.
-        unsafe {
-            bindings::rrxe_glue_skb_parts(
-                self.0.as_ptr(),
-                &mut l3,
-                &mut l3_len,
-                &mut l4,
-                &mut l4_len,
-            )
-        };
-        if l3.is_null() || l4.is_null() {
+    /// The IP packet of a linearised received skb (IP header to the end) and the length of
+    /// its IP header.
+    pub(crate) fn ip_packet(&self) -> Option<(&[u8], usize)> {
+        let (mut len, mut l3) = (0u32, 0u32);
+        // SAFETY: we own the skb; the helper writes two outputs.
+        let p = unsafe { bindings::rrxe_glue_skb_ip_packet(self.0.as_ptr(), &mut len, &mut l3) };
+        if p.is_null() || l3 > len {
             return None;
         }
-        // SAFETY: the helper returned ranges inside the skb's linear data, which we own and
-        // do not modify while the slices are borrowed from self.
-        unsafe {
-            Some((
-                core::slice::from_raw_parts(l3, l3_len as usize),
-                core::slice::from_raw_parts(l4, l4_len as usize),
-            ))
-        }
+        // SAFETY: the helper returned a range inside the skb's linear data, which we own and
+        // do not modify while the slice is borrowed from self.
+        Some((
+            unsafe { core::slice::from_raw_parts(p, len as usize) },
+            l3 as usize,
+        ))
     }
 
     /// Frees a packet that was handled successfully (not counted as a drop).
@@ -139,6 +129,16 @@ impl Drop for SkBuff {
     fn drop(&mut self) {
         // SAFETY: we own the skb; kfree_skb records it as dropped.
         unsafe { bindings::rrxe_glue_kfree_skb(self.0.as_ptr()) };
+    }
+}
+
+/// The kernel's CRC-32 (`crc32_le`, architecture-optimised) for the ICRC.
+pub(crate) struct KernelCrc32;
+
+impl crate::proto::Crc32 for KernelCrc32 {
+    fn update(&self, crc: u32, data: &[u8]) -> u32 {
+        // SAFETY: crc32_le reads exactly len bytes from p, which data provides.
+        unsafe { bindings::crc32_le(crc, data.as_ptr(), data.len()) }
     }
 }
 
