@@ -2,6 +2,7 @@
 //! Device and port logic: what an rrxe device reports and how it follows its netdev.
 //! Safe code only; the kernel objects are reached through [`crate::glue`].
 
+use crate::ah::AhTable;
 use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
@@ -16,6 +17,9 @@ pub(crate) struct DeviceData {
     /// Registered memory regions.
     #[pin]
     pub(crate) mrs: MrTable,
+    /// Address handles of user contexts.
+    #[pin]
+    pub(crate) ahs: AhTable,
 }
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
@@ -77,6 +81,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
         pin_init!(DeviceData {
             counters: Counters::new(),
             mrs <- MrTable::new(),
+            ahs <- AhTable::new(),
         }),
     )?;
     Ok(())
@@ -141,6 +146,7 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.max_cq = 0x4000;
     attr.max_cqe = crate::cq::MAX_CQE as i32;
     attr.max_fast_reg_page_list_len = 512;
+    attr.max_ah = crate::ah::MAX_AH as i32 - 1;
     attr.max_pi_fast_reg_page_list_len = 0;
     Ok(())
 }

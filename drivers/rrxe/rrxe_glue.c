@@ -420,3 +420,54 @@ int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
 {
 	return ib_sg_to_pages(mr, sg, nents, sg_offset, set_page);
 }
+
+/* --- address vectors --- */
+
+int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av)
+{
+	const struct ib_global_route *grh;
+	const struct ib_gid_attr *sgid_attr;
+	int type;
+
+	memset(av, 0, sizeof(*av));
+	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE || !(rdma_ah_get_ah_flags(attr) & IB_AH_GRH))
+		return -EINVAL;
+	grh = rdma_ah_read_grh(attr);
+	sgid_attr = grh->sgid_attr;
+	if (!sgid_attr)
+		return -EINVAL;
+	type = rdma_gid_attr_network_type(sgid_attr);
+	if (type != RDMA_NETWORK_IPV4 && type != RDMA_NETWORK_IPV6)
+		return -EINVAL;
+	av->ipv6 = type == RDMA_NETWORK_IPV6;
+	memcpy(av->dgid, grh->dgid.raw, 16);
+	if (av->ipv6) {
+		memcpy(av->sip, sgid_attr->gid.raw, 16);
+		memcpy(av->dip, grh->dgid.raw, 16);
+	} else {
+		/* IPv4-mapped GIDs: ::ffff:a.b.c.d */
+		memcpy(av->sip, sgid_attr->gid.raw + 12, 4);
+		memcpy(av->dip, grh->dgid.raw + 12, 4);
+	}
+	memcpy(av->dmac, attr->roce.dmac, ETH_ALEN);
+	av->hop_limit = grh->hop_limit;
+	av->flow_label = grh->flow_label;
+	av->traffic_class = grh->traffic_class;
+	av->sgid_index = grh->sgid_index;
+	av->sl = rdma_ah_get_sl(attr);
+	return 0;
+}
+
+void rrxe_glue_av_to_ah_attr(const struct rrxe_kav *av, struct rdma_ah_attr *attr)
+{
+	union ib_gid dgid;
+
+	memcpy(dgid.raw, av->dgid, sizeof(dgid.raw));
+	memset(attr, 0, sizeof(*attr));
+	attr->type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_grh(attr, &dgid, av->flow_label, av->sgid_index, av->hop_limit,
+			av->traffic_class);
+	rdma_ah_set_sl(attr, av->sl);
+	rdma_ah_set_port_num(attr, 1);
+	memcpy(attr->roce.dmac, av->dmac, ETH_ALEN);
+}

@@ -33,7 +33,29 @@ struct ib_mr;
 struct page;
 struct scatterlist;
 
+/*
+ * An address vector in the form the datapath uses: everything needed to build the IP/UDP
+ * headers of a packet, plus what query_ah/query_qp report back.
+ */
+struct rrxe_kav {
+	u8 dgid[16];
+	u8 sip[16];		/* IPv4: first 4 bytes */
+	u8 dip[16];		/* IPv4: first 4 bytes */
+	u8 dmac[6];
+	u8 ipv6;		/* 0: IPv4, 1: IPv6 */
+	u8 hop_limit;
+	u32 flow_label;
+	u8 traffic_class;
+	u8 sgid_index;
+	u8 sl;
+	u8 reserved;
+};
+
+struct rdma_ah_attr;
+
 /* --- implemented in C, called from Rust --- */
+int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av);
+void rrxe_glue_av_to_ah_attr(const struct rrxe_kav *av, struct rdma_ah_attr *attr);
 struct module *rrxe_glue_this_module(void);
 int rrxe_glue_register(void);
 void rrxe_glue_unregister_notifier(void);

@@ -8,6 +8,7 @@
 
 use kernel::prelude::*;
 
+mod ah;
 mod counters;
 mod cq;
 mod device;

@@ -366,6 +366,8 @@ pub(crate) unsafe trait UserAbi {}
 unsafe impl UserAbi for bindings::rrxe_alloc_ucontext_resp {}
 // SAFETY: one rrxe_queue_info: two __u64 then two __u32, no padding (see rrxe-abi.h).
 unsafe impl UserAbi for bindings::rrxe_create_cq_resp {}
+// SAFETY: two __u32, no padding (see rrxe-abi.h).
+unsafe impl UserAbi for bindings::rrxe_create_ah_resp {}
 
 /// Maximum number of rrxe devices at once.
 const MAX_DEVICES: usize = 64;

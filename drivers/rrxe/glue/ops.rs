@@ -49,6 +49,11 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.poll_cq = Some(poll_cq);
     ops.req_notify_cq = Some(req_notify_cq);
     ops.size_ib_cq = core::mem::size_of::<CqObj>();
+    ops.create_ah = Some(create_ah);
+    ops.create_user_ah = Some(create_ah);
+    ops.destroy_ah = Some(destroy_ah);
+    ops.query_ah = Some(query_ah);
+    ops.size_ib_ah = core::mem::size_of::<AhObj>();
     ops.get_dma_mr = Some(get_dma_mr);
     ops.reg_user_mr = Some(reg_user_mr);
     ops.alloc_mr = Some(alloc_mr);
@@ -442,5 +447,86 @@ unsafe extern "C" fn dereg_mr(ibmr: *mut bindings::ib_mr, _udata: *mut bindings:
     drop(dev.data().mrs.remove(key));
     // SAFETY: allocated by new_mr as a KBox<MrObj>; this is the only release.
     drop(unsafe { KBox::from_raw(ibmr.cast::<MrObj>()) });
+    0
+}
+
+/// What an `ib_ah` carries for us.
+pub(crate) struct AhData {
+    /// The address vector.
+    pub(crate) av: crate::ah::Av,
+    /// Its number in the device's user AH table (0 for kernel AHs).
+    pub(crate) num: u32,
+}
+
+type AhObj = DrvObj<bindings::ib_ah, AhData>;
+
+/// The AV of a kernel AH.
+///
+/// # Safety
+/// `ah` is a live AH of ours.
+pub(super) unsafe fn ah_av(ah: *const bindings::ib_ah) -> crate::ah::Av {
+    // SAFETY: by the contract the AH is an AhObj with initialised data.
+    unsafe { (*ah.cast::<AhObj>()).data.av }
+}
+
+unsafe extern "C" fn create_ah(
+    ibah: *mut bindings::ib_ah,
+    init: *mut bindings::rdma_ah_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> i32 {
+    let mut av = crate::ah::Av::default();
+    // SAFETY: the core passes a live init attr whose ah_attr holds a referenced sgid_attr.
+    let err = unsafe { bindings::rrxe_glue_ah_attr_to_av((*init).ah_attr, &mut av) };
+    if err != 0 {
+        return err;
+    }
+    // SAFETY: the core allocated ibah (size_ib_ah) and set device and pd.
+    let (dev, pd) = unsafe { (IbDev::from_raw((*ibah).device), (*ibah).pd as usize) };
+    let mut udata = Udata(udata, PhantomData);
+    let mut num = 0;
+    if udata.is_user() {
+        num = match dev.data().ahs.insert(pd, av) {
+            Ok(n) => n,
+            Err(e) => return e.to_errno(),
+        };
+        let resp = bindings::rrxe_create_ah_resp {
+            ah_num: num,
+            reserved: 0,
+        };
+        if let Err(e) = udata.respond(&resp) {
+            dev.data().ahs.remove(num);
+            return e.to_errno();
+        }
+    }
+    // SAFETY: data is ours to initialise (plain data, nothing to drop).
+    unsafe {
+        core::ptr::write(
+            addr_of_mut!((*ibah.cast::<AhObj>()).data),
+            AhData { av, num },
+        )
+    };
+    0
+}
+
+unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> i32 {
+    // SAFETY: a live AH of ours, destroyed once.
+    let (dev, num) = unsafe {
+        (
+            IbDev::from_raw((*ibah).device),
+            (*ibah.cast::<AhObj>()).data.num,
+        )
+    };
+    if num != 0 {
+        dev.data().ahs.remove(num);
+    }
+    0
+}
+
+unsafe extern "C" fn query_ah(
+    ibah: *mut bindings::ib_ah,
+    attr: *mut bindings::rdma_ah_attr,
+) -> i32 {
+    // SAFETY: a live AH of ours; attr is the caller's output.
+    unsafe { bindings::rrxe_glue_av_to_ah_attr(&ah_av(ibah), attr) };
     0
 }

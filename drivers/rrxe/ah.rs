@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Address handles: the address vector a UD send (or an RC/UC QP) sends to.
+
+// The table is used by the UD datapath (issue #4).
+#![allow(dead_code)]
+
+use crate::glue::bindings::rrxe_kav;
+use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use kernel::prelude::*;
+
+/// An address vector (IPs, MAC, GRH fields).
+pub(crate) type Av = rrxe_kav;
+
+/// Most user address handles per device.
+pub(crate) const MAX_AH: usize = 1 << 15;
+
+struct Slots {
+    /// (PD identity, AV); index 0 unused.
+    slots: KVec<Option<(usize, Av)>>,
+}
+
+/// Address handles of user contexts, by the number userspace names them with.
+#[pin_data]
+pub(crate) struct AhTable {
+    #[pin]
+    inner: IrqSpinLock<Slots>,
+}
+
+impl AhTable {
+    /// An empty table.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(AhTable {
+            inner <- new_irq_spinlock!(Slots { slots: KVec::new() }, "rrxe_ah_table"),
+        })
+    }
+
+    /// Adds an AV of PD `pd`; returns its number (> 0).
+    pub(crate) fn insert(&self, pd: usize, av: Av) -> Result<u32> {
+        loop {
+            let len = {
+                let mut s = self.inner.lock();
+                if let Some((i, slot)) = s
+                    .slots
+                    .iter_mut()
+                    .enumerate()
+                    .skip(1)
+                    .find(|(_, e)| e.is_none())
+                {
+                    *slot = Some((pd, av));
+                    return Ok(i as u32);
+                }
+                s.slots.len()
+            };
+            if len >= MAX_AH {
+                return Err(ENOMEM);
+            }
+            let want = core::cmp::max(16, len * 2).min(MAX_AH);
+            let mut bigger: KVec<Option<(usize, Av)>> = KVec::with_capacity(want, GFP_KERNEL)?;
+            bigger.extend_with(want, None, GFP_KERNEL)?;
+            let mut s = self.inner.lock();
+            if s.slots.len() == len {
+                for (d, e) in bigger.iter_mut().zip(s.slots.iter()) {
+                    *d = *e;
+                }
+                core::mem::swap(&mut s.slots, &mut bigger);
+            }
+        }
+    }
+
+    /// Removes AH `num`.
+    pub(crate) fn remove(&self, num: u32) {
+        if let Some(e) = self.inner.lock().slots.get_mut(num as usize) {
+            *e = None;
+        }
+    }
+
+    /// The AV of AH `num`, if it exists and belongs to PD `pd`.
+    pub(crate) fn get(&self, num: u32, pd: usize) -> Option<Av> {
+        match self.inner.lock().slots.get(num as usize) {
+            Some(Some((p, av))) if *p == pd => Some(*av),
+            _ => None,
+        }
+    }
+}
