@@ -62,3 +62,67 @@ pub(crate) fn recv(mut skb: SkBuff) {
     // Queue pairs arrive with the datapath; until then every valid packet has no QP.
     counters.inc(Counter::RxDropNoQp);
 }
+
+/// Transmit errors.
+#[derive(Debug)]
+#[allow(dead_code)] // transmit is used by the QP datapath (issue #4)
+pub(crate) enum TxError {
+    /// No memory for the skb (retry later).
+    NoMem,
+    /// The packet could not be built (headers inconsistent with the payload length).
+    Build,
+    /// The payload could not be gathered (bad local key/range).
+    Payload,
+    /// No route to the destination.
+    Route,
+}
+
+#[allow(dead_code)] // used by the QP datapath (issue #4)
+/// Builds and sends one RoCEv2 packet to `av`: IP/UDP headers, the IB headers `hdrs`, a
+/// payload of `payload_len` bytes written by `fill`, and the ICRC.
+pub(crate) fn transmit(
+    ndev: &crate::glue::NetDev,
+    av: &crate::ah::Av,
+    sport: u16,
+    hdrs: &proto::Headers,
+    payload_len: u32,
+    fill: impl FnOnce(&mut [u8]) -> bool,
+) -> Result<(), TxError> {
+    let v6 = av.ipv6 != 0;
+    let l3 = if v6 { IPV6_HDR } else { IPV4_HDR };
+    let ib_len = proto::hdr::packet_len(hdrs.bth.opcode, payload_len).ok_or(TxError::Build)?;
+    let ip_len = l3 + UDP_HDR + ib_len;
+    let mut skb = crate::glue::TxSkb::alloc(ndev, ip_len, v6).ok_or(TxError::NoMem)?;
+    let buf = skb.data();
+    let ok = if v6 {
+        proto::net::write_ipv6_udp(
+            buf,
+            av.sip,
+            av.dip,
+            av.traffic_class,
+            av.flow_label,
+            if av.hop_limit == 0 { 64 } else { av.hop_limit },
+            sport,
+            ib_len,
+        )
+    } else {
+        let mut s = [0u8; 4];
+        let mut d = [0u8; 4];
+        s.copy_from_slice(&av.sip[..4]);
+        d.copy_from_slice(&av.dip[..4]);
+        proto::net::write_ipv4_udp(buf, s, d, av.traffic_class, 64, sport, ib_len)
+    };
+    if ok.is_none() {
+        return Err(TxError::Build);
+    }
+    let ib = buf.get_mut(l3 + UDP_HDR..).ok_or(TxError::Build)?;
+    let hlen = proto::build_headers(hdrs, payload_len, ib).map_err(|_| TxError::Build)?;
+    let payload = ib
+        .get_mut(hlen..hlen + payload_len as usize)
+        .ok_or(TxError::Build)?;
+    if !fill(payload) {
+        return Err(TxError::Payload);
+    }
+    proto::icrc::fill(&KernelCrc32, skb.data(), v6).map_err(|_| TxError::Build)?;
+    skb.send(v6, &av.sip, &av.dip).map_err(|_| TxError::Route)
+}

@@ -15,6 +15,13 @@
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_umem.h>
 #include <linux/highmem.h>
+#include <linux/workqueue.h>
+#include <linux/timer.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+#include <net/ip6_route.h>
 #include "rrxe_glue.h"
 
 MODULE_ALIAS_RDMA_LINK("rrxe");
@@ -470,4 +477,160 @@ void rrxe_glue_av_to_ah_attr(const struct rrxe_kav *av, struct rdma_ah_attr *att
 	rdma_ah_set_sl(attr, av->sl);
 	rdma_ah_set_port_num(attr, 1);
 	memcpy(attr->roce.dmac, av->dmac, ETH_ALEN);
+}
+
+/* --- deferred work and timers, calling back into Rust with a context pointer --- */
+
+struct rrxe_work {
+	struct work_struct work;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+struct rrxe_timer {
+	struct timer_list timer;
+	void (*fn)(void *ctx, unsigned long id);
+	void *ctx;
+	unsigned long id;
+};
+
+static void rrxe_work_fn(struct work_struct *w)
+{
+	struct rrxe_work *rw = container_of(w, struct rrxe_work, work);
+
+	rw->fn(rw->ctx);
+}
+
+static void rrxe_timer_fn(struct timer_list *t)
+{
+	struct rrxe_timer *rt = from_timer(rt, t, timer);
+
+	rt->fn(rt->ctx, rt->id);
+}
+
+struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx)
+{
+	struct rrxe_work *w = kzalloc(sizeof(*w), GFP_KERNEL);
+
+	if (!w)
+		return NULL;
+	INIT_WORK(&w->work, rrxe_work_fn);
+	w->fn = fn;
+	w->ctx = ctx;
+	return w;
+}
+
+void rrxe_glue_work_queue(struct rrxe_work *w)
+{
+	queue_work(system_unbound_wq, &w->work);
+}
+
+/* Waits for a running instance and frees; the caller made sure nothing queues it again. */
+void rrxe_glue_work_free(struct rrxe_work *w)
+{
+	cancel_work_sync(&w->work);
+	kfree(w);
+}
+
+struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), void *ctx,
+				       unsigned long id)
+{
+	struct rrxe_timer *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	timer_setup(&t->timer, rrxe_timer_fn, 0);
+	t->fn = fn;
+	t->ctx = ctx;
+	t->id = id;
+	return t;
+}
+
+void rrxe_glue_timer_arm(struct rrxe_timer *t, u64 usecs)
+{
+	mod_timer(&t->timer, jiffies + max(1UL, usecs_to_jiffies(usecs)));
+}
+
+void rrxe_glue_timer_cancel(struct rrxe_timer *t)
+{
+	timer_delete(&t->timer);
+}
+
+/* Stops the timer for good (it cannot be re-armed) and frees it. */
+void rrxe_glue_timer_free(struct rrxe_timer *t)
+{
+	timer_shutdown_sync(&t->timer);
+	kfree(t);
+}
+
+/* --- transmit --- */
+
+/*
+ * An skb for an IP packet of ip_len bytes on ndev (headroom for the link layer); *data
+ * points at the IP header the caller writes. NULL if no memory.
+ */
+struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data)
+{
+	struct sk_buff *skb = alloc_skb(LL_RESERVED_SPACE(ndev) + ip_len + ndev->needed_tailroom,
+					GFP_ATOMIC);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, LL_RESERVED_SPACE(ndev));
+	skb_reset_network_header(skb);
+	*data = skb_put(skb, ip_len);
+	skb_set_transport_header(skb, ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	skb->protocol = htons(ipv6 ? ETH_P_IPV6 : ETH_P_IP);
+	skb->dev = ndev;
+	skb->ip_summed = CHECKSUM_NONE;
+	return skb;
+}
+
+/*
+ * Routes and sends a fully built IP packet (headers and ICRC written by the caller).
+ * Consumes the skb. Returns 0 or a negative errno (no route, ...).
+ */
+int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip)
+{
+	struct net_device *ndev = skb->dev;
+	struct net *net = dev_net(ndev);
+	struct dst_entry *dst;
+
+	if (!ipv6) {
+		struct flowi4 fl = {};
+		struct rtable *rt;
+
+		fl.flowi4_oif = ndev->ifindex;
+		memcpy(&fl.saddr, sip, 4);
+		memcpy(&fl.daddr, dip, 4);
+		fl.flowi4_proto = IPPROTO_UDP;
+		rt = ip_route_output_key(net, &fl);
+		if (IS_ERR(rt)) {
+			kfree_skb(skb);
+			return PTR_ERR(rt);
+		}
+		dst = &rt->dst;
+	} else {
+#if IS_ENABLED(CONFIG_IPV6)
+		struct flowi6 fl6 = {};
+
+		fl6.flowi6_oif = ndev->ifindex;
+		memcpy(&fl6.saddr, sip, 16);
+		memcpy(&fl6.daddr, dip, 16);
+		fl6.flowi6_proto = IPPROTO_UDP;
+		dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+		if (IS_ERR(dst)) {
+			kfree_skb(skb);
+			return PTR_ERR(dst);
+		}
+#else
+		kfree_skb(skb);
+		return -EAFNOSUPPORT;
+#endif
+	}
+	skb_dst_set(skb, dst);
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	if (!ipv6)
+		return ip_local_out(net, NULL, skb);
+	return ip6_local_out(net, NULL, skb);
 }

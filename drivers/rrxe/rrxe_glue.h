@@ -52,6 +52,8 @@ struct rrxe_kav {
 };
 
 struct rdma_ah_attr;
+struct rrxe_work;
+struct rrxe_timer;
 
 /* --- implemented in C, called from Rust --- */
 int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av);
@@ -116,6 +118,17 @@ u64 *rrxe_glue_page_map_u64(struct page *page, u32 off);
 void rrxe_glue_page_unmap(void *addr);
 int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
 			  unsigned int *sg_offset, int (*set_page)(struct ib_mr *, u64));
+
+struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx);
+void rrxe_glue_work_queue(struct rrxe_work *w);
+void rrxe_glue_work_free(struct rrxe_work *w);
+struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), void *ctx,
+				       unsigned long id);
+void rrxe_glue_timer_arm(struct rrxe_timer *t, u64 usecs);
+void rrxe_glue_timer_cancel(struct rrxe_timer *t);
+void rrxe_glue_timer_free(struct rrxe_timer *t);
+struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data);
+int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip);
 
 /* --- implemented in Rust, called from C --- */
 void rrxe_rs_udp_recv(struct sk_buff *skb);

@@ -18,8 +18,9 @@ mod net;
 mod ops;
 mod queue;
 pub(crate) mod sync;
+pub(crate) mod task;
 
-pub(crate) use net::{KernelCrc32, SkBuff};
+pub(crate) use net::{KernelCrc32, SkBuff, TxSkb};
 pub(crate) use queue::{Queue, UContext};
 
 /// The memory layout of every driver object the core allocates for us (`size_ib_*`): the

@@ -132,6 +132,58 @@ impl Drop for SkBuff {
     }
 }
 
+/// An skb being built for transmission: an IP packet the caller writes in full.
+#[allow(dead_code)] // used by the QP datapath (issue #4)
+pub(crate) struct TxSkb {
+    skb: NonNull<bindings::sk_buff>,
+    data: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: we own the skb until it is sent or freed; it may move between threads.
+unsafe impl Send for TxSkb {}
+
+#[allow(dead_code)] // used by the QP datapath (issue #4)
+impl TxSkb {
+    /// An skb for an `ip_len`-byte IP packet leaving through `ndev` (atomic allocation).
+    pub(crate) fn alloc(ndev: &NetDev, ip_len: usize, ipv6: bool) -> Option<Self> {
+        let len32 = u32::try_from(ip_len).ok()?;
+        let mut data = core::ptr::null_mut();
+        // SAFETY: ndev is live; the helper returns null or an skb with ip_len bytes put.
+        let skb = unsafe { bindings::rrxe_glue_tx_alloc(ndev.as_ptr(), len32, ipv6, &mut data) };
+        Some(TxSkb {
+            skb: NonNull::new(skb)?,
+            data: NonNull::new(data)?,
+            len: ip_len,
+        })
+    }
+
+    /// The packet bytes (IP header first).
+    pub(crate) fn data(&mut self) -> &mut [u8] {
+        // SAFETY: the skb we own has `len` bytes at `data` (skb_put), exclusively ours.
+        unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
+    }
+
+    /// Routes and sends the packet (IPv4 addresses in the first 4 bytes).
+    pub(crate) fn send(self, ipv6: bool, sip: &[u8; 16], dip: &[u8; 16]) -> Result {
+        let skb = self.skb.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: the helper consumes the skb in every case.
+        let err = unsafe { bindings::rrxe_glue_tx_send(skb, ipv6, sip.as_ptr(), dip.as_ptr()) };
+        if err < 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TxSkb {
+    fn drop(&mut self) {
+        // SAFETY: not sent, still ours.
+        unsafe { bindings::rrxe_glue_kfree_skb(self.skb.as_ptr()) };
+    }
+}
+
 /// The kernel's CRC-32 (`crc32_le`, architecture-optimised) for the ICRC.
 pub(crate) struct KernelCrc32;
 
