@@ -45,8 +45,9 @@ impl<'c, C: Crc32 + ?Sized> Icrc<'c, C> {
     }
 
     fn udp_bth(mut self, udp: &[u8], bth: &[u8]) -> Result<Self, IcrcError> {
-        let mut u = <[u8; UDP_HDR_LEN]>::try_from(udp.get(..UDP_HDR_LEN).ok_or(IcrcError::Truncated)?)
-            .map_err(|_| IcrcError::Truncated)?;
+        let mut u =
+            <[u8; UDP_HDR_LEN]>::try_from(udp.get(..UDP_HDR_LEN).ok_or(IcrcError::Truncated)?)
+                .map_err(|_| IcrcError::Truncated)?;
         u[6] = 0xff;
         u[7] = 0xff;
         let mut b = <[u8; BTH_LEN]>::try_from(bth.get(..BTH_LEN).ok_or(IcrcError::Truncated)?)
@@ -61,8 +62,9 @@ impl<'c, C: Crc32 + ?Sized> Icrc<'c, C> {
     /// `udp` = UDP header, `bth` = the 12-byte BTH.
     pub fn begin_v4(crc: &'c C, ip: &[u8], udp: &[u8], bth: &[u8]) -> Result<Self, IcrcError> {
         let mut s = Self::start(crc);
-        let mut h = <[u8; IPV4_HDR_LEN]>::try_from(ip.get(..IPV4_HDR_LEN).ok_or(IcrcError::Truncated)?)
-            .map_err(|_| IcrcError::Truncated)?;
+        let mut h =
+            <[u8; IPV4_HDR_LEN]>::try_from(ip.get(..IPV4_HDR_LEN).ok_or(IcrcError::Truncated)?)
+                .map_err(|_| IcrcError::Truncated)?;
         h[1] = 0xff;
         h[8] = 0xff;
         h[10] = 0xff;
@@ -74,8 +76,9 @@ impl<'c, C: Crc32 + ?Sized> Icrc<'c, C> {
     /// Starts an ICRC over an IPv6 packet: `ip` = 40-byte IPv6 header.
     pub fn begin_v6(crc: &'c C, ip: &[u8], udp: &[u8], bth: &[u8]) -> Result<Self, IcrcError> {
         let mut s = Self::start(crc);
-        let mut h = <[u8; IPV6_HDR_LEN]>::try_from(ip.get(..IPV6_HDR_LEN).ok_or(IcrcError::Truncated)?)
-            .map_err(|_| IcrcError::Truncated)?;
+        let mut h =
+            <[u8; IPV6_HDR_LEN]>::try_from(ip.get(..IPV6_HDR_LEN).ok_or(IcrcError::Truncated)?)
+                .map_err(|_| IcrcError::Truncated)?;
         h[0] |= 0x0f;
         h[1] = 0xff;
         h[2] = 0xff;

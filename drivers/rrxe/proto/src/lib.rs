@@ -39,9 +39,9 @@ pub use hdr::{
 pub use opcode::{OpKind, Opcode, OpcodeInfo, Position, Transport};
 pub use psn::Psn;
 pub use qp::{
-    Access, AccessError, Action, ActionBuf, ActionSink, AtomicOp, Event, ModifyQp, Payload,
-    PktRange, PostError, Qp, QpConfig, QpState, QpType, RecvCompletion, RecvKind, RemoteAddr,
-    ResponderEnv, RxStatus, SendCompletion, SendOp, SendWqe, TimerKind, TxPacket, UdDest,
-    WcStatus, WqeId,
+    Access, AccessError, Action, ActionBuf, ActionSink, AtomicOp, Event, ModifyError, ModifyQp,
+    Payload, PktRange, PostError, Qp, QpConfig, QpError, QpState, QpType, RecvCompletion, RecvKind,
+    RemoteAddr, ResponderEnv, RxStatus, SendCompletion, SendOp, SendWqe, TimerKind, TxPacket,
+    UdDest, WcStatus, WqeId,
 };
 pub use seg::{Mtu, Segment, Segments};

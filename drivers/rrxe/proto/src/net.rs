@@ -203,7 +203,10 @@ mod tests {
         write_ipv4_udp(&mut b, [10, 0, 0, 1], [10, 0, 0, 2], 0, 64, 0xc000, 16).unwrap();
         assert_eq!(inet_checksum(&b[..20]), 0);
         let l = locate_ib(&b).unwrap();
-        assert_eq!((l.ip, l.udp_off, l.ib_off, l.ib_len), (IpVersion::V4, 20, 28, 16));
+        assert_eq!(
+            (l.ip, l.udp_off, l.ib_off, l.ib_len),
+            (IpVersion::V4, 20, 28, 16)
+        );
         let mut c = b;
         c[23] = 1;
         assert_eq!(locate_ib(&c), Err(NetError::NotRoce));

@@ -465,8 +465,13 @@ pub enum AtomicOp {
 /// receive queue head. Implemented over the driver's MR table and RQ/SRQ.
 pub trait ResponderEnv {
     /// Validates `[va, va+len)` of MR `rkey` for `access`.
-    fn check_access(&mut self, rkey: u32, va: u64, len: u32, access: Access)
-        -> Result<(), AccessError>;
+    fn check_access(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        access: Access,
+    ) -> Result<(), AccessError>;
     /// Performs an 8-byte atomic at `va` of MR `rkey` and returns the
     /// original value (validating access itself).
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, AccessError>;
@@ -782,8 +787,8 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         let from = self.state;
         match to {
             Reset => {
-                self.sq = SendQueue::new(&c);
-                self.rq = Responder::new(&c);
+                self.sq.reset(&c);
+                self.rq.reset(&c);
                 if from != Reset {
                     sink.push(Action::CancelTimer(TimerKind::Retransmit));
                     sink.push(Action::CancelTimer(TimerKind::Rnr));

@@ -34,7 +34,8 @@
 //!   the last one completes the WQE. Responses after `una` mean loss: rewind.
 //!   Atomic ACK: `AtomicResult` then completion.
 //! * NAK PSN sequence error at `p`: implicitly ACKs `< p`, rewinds to `p`
-//!   (go-back-N). Without forward progress it consumes one retry.
+//!   (go-back-N), once per `p`. It does not consume a retry and does not
+//!   restart the retransmit timer, so a NAK livelock still ends in a timeout.
 //! * RNR NAK at `p`: ACKs `< p`, rewinds to `p` and stops sending until the
 //!   RNR timer fires; consumes one RNR retry unless `rnr_retry == 7`.
 //! * Other NAKs: the WQE at `p` completes with the matching error and the QP
@@ -112,6 +113,29 @@ impl<const S: usize> SendQueue<S> {
             error: false,
             started: false,
         }
+    }
+
+    /// Resets to the state of [`SendQueue::new`] in place (no large
+    /// temporary on the stack).
+    pub fn reset(&mut self, cfg: &QpConfig) {
+        for e in self.ring.iter_mut() {
+            *e = None;
+        }
+        self.cfg = *cfg;
+        self.head = 0;
+        self.len = 0;
+        self.assigned = 0;
+        self.next_psn = cfg.sq_psn;
+        self.send_psn = cfg.sq_psn;
+        self.una = cfg.sq_psn;
+        self.retry_left = cfg.retry_cnt;
+        self.rnr_left = cfg.rnr_retry;
+        self.rnr_wait = false;
+        self.rto_armed = false;
+        self.rd_atomic = 0;
+        self.nak_guard = None;
+        self.error = false;
+        self.started = false;
     }
 
     pub(crate) fn start(&mut self, cfg: &QpConfig) {
@@ -264,7 +288,11 @@ impl<const S: usize> SendQueue<S> {
         sink.push(Action::SendComplete(SendCompletion {
             id: e.wqe.id,
             status,
-            byte_len: if status == WcStatus::Success { e.wqe.len } else { 0 },
+            byte_len: if status == WcStatus::Success {
+                e.wqe.len
+            } else {
+                0
+            },
             signaled: e.wqe.signaled,
         }));
     }
@@ -460,7 +488,11 @@ impl<const S: usize> SendQueue<S> {
                 let pkt = TxPacket {
                     hdrs: h,
                     payload,
-                    ud_wqe: if tr == Transport::Ud { Some(w.id) } else { None },
+                    ud_wqe: if tr == Transport::Ud {
+                        Some(w.id)
+                    } else {
+                        None
+                    },
                 };
                 (pkt, psn.next(), ends)
             }
@@ -517,11 +549,7 @@ impl<const S: usize> SendQueue<S> {
                     rkey: remote.rkey,
                     len: 8,
                 });
-                (
-                    simple(h, Payload::Inline(value.to_be_bytes())),
-                    after,
-                    true,
-                )
+                (simple(h, Payload::Inline(value.to_be_bytes())), after, true)
             }
             SendOp::Flush { remote, sel, plt } => {
                 let mut h = one(Opcode::RC_FLUSH);
@@ -542,7 +570,9 @@ impl<const S: usize> SendQueue<S> {
     fn ack_through<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) -> (bool, bool) {
         let mut progress = false;
         while self.assigned > 0 {
-            let Some(e) = self.entry(0).copied() else { break };
+            let Some(e) = self.entry(0).copied() else {
+                break;
+            };
             if psn.before(self.una) {
                 break;
             }
@@ -672,11 +702,6 @@ impl<const S: usize> SendQueue<S> {
                     self.on_progress(sink);
                 } else if self.nak_guard == Some(psn) || self.rnr_wait {
                     return RxStatus::Duplicate;
-                } else if self.retry_left == 0 {
-                    self.fail(WcStatus::RetryExcErr, sink);
-                    return RxStatus::Ok;
-                } else {
-                    self.retry_left -= 1;
                 }
                 if self.rnr_wait {
                     return RxStatus::Ok;
@@ -730,7 +755,11 @@ impl<const S: usize> SendQueue<S> {
                 let mtu = self.cfg.mtu.bytes();
                 let last = k.saturating_add(1) == e.npkts;
                 let off = k.saturating_mul(mtu);
-                let want = if last { e.wqe.len.saturating_sub(off) } else { mtu };
+                let want = if last {
+                    e.wqe.len.saturating_sub(off)
+                } else {
+                    mtu
+                };
                 let pos_ok = if last {
                     matches!(pos, Position::Last | Position::Only)
                 } else {

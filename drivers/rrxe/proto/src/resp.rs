@@ -52,8 +52,16 @@ pub const UD_GRH_LEN: u32 = 40;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cur {
     Idle,
-    Send { recv_len: u32, off: u32 },
-    Write { rkey: u32, va: u64, len: u32, off: u32 },
+    Send {
+        recv_len: u32,
+        off: u32,
+    },
+    Write {
+        rkey: u32,
+        va: u64,
+        len: u32,
+        off: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +82,10 @@ struct Reply {
     exec_n: u32,
     next_k: u32,
     pending: bool,
+    /// Service order among pending replies (refreshed on replay).
     seq: u64,
+    /// Insertion order (eviction age; never refreshed).
+    age: u64,
 }
 
 /// Responder state of one QP with an `R`-entry READ/atomic reply cache.
@@ -114,6 +125,22 @@ impl<const R: usize> Responder<R> {
             error: false,
             started: false,
         }
+    }
+
+    /// Resets to the state of [`Responder::new`] in place.
+    pub fn reset(&mut self, cfg: &QpConfig) {
+        for r in self.replies.iter_mut() {
+            *r = None;
+        }
+        self.cfg = *cfg;
+        self.epsn = cfg.rq_psn;
+        self.msn = 0;
+        self.cur = Cur::Idle;
+        self.nak_sent = false;
+        self.seq = 0;
+        self.pending_ack = None;
+        self.error = false;
+        self.started = false;
     }
 
     pub(crate) fn start(&mut self, cfg: &QpConfig) {
@@ -187,8 +214,8 @@ impl<const R: usize> Responder<R> {
         let mut best: Option<(usize, u64)> = None;
         for (i, r) in self.replies.iter().enumerate() {
             if let Some(r) = r {
-                if !r.pending && best.is_none_or(|(_, s)| r.seq < s) {
-                    best = Some((i, r.seq));
+                if !r.pending && best.is_none_or(|(_, s)| r.age < s) {
+                    best = Some((i, r.age));
                 }
             }
         }
@@ -217,7 +244,12 @@ impl<const R: usize> Responder<R> {
         }
     }
 
-    fn rc<E: ResponderEnv, A: ActionSink>(&mut self, p: &Packet, env: &mut E, sink: &mut A) -> RxStatus {
+    fn rc<E: ResponderEnv, A: ActionSink>(
+        &mut self,
+        p: &Packet,
+        env: &mut E,
+        sink: &mut A,
+    ) -> RxStatus {
         let psn = p.hdrs.bth.psn;
         let d = psn.diff(self.epsn);
         if d > 0 {
@@ -378,6 +410,7 @@ impl<const R: usize> Responder<R> {
                         next_k: 0,
                         pending: true,
                         seq,
+                        age: seq,
                     });
                 }
                 self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
@@ -446,6 +479,7 @@ impl<const R: usize> Responder<R> {
                         next_k: 0,
                         pending: true,
                         seq,
+                        age: seq,
                     });
                 }
                 self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
@@ -542,7 +576,12 @@ impl<const R: usize> Responder<R> {
         }
     }
 
-    fn uc<E: ResponderEnv, A: ActionSink>(&mut self, p: &Packet, env: &mut E, sink: &mut A) -> RxStatus {
+    fn uc<E: ResponderEnv, A: ActionSink>(
+        &mut self,
+        p: &Packet,
+        env: &mut E,
+        sink: &mut A,
+    ) -> RxStatus {
         let psn = p.hdrs.bth.psn;
         let d = psn.diff(self.epsn);
         if d < 0 {
@@ -561,7 +600,8 @@ impl<const R: usize> Responder<R> {
             (Cur::Send { .. }, OpKind::Send) | (Cur::Write { .. }, OpKind::Write) => !pos.starts(),
             _ => false,
         };
-        if !seq_ok || (matches!(pos, Position::First | Position::Middle) && len != mtu) || len > mtu {
+        if !seq_ok || (matches!(pos, Position::First | Position::Middle) && len != mtu) || len > mtu
+        {
             self.cur = Cur::Idle;
             return RxStatus::Invalid;
         }
@@ -666,7 +706,12 @@ impl<const R: usize> Responder<R> {
         RxStatus::Ok
     }
 
-    fn ud<E: ResponderEnv, A: ActionSink>(&mut self, p: &Packet, env: &mut E, sink: &mut A) -> RxStatus {
+    fn ud<E: ResponderEnv, A: ActionSink>(
+        &mut self,
+        p: &Packet,
+        env: &mut E,
+        sink: &mut A,
+    ) -> RxStatus {
         let Some(deth) = p.hdrs.deth else {
             return RxStatus::Invalid;
         };
@@ -767,7 +812,11 @@ impl<const R: usize> Responder<R> {
                     (h, payload)
                 }
                 ReplyKind::Atomic { orig } => {
-                    let mut b = Bth::new(Opcode::RC_ATOMIC_ACKNOWLEDGE, self.cfg.dest_qpn, r.first_psn);
+                    let mut b = Bth::new(
+                        Opcode::RC_ATOMIC_ACKNOWLEDGE,
+                        self.cfg.dest_qpn,
+                        r.first_psn,
+                    );
                     b.pkey = self.cfg.pkey;
                     let mut h = Headers::new(b);
                     h.aeth = Some(ack);
@@ -775,8 +824,11 @@ impl<const R: usize> Responder<R> {
                     (h, Payload::None)
                 }
                 ReplyKind::Empty => {
-                    let mut b =
-                        Bth::new(Opcode::RC_READ_RESPONSE_ONLY, self.cfg.dest_qpn, r.first_psn);
+                    let mut b = Bth::new(
+                        Opcode::RC_READ_RESPONSE_ONLY,
+                        self.cfg.dest_qpn,
+                        r.first_psn,
+                    );
                     b.pkey = self.cfg.pkey;
                     let mut h = Headers::new(b);
                     h.aeth = Some(ack);

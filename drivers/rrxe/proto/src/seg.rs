@@ -157,9 +157,18 @@ mod tests {
             let mut it = Segments::new(2500, Mtu::M1024);
             [it.next().unwrap(), it.next().unwrap(), it.next().unwrap()]
         };
-        assert_eq!((v[0].offset, v[0].len, v[0].pos), (0, 1024, Position::First));
-        assert_eq!((v[1].offset, v[1].len, v[1].pos), (1024, 1024, Position::Middle));
-        assert_eq!((v[2].offset, v[2].len, v[2].pos), (2048, 452, Position::Last));
+        assert_eq!(
+            (v[0].offset, v[0].len, v[0].pos),
+            (0, 1024, Position::First)
+        );
+        assert_eq!(
+            (v[1].offset, v[1].len, v[1].pos),
+            (1024, 1024, Position::Middle)
+        );
+        assert_eq!(
+            (v[2].offset, v[2].len, v[2].pos),
+            (2048, 452, Position::Last)
+        );
         assert_eq!(Segments::new(2500, Mtu::M1024).count(), 3);
         let z: Segment = Segments::new(0, Mtu::M256).next().unwrap();
         assert_eq!((z.len, z.pos), (0, Position::Only));

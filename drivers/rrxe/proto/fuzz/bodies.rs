@@ -1,0 +1,221 @@
+//! Bodies of the fuzz targets, shared by the cargo-fuzz targets and the
+//! stable `tests/fuzz_smoke.rs` runner. Both must never panic.
+
+#![allow(dead_code)]
+
+use rrxe_proto::*;
+
+/// Parse an arbitrary buffer as an IP datagram and as an IB packet.
+pub fn parse_packet(data: &[u8]) {
+    if let Ok(l) = net::locate_ib(data) {
+        let end = l.ib_off.saturating_add(l.ib_len).min(data.len());
+        let _ = icrc::verify(&SoftCrc32, &data[..end], l.ip == net::IpVersion::V6);
+        if let Some(ib) = data.get(l.ib_off..end) {
+            let _ = rrxe_proto::parse_packet(ib);
+        }
+    }
+    if let Ok(p) = rrxe_proto::parse_packet(data) {
+        let _ = p.payload(data);
+        let mut out = [0u8; 128];
+        let _ = build_headers(&p.hdrs, p.payload_len, &mut out);
+    }
+}
+
+struct FuzzEnv {
+    knob: u8,
+    recvs: u32,
+}
+
+impl ResponderEnv for FuzzEnv {
+    fn check_access(
+        &mut self,
+        rkey: u32,
+        _va: u64,
+        _len: u32,
+        _a: Access,
+    ) -> Result<(), AccessError> {
+        if rkey & 1 == 0 {
+            Ok(())
+        } else {
+            Err(AccessError::BadKey)
+        }
+    }
+    fn atomic(&mut self, rkey: u32, va: u64, _op: AtomicOp) -> Result<u64, AccessError> {
+        if rkey & 1 == 0 {
+            Ok(va ^ 0x55)
+        } else {
+            Err(AccessError::NoPermission)
+        }
+    }
+    fn atomic_write(&mut self, rkey: u32, _va: u64, _v: u64) -> Result<(), AccessError> {
+        if rkey & 1 == 0 {
+            Ok(())
+        } else {
+            Err(AccessError::OutOfBounds)
+        }
+    }
+    fn recv_head_len(&mut self) -> Option<u32> {
+        if self.recvs > 0 {
+            Some(u32::from(self.knob) * 37)
+        } else {
+            None
+        }
+    }
+}
+
+struct CountSink {
+    n: usize,
+    recv_done: u32,
+}
+impl ActionSink for CountSink {
+    fn push(&mut self, a: Action) {
+        self.n += 1;
+        if let Action::RecvComplete(_) = a {
+            self.recv_done += 1;
+        }
+    }
+}
+
+/// Drive a QP (type and attributes from the first bytes) with a stream of
+/// packets, timers, posts and polls decoded from `data`.
+pub fn responder(data: &[u8]) {
+    let Some((&cfgb, mut rest)) = data.split_first() else {
+        return;
+    };
+    let qp_type = match cfgb % 3 {
+        0 => QpType::Rc,
+        1 => QpType::Uc,
+        _ => QpType::Ud,
+    };
+    let mtu =
+        [Mtu::M256, Mtu::M512, Mtu::M1024, Mtu::M2048, Mtu::M4096][usize::from(cfgb >> 2) % 5];
+    let cfg = QpConfig {
+        qpn: 0x11,
+        qp_type,
+        dest_qpn: 0x22,
+        qkey: 0x1234,
+        mtu,
+        sq_psn: Psn::new(0xfffff0),
+        rq_psn: Psn::new(0xfffff8),
+        timeout: 1 + (cfgb >> 5),
+        retry_cnt: cfgb & 7,
+        rnr_retry: (cfgb >> 3) & 7,
+        max_rd_atomic: cfgb >> 4,
+        max_inflight: u32::from(cfgb),
+        ..QpConfig::default()
+    };
+    let mut qp: Qp<8, 4> = Qp::new(cfg);
+    let mut sink = CountSink { n: 0, recv_done: 0 };
+    let mut env = FuzzEnv {
+        knob: cfgb,
+        recvs: 4,
+    };
+    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        let _ = qp.modify(
+            &ModifyQp {
+                state: Some(st),
+                ..Default::default()
+            },
+            &mut sink,
+        );
+    }
+    let mut id = 0u64;
+    while let Some((&cmd, r)) = rest.split_first() {
+        rest = r;
+        match cmd % 8 {
+            0..=3 => {
+                // A packet: 1 length byte + bytes; fix the destination QP
+                // most of the time so the state machines see it.
+                let Some((&len, r)) = rest.split_first() else {
+                    return;
+                };
+                let n = usize::from(len).min(r.len());
+                let mut pkt = [0u8; 256];
+                pkt[..n].copy_from_slice(&r[..n]);
+                rest = &r[n..];
+                if cmd & 0x10 == 0 && n >= 8 {
+                    pkt[5..8].copy_from_slice(&[0, 0, 0x11]);
+                    pkt[1] &= 0xf0;
+                }
+                if let Ok(p) = rrxe_proto::parse_packet(&pkt[..n]) {
+                    let _ = qp.on_packet(&p, &mut env, &mut sink);
+                }
+            }
+            4 => {
+                let kind = if cmd & 0x10 == 0 {
+                    TimerKind::Retransmit
+                } else {
+                    TimerKind::Rnr
+                };
+                qp.on_timer(kind, &mut sink);
+            }
+            5 => {
+                let Some((b, r)) = rest.split_first_chunk::<8>() else {
+                    return;
+                };
+                rest = r;
+                id += 1;
+                let v = u64::from_le_bytes(*b);
+                let remote = RemoteAddr {
+                    va: v & !0xff,
+                    rkey: (v >> 8) as u32,
+                };
+                let op = match b[0] % 7 {
+                    0 => SendOp::Send {
+                        imm: None,
+                        inv_rkey: None,
+                    },
+                    1 => SendOp::Write {
+                        remote,
+                        imm: Some(1),
+                    },
+                    2 => SendOp::Read { remote },
+                    3 => SendOp::CompareSwap {
+                        remote,
+                        compare: 1,
+                        swap: 2,
+                    },
+                    4 => SendOp::FetchAdd { remote, add: 3 },
+                    5 => SendOp::AtomicWrite { remote, value: 4 },
+                    _ => SendOp::Flush {
+                        remote,
+                        sel: 1,
+                        plt: 1,
+                    },
+                };
+                let w = SendWqe {
+                    id: WqeId(id),
+                    op,
+                    len: if b[1] & 1 == 0 {
+                        8
+                    } else {
+                        u32::from(b[2]) * u32::from(b[3]) * 7
+                    },
+                    signaled: true,
+                    solicited: false,
+                    fence: b[4] & 1 == 1,
+                    ud: Some(UdDest {
+                        qpn: 0x22,
+                        qkey: 0x8000_0000,
+                    }),
+                };
+                let _ = qp.post_send(w, &mut sink);
+            }
+            6 => {
+                let _ = qp.poll_tx(u32::from(cmd >> 3), &mut sink);
+            }
+            _ => {
+                env.recvs = u32::from(cmd >> 4);
+                if cmd & 0x80 != 0 {
+                    let _ = qp.modify(
+                        &ModifyQp {
+                            state: Some(QpState::Error),
+                            ..Default::default()
+                        },
+                        &mut sink,
+                    );
+                }
+            }
+        }
+    }
+}

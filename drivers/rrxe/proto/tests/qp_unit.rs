@@ -1,0 +1,564 @@
+//! Focused state-machine tests with hand-injected packets.
+
+use rrxe_proto::hdr::AETH_ACK_UNLIMITED;
+use rrxe_proto::*;
+
+#[derive(Default)]
+struct Sink(Vec<Action>);
+impl ActionSink for Sink {
+    fn push(&mut self, a: Action) {
+        self.0.push(a);
+    }
+}
+impl Sink {
+    fn sent(&self) -> Vec<TxPacket> {
+        self.0
+            .iter()
+            .filter_map(|a| {
+                if let Action::Send(p) = a {
+                    Some(*p)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+    fn completions(&self) -> Vec<SendCompletion> {
+        self.0
+            .iter()
+            .filter_map(|a| {
+                if let Action::SendComplete(c) = a {
+                    Some(*c)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+}
+
+#[derive(Default)]
+struct Env {
+    recvs: u32,
+    atomics: u32,
+    bad_rkey: u32,
+}
+impl ResponderEnv for Env {
+    fn check_access(&mut self, rkey: u32, _: u64, _: u32, _: Access) -> Result<(), AccessError> {
+        if rkey == self.bad_rkey {
+            Err(AccessError::BadKey)
+        } else {
+            Ok(())
+        }
+    }
+    fn atomic(&mut self, rkey: u32, _: u64, _: AtomicOp) -> Result<u64, AccessError> {
+        if rkey == self.bad_rkey {
+            return Err(AccessError::BadKey);
+        }
+        self.atomics += 1;
+        Ok(100 + u64::from(self.atomics))
+    }
+    fn atomic_write(&mut self, _: u32, _: u64, _: u64) -> Result<(), AccessError> {
+        Ok(())
+    }
+    fn recv_head_len(&mut self) -> Option<u32> {
+        (self.recvs > 0).then_some(4096)
+    }
+}
+
+type Q = Qp<16, 4>;
+
+fn qp(t: QpType, qpn: u32, dest: u32) -> Q {
+    let mut q = Q::new(QpConfig {
+        qpn,
+        qp_type: t,
+        dest_qpn: dest,
+        qkey: 77,
+        mtu: Mtu::M256,
+        sq_psn: Psn::new(100),
+        rq_psn: Psn::new(100),
+        retry_cnt: 1,
+        rnr_retry: 1,
+        min_rnr_timer: 5,
+        ..QpConfig::default()
+    });
+    let mut s = Sink::default();
+    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        q.modify(
+            &ModifyQp {
+                state: Some(st),
+                ..Default::default()
+            },
+            &mut s,
+        )
+        .unwrap();
+    }
+    q
+}
+
+/// Serialises a TxPacket (payload filled with `fill`) and parses it back.
+fn wire(p: &TxPacket, fill: u8) -> (Vec<u8>, Packet) {
+    let len = p.payload.len() as usize;
+    let mut b = vec![0u8; 64 + len];
+    let n = build_packet(&p.hdrs, &vec![fill; len], &mut b).unwrap();
+    b.truncate(n);
+    let pk = parse_packet(&b).unwrap();
+    (b, pk)
+}
+
+fn req(op: Opcode, psn: u32, ack: bool, len: usize) -> (Vec<u8>, Packet) {
+    let mut h = Headers::new(Bth::new(op, 2, Psn::new(psn)));
+    h.bth.ack_req = ack;
+    let info = op.info().unwrap();
+    use rrxe_proto::opcode::HdrSet;
+    if info.hdrs.has(HdrSet::RETH) {
+        h.reth = Some(Reth {
+            va: 0x1000,
+            rkey: 5,
+            len: len as u32,
+        });
+    }
+    if info.hdrs.has(HdrSet::ATOMIC) {
+        h.atomic = Some(AtomicEth {
+            va: 0x1000,
+            rkey: 5,
+            swap_add: 1,
+            compare: 0,
+        });
+    }
+    let pl = if op == Opcode::RC_READ_REQUEST {
+        0
+    } else {
+        len
+    };
+    let tx = TxPacket {
+        hdrs: h,
+        payload: if pl == 0 {
+            Payload::None
+        } else {
+            Payload::Inline([0; 8])
+        },
+        ud_wqe: None,
+    };
+    let mut b = vec![0u8; 64 + pl];
+    let n = build_packet(&tx.hdrs, &vec![1; pl], &mut b).unwrap();
+    b.truncate(n);
+    let p = parse_packet(&b).unwrap();
+    (b, p)
+}
+
+fn aeth_of(p: &TxPacket) -> AethKind {
+    p.hdrs.aeth.unwrap().kind()
+}
+
+#[test]
+fn seq_nak_once_then_dup_ack() {
+    let mut r = qp(QpType::Rc, 2, 1);
+    let mut env = Env {
+        recvs: 10,
+        ..Default::default()
+    };
+    let mut s = Sink::default();
+    let (_, p) = req(Opcode::RC_SEND_ONLY, 102, true, 4);
+    assert_eq!(r.on_packet(&p, &mut env, &mut s), RxStatus::OutOfSequence);
+    let (_, p2) = req(Opcode::RC_SEND_ONLY, 103, true, 4);
+    assert_eq!(r.on_packet(&p2, &mut env, &mut s), RxStatus::OutOfSequence);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1, "one NAK per gap");
+    assert_eq!(aeth_of(&sent[0]), AethKind::Nak(NakCode::PsnSeqError));
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(100));
+    let mut s = Sink::default();
+    let (_, p) = req(Opcode::RC_SEND_ONLY, 100, true, 4);
+    assert_eq!(r.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    assert!(s
+        .0
+        .iter()
+        .any(|a| matches!(a, Action::RecvComplete(c) if c.byte_len == 4)));
+    let mut s = Sink::default();
+    assert_eq!(r.on_packet(&p, &mut env, &mut s), RxStatus::Duplicate);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(100));
+    assert_eq!(sent[0].hdrs.aeth.unwrap().syndrome, AETH_ACK_UNLIMITED);
+    assert!(
+        !s.0.iter().any(|a| matches!(a, Action::RecvComplete(_))),
+        "exactly once"
+    );
+}
+
+#[test]
+fn rnr_nak_and_retry_exhaustion() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    let w = SendWqe {
+        id: WqeId(7),
+        op: SendOp::Send {
+            imm: None,
+            inv_rkey: None,
+        },
+        len: 10,
+        signaled: true,
+        solicited: false,
+        fence: false,
+        ud: None,
+    };
+    a.post_send(w, &mut s).unwrap();
+    assert!(!a.poll_tx(16, &mut s));
+    let tx = s.sent()[0];
+    for round in 0..2 {
+        let (_, p) = wire(&tx, 0);
+        let mut sb = Sink::default();
+        assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::NoRecv);
+        let nak = sb.sent()[0];
+        assert_eq!(aeth_of(&nak), AethKind::RnrNak { timer: 5 });
+        let (_, np) = wire(&nak, 0);
+        let mut sa = Sink::default();
+        a.on_packet(&np, &mut env, &mut sa);
+        if round == 0 {
+            assert!(sa.0.contains(&Action::ArmTimer {
+                kind: TimerKind::Rnr,
+                usecs: 60
+            }));
+            assert!(!a.poll_tx(16, &mut sa), "nothing sent while waiting");
+            assert!(sa.sent().is_empty());
+            a.on_timer(TimerKind::Rnr, &mut sa);
+            a.poll_tx(16, &mut sa);
+            assert_eq!(sa.sent().len(), 1, "retransmitted after RNR timer");
+        } else {
+            let c = sa.completions();
+            assert_eq!(c[0].status, WcStatus::RnrRetryExcErr);
+            assert_eq!(a.state(), QpState::Error);
+        }
+    }
+}
+
+#[test]
+fn remote_access_error() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env {
+        bad_rkey: 9,
+        ..Default::default()
+    };
+    let mut s = Sink::default();
+    for (i, rkey) in [(1u64, 5u32), (2, 9), (3, 5)] {
+        a.post_send(
+            SendWqe {
+                id: WqeId(i),
+                op: SendOp::Write {
+                    remote: RemoteAddr { va: 0x1000, rkey },
+                    imm: None,
+                },
+                len: 300,
+                signaled: true,
+                solicited: false,
+                fence: false,
+                ud: None,
+            },
+            &mut s,
+        )
+        .unwrap();
+    }
+    a.poll_tx(100, &mut s);
+    let mut back = vec![];
+    for tx in s.sent() {
+        let (_, p) = wire(&tx, 3);
+        let mut sb = Sink::default();
+        b.on_packet(&p, &mut env, &mut sb);
+        back.extend(sb.sent());
+    }
+    assert_eq!(b.state(), QpState::Error);
+    assert_eq!(
+        aeth_of(back.last().unwrap()),
+        AethKind::Nak(NakCode::RemoteAccess)
+    );
+    let mut sa = Sink::default();
+    for tx in back {
+        let (_, p) = wire(&tx, 0);
+        a.on_packet(&p, &mut env, &mut sa);
+    }
+    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
+    assert_eq!(
+        st,
+        [
+            WcStatus::Success,
+            WcStatus::RemAccessErr,
+            WcStatus::WrFlushErr
+        ]
+    );
+}
+
+#[test]
+fn atomic_replayed_from_cache() {
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let (_, p) = req(Opcode::RC_FETCH_ADD, 100, true, 0);
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    b.poll_tx(8, &mut s);
+    let first = s.sent()[0];
+    assert_eq!(first.hdrs.atomic_ack.unwrap().orig, 101);
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Duplicate);
+    b.poll_tx(8, &mut s);
+    assert_eq!(s.sent()[0].hdrs.atomic_ack.unwrap().orig, 101);
+    assert_eq!(env.atomics, 1, "executed exactly once");
+}
+
+#[test]
+fn duplicate_read_partial_reexecution() {
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let (_, p) = req(Opcode::RC_READ_REQUEST, 100, true, 1000);
+    let mut s = Sink::default();
+    b.on_packet(&p, &mut env, &mut s);
+    b.poll_tx(100, &mut s);
+    let ops: Vec<Opcode> = s.sent().iter().map(|t| t.hdrs.bth.opcode).collect();
+    assert_eq!(
+        ops,
+        [
+            Opcode::RC_READ_RESPONSE_FIRST,
+            Opcode::RC_READ_RESPONSE_MIDDLE,
+            Opcode::RC_READ_RESPONSE_MIDDLE,
+            Opcode::RC_READ_RESPONSE_LAST
+        ]
+    );
+    assert_eq!(b.responder().epsn(), Psn::new(104));
+    // Retry of the tail: PSN 102, va + 512, 488 bytes.
+    let mut h = Headers::new(Bth::new(Opcode::RC_READ_REQUEST, 2, Psn::new(102)));
+    h.reth = Some(Reth {
+        va: 0x1000 + 512,
+        rkey: 5,
+        len: 488,
+    });
+    let mut buf = [0u8; 64];
+    let n = build_packet(&h, &[], &mut buf).unwrap();
+    let dp = parse_packet(&buf[..n]).unwrap();
+    let mut s = Sink::default();
+    b.on_packet(&dp, &mut env, &mut s);
+    b.poll_tx(100, &mut s);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(102));
+    assert_eq!(
+        sent[0].payload,
+        Payload::Mr {
+            rkey: 5,
+            va: 0x1000 + 512,
+            len: 256
+        }
+    );
+    assert_eq!(sent[1].hdrs.bth.opcode, Opcode::RC_READ_RESPONSE_LAST);
+}
+
+#[test]
+fn retransmit_timeout_then_retry_exceeded() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut s = Sink::default();
+    for i in 0..2 {
+        a.post_send(
+            SendWqe {
+                id: WqeId(i),
+                op: SendOp::Send {
+                    imm: Some(1),
+                    inv_rkey: None,
+                },
+                len: 600,
+                signaled: true,
+                solicited: false,
+                fence: false,
+                ud: None,
+            },
+            &mut s,
+        )
+        .unwrap();
+    }
+    a.poll_tx(100, &mut s);
+    assert_eq!(s.sent().len(), 6);
+    assert!(s.0.iter().any(|x| matches!(
+        x,
+        Action::ArmTimer {
+            kind: TimerKind::Retransmit,
+            ..
+        }
+    )));
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    a.poll_tx(100, &mut s);
+    assert_eq!(s.sent().len(), 6, "go-back-N from una");
+    assert_eq!(s.sent()[0].hdrs.bth.psn, Psn::new(100));
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    let st: Vec<WcStatus> = s.completions().iter().map(|c| c.status).collect();
+    assert_eq!(st, [WcStatus::RetryExcErr, WcStatus::WrFlushErr]);
+    assert!(s.0.contains(&Action::FlushRecvQueue));
+    assert_eq!(a.state(), QpState::Error);
+    // Posting in error completes with flush error.
+    let mut s = Sink::default();
+    a.post_send(
+        SendWqe {
+            id: WqeId(9),
+            op: SendOp::Send {
+                imm: None,
+                inv_rkey: None,
+            },
+            len: 1,
+            signaled: false,
+            solicited: false,
+            fence: false,
+            ud: None,
+        },
+        &mut s,
+    )
+    .unwrap();
+    assert_eq!(s.completions()[0].status, WcStatus::WrFlushErr);
+}
+
+#[test]
+fn ud_qkey_and_grh_offset() {
+    let mut b = qp(QpType::Ud, 2, 0);
+    let mut env = Env {
+        recvs: 1,
+        ..Default::default()
+    };
+    let mk = |qkey| {
+        let mut h = Headers::new(Bth::new(Opcode::UD_SEND_ONLY, 2, Psn::new(5)));
+        h.deth = Some(Deth { qkey, src_qp: 33 });
+        let mut buf = vec![0u8; 64];
+        let n = build_packet(&h, &[9; 10], &mut buf).unwrap();
+        buf.truncate(n);
+        parse_packet(&buf).unwrap()
+    };
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&mk(78), &mut env, &mut s), RxStatus::BadQkey);
+    assert!(s.0.is_empty());
+    assert_eq!(b.on_packet(&mk(77), &mut env, &mut s), RxStatus::Ok);
+    assert_eq!(
+        s.0[0],
+        Action::PlaceRecv {
+            offset: 40,
+            src: PktRange { off: 20, len: 10 }
+        }
+    );
+    assert!(matches!(s.0[1], Action::RecvComplete(c) if c.byte_len == 50 && c.src_qp == 33));
+}
+
+#[test]
+fn post_validation() {
+    let mut uc = qp(QpType::Uc, 1, 2);
+    let mut ud = qp(QpType::Ud, 1, 2);
+    let mut rc = qp(QpType::Rc, 1, 2);
+    let mut s = Sink::default();
+    let w = |op, len| SendWqe {
+        id: WqeId(1),
+        op,
+        len,
+        signaled: true,
+        solicited: false,
+        fence: false,
+        ud: None,
+    };
+    let r = RemoteAddr {
+        va: 0x1001,
+        rkey: 1,
+    };
+    assert_eq!(
+        uc.post_send(w(SendOp::Read { remote: r }, 8), &mut s),
+        Err(PostError::InvalidOp)
+    );
+    assert_eq!(
+        rc.post_send(w(SendOp::FetchAdd { remote: r, add: 1 }, 8), &mut s),
+        Err(PostError::Misaligned)
+    );
+    assert_eq!(
+        rc.post_send(
+            w(
+                SendOp::FetchAdd {
+                    remote: RemoteAddr { va: 0, rkey: 1 },
+                    add: 1
+                },
+                4
+            ),
+            &mut s
+        ),
+        Err(PostError::BadLength)
+    );
+    assert_eq!(
+        ud.post_send(
+            w(
+                SendOp::Send {
+                    imm: None,
+                    inv_rkey: None
+                },
+                8
+            ),
+            &mut s
+        ),
+        Err(PostError::InvalidOp)
+    );
+    assert_eq!(
+        rc.post_send(
+            w(
+                SendOp::Send {
+                    imm: Some(1),
+                    inv_rkey: Some(2)
+                },
+                8
+            ),
+            &mut s
+        ),
+        Err(PostError::InvalidOp)
+    );
+    for _ in 0..16 {
+        rc.post_send(
+            w(
+                SendOp::Send {
+                    imm: None,
+                    inv_rkey: None,
+                },
+                8,
+            ),
+            &mut s,
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        rc.post_send(
+            w(
+                SendOp::Send {
+                    imm: None,
+                    inv_rkey: None
+                },
+                8
+            ),
+            &mut s
+        ),
+        Err(PostError::Full)
+    );
+    let mut fresh = Q::new(QpConfig::default());
+    assert_eq!(
+        fresh.post_send(
+            w(
+                SendOp::Send {
+                    imm: None,
+                    inv_rkey: None
+                },
+                8
+            ),
+            &mut s
+        ),
+        Err(PostError::BadState)
+    );
+    assert_eq!(
+        fresh.modify(
+            &ModifyQp {
+                state: Some(QpState::Rts),
+                ..Default::default()
+            },
+            &mut s
+        ),
+        Err(ModifyError::InvalidTransition)
+    );
+}
