@@ -44,6 +44,8 @@ rm -f "$log"
 
 note "build: rrxe.ko"
 if make -s modules >build.log 2>&1; then pass; else cat build.log; fail "make modules (rrxe.ko)"; fi
+note "build: rrxe_ktest.ko (kernel-verbs test module)"
+if make -s -C tests/kverbs >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/kverbs (rrxe_ktest.ko)"; fi
 note "build: librrxe-rdmav34.so"
 if make -s provider >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make provider"; fi
 

@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# Common body of the kernel-verbs tests (tests/kverbs/rrxe_ktest.ko) between two VMs: VM 0
+# loads the module as the server, VM 1 as the client; the module runs the whole test in its
+# init and logs TAP lines "rrxe_ktest: ok N - ...", which become this script's TAP.
+# Source it after qemu/guest-lib.sh with:
+#   KV_DEV          the RDMA link name (rxe0, rrxe0)
+#   kv_dev_setup    a function: load the driver and add the link on eth0
+#   kv_dev_teardown (optional) a function: delete the link (default: rdma link delete $KV_DEV)
+#   KTEST_ARGS      (optional) extra module parameters, e.g. "iters=1 sizes=1,4096"
+#   kv_before_insmod (optional) a function run just before insmod
+KTEST_KO=${KTEST_KO:-$RRXE_ROOT/tests/kverbs/rrxe_ktest.ko}
+KTEST_TIMEOUT=${KTEST_TIMEOUT:-240}
+declare -F kv_dev_teardown >/dev/null || kv_dev_teardown() { rdma link delete "$KV_DEV"; }
+
+if [ ! -f "$KTEST_KO" ]; then
+  not_ok "$KTEST_KO is built (make -C tests/kverbs)"
+  tap_done; exit
+fi
+check "$KV_DEV: driver loaded, link added on eth0" kv_dev_setup
+gid=$(retry 30 0.3 gid_index_v4 "$KV_DEV" "$RRXE_MY_IP") || gid=
+[ -n "$gid" ] && ok "$KV_DEV has a RoCE v2 GID for $RRXE_MY_IP (index $gid)" \
+  || not_ok "$KV_DEV has a RoCE v2 GID for $RRXE_MY_IP"
+
+# Kernel RDMA resources (pd/cq/qp/cm_id/mr counts) before the test, to detect leaks.
+kv_res() { rdma resource show 2>/dev/null | sed 's/^[0-9]*: *//' | sort; }
+res_before=$(kv_res)
+echo "$res_before" | sed 's/^/# resources before: /'
+
+if [ "$RRXE_VM" = 0 ]; then
+  args="role=server addr=$RRXE_MY_IP"
+else
+  args="role=client addr=$RRXE_PEER_IP"
+fi
+declare -F kv_before_insmod >/dev/null && kv_before_insmod
+marker="kverbs-marker-vm$RRXE_VM-$$-$(date +%s%N)"
+echo "$marker" > /dev/kmsg
+t0=$(date +%s.%N)
+# shellcheck disable=SC2086
+out=$(timeout -s KILL "$KTEST_TIMEOUT" insmod "$KTEST_KO" $args $KTEST_ARGS 2>&1); rc=$?
+t1=$(date +%s.%N)
+if [ "$rc" = 0 ]; then
+  ok "insmod rrxe_ktest.ko $args returned 0 after $(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s"
+else
+  not_ok "insmod rrxe_ktest.ko $args (exit $rc)"; echo "$out" | sed 's/^/# /'
+fi
+
+# The module's TAP lines from this load, as this script's TAP (diagnostics as comments).
+# (No process substitution: the guest has no /dev/fd.)
+tapf=$(mktemp)
+dmesg --notime | sed -n "/$marker/,\$p" | grep -a '^rrxe_ktest: ' | sed 's/^rrxe_ktest: //' > "$tapf"
+plan= nlines=0
+while IFS= read -r line; do
+  case "$line" in
+    "ok "*) ok "ktest: ${line#* - }"; nlines=$((nlines + 1)) ;;
+    "not ok "*) not_ok "ktest: ${line#* - }"; nlines=$((nlines + 1)) ;;
+    1..*) plan=${line#1..} ;;
+    *) echo "# ktest: ${line#\# }" ;;
+  esac
+done < "$tapf"
+rm -f "$tapf"
+if [ -n "$plan" ] && [ "$plan" = "$nlines" ] && [ "$nlines" -gt 0 ]; then
+  ok "ktest: finished, plan 1..$plan matches the $nlines results"
+else
+  not_ok "ktest: finished with a TAP plan (plan '${plan:-none}', $nlines results)"
+fi
+
+check "rmmod rrxe_ktest" rmmod rrxe_ktest
+res_after=$(kv_res)
+if [ "$res_before" = "$res_after" ]; then
+  ok "no kernel RDMA resources left behind (rdma resource show unchanged)"
+else
+  not_ok "no kernel RDMA resources left behind"
+  echo "$res_before" | sed 's/^/# before: /'
+  echo "$res_after" | sed 's/^/# after:  /'
+fi
+check "$KV_DEV: link deleted" kv_dev_teardown
+tap_done
