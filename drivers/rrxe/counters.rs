@@ -46,6 +46,8 @@ counters! {
     RxDropNoQp = c"rx_drop_no_qp",
     /// Packets dropped: could not linearise (memory).
     RxDropNoMem = c"rx_drop_no_mem",
+    /// Packets that could not be sent (no memory, no route, bad local buffer).
+    TxDrops = c"tx_drops",
     /// Link down events.
     LinkDowned = c"link_downed",
 }

@@ -7,6 +7,7 @@ use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
 use crate::mr::MrTable;
+use crate::qp::QpTable;
 use kernel::prelude::*;
 
 /// Per-device driver state (grows with the datapath).
@@ -20,6 +21,9 @@ pub(crate) struct DeviceData {
     /// Address handles of user contexts.
     #[pin]
     pub(crate) ahs: AhTable,
+    /// Queue pairs by number.
+    #[pin]
+    pub(crate) qps: QpTable,
 }
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
@@ -75,6 +79,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
         );
         return Err(EEXIST);
     }
+    let qps = QpTable::new()?;
     IbDev::create(
         name,
         ndev,
@@ -82,6 +87,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
             counters: Counters::new(),
             mrs <- MrTable::new(),
             ahs <- AhTable::new(),
+            qps <- qps,
         }),
     )?;
     Ok(())
@@ -147,6 +153,18 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.max_cqe = crate::cq::MAX_CQE as i32;
     attr.max_fast_reg_page_list_len = 512;
     attr.max_ah = crate::ah::MAX_AH as i32 - 1;
+    attr.max_qp = crate::qp::MAX_QP as i32 - 16;
+    attr.max_qp_wr = crate::qp::MAX_QP_WR as i32;
+    attr.max_send_sge = crate::qp::MAX_SGE as i32;
+    attr.max_recv_sge = crate::qp::MAX_SGE as i32;
+    attr.max_sge_rd = crate::qp::MAX_SGE as i32;
+    attr.max_qp_rd_atom = 16;
+    attr.max_qp_init_rd_atom = 16;
+    attr.max_res_rd_atom = 16 * 1024;
+    attr.atomic_cap = b::ib_atomic_cap_IB_ATOMIC_HCA;
+    attr.device_cap_flags = (b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
+        | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
+        | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64;
     attr.max_pi_fast_reg_page_list_len = 0;
     Ok(())
 }

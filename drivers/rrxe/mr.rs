@@ -10,8 +10,9 @@
 // Lookups and accesses are used by the QP datapath (issue #4).
 #![allow(dead_code)]
 
-use crate::glue::mem::{Backing, Dir, Umem};
+use crate::glue::mem::{Backing, Umem, Xfer};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// IB_ACCESS_* flags.
@@ -106,16 +107,40 @@ impl Region {
     }
 
     /// Copies between `buf` and `va` after checking access.
-    pub(crate) fn copy(
-        &self,
-        va: u64,
-        buf: &mut [u8],
-        dir: Dir,
-        need: u32,
-    ) -> Result<(), AccessError> {
+    pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
         let off = self.check(va, buf.len() as u64, need)?;
         self.backing
-            .copy(off, buf, dir)
+            .copy(off, buf)
+            .map_err(|_| AccessError::OutOfBounds)
+    }
+
+    /// An 8-byte atomic at `va` (8-aligned); returns the original value.
+    pub(crate) fn atomic(&self, va: u64, op: crate::proto::AtomicOp) -> Result<u64, AccessError> {
+        if va % 8 != 0 {
+            return Err(AccessError::OutOfBounds);
+        }
+        let off = self.check(va, 8, access::REMOTE_ATOMIC)?;
+        self.backing
+            .atomic(off, |a| match op {
+                crate::proto::AtomicOp::CompareSwap { compare, swap } => {
+                    match a.compare_exchange(compare, swap, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(v) | Err(v) => v,
+                    }
+                }
+                crate::proto::AtomicOp::FetchAdd { add } => a.fetch_add(add, Ordering::SeqCst),
+            })
+            .map_err(|_| AccessError::OutOfBounds)
+    }
+
+    /// ATOMIC WRITE: stores the 8 payload bytes (`value` is their big-endian reading).
+    pub(crate) fn atomic_write(&self, va: u64, value: u64) -> Result<(), AccessError> {
+        if va % 8 != 0 {
+            return Err(AccessError::OutOfBounds);
+        }
+        let off = self.check(va, 8, access::REMOTE_WRITE)?;
+        let v = u64::from_ne_bytes(value.to_be_bytes());
+        self.backing
+            .atomic(off, |a| a.store(v, Ordering::SeqCst))
             .map_err(|_| AccessError::OutOfBounds)
     }
 }
@@ -285,9 +310,101 @@ pub(crate) fn fast_region(pd: usize, max_pages: usize) -> Result<Region> {
         rkey: 0,
         valid: false,
         backing: Backing::KernelPages {
-            pages: KVec::with_capacity(max_pages, GFP_KERNEL)?,
+            pages: {
+                let mut v = KVec::with_capacity(max_pages, GFP_KERNEL)?;
+                v.extend_with(max_pages, 0u64, GFP_KERNEL)?;
+                v
+            },
+            npages: 0,
             page_size: 4096,
             first_off: 0,
         },
     })
+}
+
+/// A fast registration, as a REG_MR work request carries it.
+#[derive(Clone, Copy)]
+pub(crate) struct FastReg {
+    /// The MR's key when the WR was posted.
+    pub(crate) cur_key: u32,
+    /// The key it gets (same slot, new tag).
+    pub(crate) new_key: u32,
+    /// IB_ACCESS_* flags.
+    pub(crate) access: u32,
+    /// First address.
+    pub(crate) iova: u64,
+    /// Length.
+    pub(crate) length: u64,
+    /// Page size.
+    pub(crate) page_size: u32,
+}
+
+impl MrTable {
+    /// At post time: loads the page list of the next registration into the (invalid)
+    /// fast-registration region `key` (no allocation: capacity was reserved at alloc_mr).
+    pub(crate) fn fast_reg_load(&self, key: u32, pd: usize, pages: &[u64]) -> Result<(), AccessError> {
+        self.with(key, pd, |r| {
+            if r.valid {
+                return Err(AccessError::NoPermission);
+            }
+            match &mut r.backing {
+                Backing::KernelPages { pages: p, npages, .. } => {
+                    let dst = p.get_mut(..pages.len()).ok_or(AccessError::OutOfBounds)?;
+                    dst.copy_from_slice(pages);
+                    *npages = pages.len();
+                    Ok(())
+                }
+                _ => Err(AccessError::BadKey),
+            }
+        })?
+    }
+
+    /// Executes a REG_MR work request: the region becomes valid under its new key.
+    pub(crate) fn fast_reg(&self, fr: &FastReg, pd: usize) -> Result<(), AccessError> {
+        if fr.new_key >> 8 != fr.cur_key >> 8 || fr.page_size == 0 {
+            return Err(AccessError::BadKey);
+        }
+        check_access_flags(fr.access).map_err(|_| AccessError::NoPermission)?;
+        self.with(fr.cur_key, pd, |r| {
+            if r.valid {
+                return Err(AccessError::NoPermission);
+            }
+            let Backing::KernelPages {
+                npages,
+                page_size,
+                first_off,
+                ..
+            } = &mut r.backing
+            else {
+                return Err(AccessError::BadKey);
+            };
+            let ps = u64::from(fr.page_size);
+            let off = fr.iova % ps;
+            let need = (off + fr.length).div_ceil(ps);
+            if need > *npages as u64 {
+                return Err(AccessError::OutOfBounds);
+            }
+            *page_size = fr.page_size;
+            *first_off = off as u32;
+            r.iova = fr.iova;
+            r.length = fr.length;
+            r.access = fr.access;
+            r.lkey = fr.new_key;
+            r.rkey = fr.new_key;
+            r.valid = true;
+            Ok(())
+        })?
+    }
+
+    /// Invalidates `key` (LOCAL_INV, SEND with invalidate).
+    pub(crate) fn invalidate(&self, key: u32, pd: usize) -> Result<(), AccessError> {
+        self.with(key, pd, |r| {
+            if matches!(r.backing, Backing::KernelPages { .. }) {
+                r.valid = false;
+                Ok(())
+            } else {
+                Err(AccessError::NoPermission)
+            }
+        })?
+    }
 }

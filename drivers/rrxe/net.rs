@@ -48,7 +48,7 @@ pub(crate) fn recv(mut skb: SkBuff) {
         counters.inc(Counter::IcrcErrors);
         return;
     }
-    let _pkt = match proto::parse_packet(ib) {
+    let pkt = match proto::parse_packet(ib) {
         Ok(p) => p,
         Err(ParseError::Truncated) => {
             counters.inc(Counter::RxDropTruncated);
@@ -59,8 +59,12 @@ pub(crate) fn recv(mut skb: SkBuff) {
             return;
         }
     };
-    // Queue pairs arrive with the datapath; until then every valid packet has no QP.
-    counters.inc(Counter::RxDropNoQp);
+    let qpn = pkt.hdrs.bth.dest_qp;
+    match dev.data().qps.deliver(qpn, skb) {
+        Ok(()) => {}
+        Err(Some(_skb)) => counters.inc(Counter::RxDropNoQp),
+        Err(None) => counters.inc(Counter::RxDropNoMem),
+    }
 }
 
 /// Transmit errors.

@@ -7,6 +7,8 @@
 #include <linux/module.h>
 #include <linux/netdevice.h>
 #include <linux/if_arp.h>
+#include <linux/if_ether.h>
+#include <linux/etherdevice.h>
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
@@ -556,6 +558,24 @@ void rrxe_glue_timer_cancel(struct rrxe_timer *t)
 	timer_delete(&t->timer);
 }
 
+void rrxe_glue_work_cancel_sync(struct rrxe_work *w)
+{
+	cancel_work_sync(&w->work);
+}
+
+void rrxe_glue_timer_shutdown(struct rrxe_timer *t)
+{
+	timer_shutdown_sync(&t->timer);
+}
+
+void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac)
+{
+	if (skb_mac_header_was_set(skb) && skb_mac_header_len(skb) >= ETH_HLEN)
+		memcpy(mac, eth_hdr(skb)->h_source, ETH_ALEN);
+	else
+		memset(mac, 0, ETH_ALEN);
+}
+
 /* Stops the timer for good (it cannot be re-armed) and frees it. */
 void rrxe_glue_timer_free(struct rrxe_timer *t)
 {
@@ -633,4 +653,60 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 	if (!ipv6)
 		return ip_local_out(net, NULL, skb);
 	return ip6_local_out(net, NULL, skb);
+}
+
+/* --- queue pairs --- */
+
+void rrxe_glue_decode_send_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->wr_id = wr->wr_id;
+	out->sg_list = wr->sg_list;
+	out->num_sge = wr->num_sge < 0 ? 0 : wr->num_sge;
+	out->opcode = wr->opcode;
+	out->send_flags = wr->send_flags;
+	out->ex = wr->ex.invalidate_rkey;
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
+		out->remote_addr = rdma_wr(wr)->remote_addr;
+		out->rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		out->remote_addr = atomic_wr(wr)->remote_addr;
+		out->compare_add = atomic_wr(wr)->compare_add;
+		out->swap = atomic_wr(wr)->swap;
+		out->rkey = atomic_wr(wr)->rkey;
+		break;
+	case IB_WR_REG_MR:
+		out->reg_mr = reg_wr(wr)->mr;
+		out->reg_key = reg_wr(wr)->key;
+		out->reg_access = reg_wr(wr)->access;
+		break;
+	default:
+		break;
+	}
+}
+
+/* UD fields live in struct ib_ud_wr: only valid for UD/GSI QPs. */
+void rrxe_glue_decode_ud_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out)
+{
+	out->ah = ud_wr(wr)->ah;
+	out->remote_qpn = ud_wr(wr)->remote_qpn;
+	out->remote_qkey = ud_wr(wr)->remote_qkey;
+}
+
+void rrxe_glue_qp_event(struct ib_qp *qp, int event)
+{
+	struct ib_event ev = {
+		.device = qp->device,
+		.element.qp = qp,
+		.event = event,
+	};
+
+	if (qp->event_handler)
+		qp->event_handler(&ev, qp->qp_context);
 }

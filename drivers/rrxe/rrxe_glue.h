@@ -28,6 +28,7 @@ struct rdma_user_mmap_entry;
 struct vm_area_struct;
 struct uverbs_attr_bundle;
 struct ib_cq;
+struct ib_qp;
 struct ib_umem;
 struct ib_mr;
 struct page;
@@ -51,7 +52,29 @@ struct rrxe_kav {
 	u8 reserved;
 };
 
+/* A kernel send work request, flattened from its ib_*_wr container. */
+struct rrxe_kwr {
+	u64 wr_id;
+	const void *sg_list;	/* struct ib_sge[num_sge] */
+	u32 num_sge;
+	u32 opcode;		/* enum ib_wr_opcode */
+	u32 send_flags;
+	u32 ex;			/* imm_data (wire order) or invalidate_rkey */
+	u64 remote_addr;
+	u64 compare_add;
+	u64 swap;
+	u32 rkey;
+	u32 remote_qpn;
+	u32 remote_qkey;
+	u32 reg_key;
+	u32 reg_access;
+	u32 reserved;
+	const void *ah;		/* struct ib_ah * (UD) */
+	void *reg_mr;		/* struct ib_mr * (REG_MR) */
+};
+
 struct rdma_ah_attr;
+struct ib_send_wr;
 struct rrxe_work;
 struct rrxe_timer;
 
@@ -127,8 +150,16 @@ struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), 
 void rrxe_glue_timer_arm(struct rrxe_timer *t, u64 usecs);
 void rrxe_glue_timer_cancel(struct rrxe_timer *t);
 void rrxe_glue_timer_free(struct rrxe_timer *t);
+void rrxe_glue_work_cancel_sync(struct rrxe_work *w);
+void rrxe_glue_timer_shutdown(struct rrxe_timer *t);
+void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac);
 struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data);
 int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip);
+
+void rrxe_glue_decode_send_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);
+void rrxe_glue_decode_ud_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);
+struct ib_event;
+void rrxe_glue_qp_event(struct ib_qp *qp, int event);
 
 /* --- implemented in Rust, called from C --- */
 void rrxe_rs_udp_recv(struct sk_buff *skb);

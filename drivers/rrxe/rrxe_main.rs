@@ -15,6 +15,7 @@ mod device;
 mod glue;
 mod mr;
 mod net;
+mod qp;
 #[path = "proto/src/lib.rs"]
 #[allow(dead_code, unreachable_pub, missing_docs, unused_imports)]
 pub(crate) mod proto;

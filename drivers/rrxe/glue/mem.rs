@@ -26,6 +26,61 @@ pub(crate) enum Dir {
     FromMem,
 }
 
+/// The caller's side of a copy: bytes to write into a region, or room to read into.
+pub(crate) enum Xfer<'a> {
+    /// Write these bytes into the region.
+    To(&'a [u8]),
+    /// Read into this buffer.
+    From(&'a mut [u8]),
+}
+
+impl<'a> Xfer<'a> {
+    /// Bytes to move.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Xfer::To(b) => b.len(),
+            Xfer::From(b) => b.len(),
+        }
+    }
+
+    /// The direction.
+    pub(crate) fn dir(&self) -> Dir {
+        match self {
+            Xfer::To(_) => Dir::ToMem,
+            Xfer::From(_) => Dir::FromMem,
+        }
+    }
+
+    /// The part `[start, start + n)`, or `None` if out of range.
+    pub(crate) fn sub(&mut self, start: usize, n: usize) -> Option<Xfer<'_>> {
+        let end = start.checked_add(n)?;
+        match self {
+            Xfer::To(b) => b.get(start..end).map(Xfer::To),
+            Xfer::From(b) => b.get_mut(start..end).map(Xfer::From),
+        }
+    }
+
+    /// A pointer to byte `start` and the direction, for the copy primitives: written
+    /// through only for `From`.
+    fn raw(&mut self) -> *mut u8 {
+        match self {
+            Xfer::To(b) => b.as_ptr().cast_mut(),
+            Xfer::From(b) => b.as_mut_ptr(),
+        }
+    }
+}
+
+/// A heap copy of a large constant, made without a temporary on the (small) kernel stack:
+/// the bytes go straight from the constant to the allocation.
+pub(crate) fn boxed_copy<T: Copy>(src: &'static T) -> Result<KBox<T>> {
+    let mut b = KBox::<T>::new_uninit(GFP_KERNEL)?;
+    // SAFETY: src is a valid T, the destination is a fresh allocation of one T, and T: Copy
+    // makes a bitwise duplicate a valid value.
+    unsafe { core::ptr::copy_nonoverlapping(src as *const T, b.as_mut_ptr(), 1) };
+    // SAFETY: fully initialised just above.
+    Ok(unsafe { b.assume_init() })
+}
+
 /// Pinned user memory (`ib_umem`) and its page list.
 pub(crate) struct Umem {
     umem: NonNull<bindings::ib_umem>,
@@ -82,7 +137,8 @@ impl Umem {
     }
 
     /// Copies between `buf` and the region at byte `off` (0 = the registered start).
-    fn copy(&self, off: u64, buf: &mut [u8], dir: Dir) -> Result {
+    fn copy(&self, off: u64, buf: &mut Xfer<'_>) -> Result {
+        let dir = buf.dir();
         let end = off.checked_add(buf.len() as u64).ok_or(EINVAL)?;
         if end > self.len {
             return Err(EINVAL);
@@ -94,14 +150,14 @@ impl Umem {
             let in_page = (pos % PAGE_SIZE) as u32;
             let n = core::cmp::min(u64::from(4096 - in_page), (buf.len() - done) as u64) as u32;
             let page = *self.pages.get(idx).ok_or(EINVAL)?;
-            let chunk = buf.get_mut(done..done + n as usize).ok_or(EINVAL)?;
+            let mut chunk = buf.sub(done, n as usize).ok_or(EINVAL)?;
             // SAFETY: the page is pinned by the umem we own; in_page + n <= PAGE_SIZE; chunk
-            // is a valid buffer of n bytes.
+            // is a valid buffer of n bytes, written to only when it is a `From` buffer.
             unsafe {
                 bindings::rrxe_glue_page_copy(
                     page.as_ptr(),
                     in_page,
-                    chunk.as_mut_ptr().cast(),
+                    chunk.raw().cast(),
                     n,
                     dir == Dir::ToMem,
                 )
@@ -154,8 +210,11 @@ pub(crate) enum Backing {
     /// kernel virtual addresses `pages` (from `ib_map_mr_sg`), starting `first_off` bytes
     /// into the first.
     KernelPages {
-        /// Kernel virtual address of each block.
+        /// Kernel virtual address of each block (room for the MR's maximum; the first
+        /// `npages` are in use).
         pages: KVec<u64>,
+        /// Blocks in use.
+        npages: usize,
         /// Block size.
         page_size: u32,
         /// Offset of the region's first byte in the first block.
@@ -165,27 +224,33 @@ pub(crate) enum Backing {
 
 impl Backing {
     /// Copies between `buf` and the region's byte `off`.
-    pub(crate) fn copy(&self, off: u64, buf: &mut [u8], dir: Dir) -> Result {
+    pub(crate) fn copy(&self, off: u64, buf: &mut Xfer<'_>) -> Result {
+        let dir = buf.dir();
         match self {
             Backing::KernelVa => {
                 off.checked_add(buf.len() as u64).ok_or(EINVAL)?;
                 let p = off as usize as *mut u8;
+                let n = buf.len();
+                let b = buf.raw();
                 // SAFETY: see KernelVa: the kernel consumer guarantees [off, off+len) is
-                // valid kernel memory it posted for this transfer.
+                // valid kernel memory it posted for this transfer; b is valid for n bytes
+                // and written only for a `From` buffer.
                 unsafe {
                     match dir {
-                        Dir::ToMem => core::ptr::copy(buf.as_ptr(), p, buf.len()),
-                        Dir::FromMem => core::ptr::copy(p, buf.as_mut_ptr(), buf.len()),
+                        Dir::ToMem => core::ptr::copy(b, p, n),
+                        Dir::FromMem => core::ptr::copy(p, b, n),
                     }
                 }
                 Ok(())
             }
-            Backing::User(u) => u.copy(off, buf, dir),
+            Backing::User(u) => u.copy(off, buf),
             Backing::KernelPages {
                 pages,
+                npages,
                 page_size,
                 first_off,
             } => {
+                let pages = pages.get(..*npages).ok_or(EINVAL)?;
                 let ps = u64::from(*page_size);
                 if ps == 0 {
                     return Err(EINVAL);
@@ -196,15 +261,17 @@ impl Backing {
                     let base = *pages.get((pos / ps) as usize).ok_or(EINVAL)?;
                     let in_blk = pos % ps;
                     let n = core::cmp::min(ps - in_blk, (buf.len() - done) as u64) as usize;
-                    let chunk = buf.get_mut(done..done + n).ok_or(EINVAL)?;
+                    let mut chunk = buf.sub(done, n).ok_or(EINVAL)?;
+                    let c = chunk.raw();
                     let p = (base + in_blk) as usize as *mut u8;
                     // SAFETY: the block at `base` is page_size bytes of kernel memory the
                     // consumer mapped with ib_map_mr_sg and keeps valid while registered;
-                    // in_blk + n <= page_size.
+                    // in_blk + n <= page_size; c is valid for n bytes, written only for a
+                    // `From` buffer.
                     unsafe {
                         match dir {
-                            Dir::ToMem => core::ptr::copy(chunk.as_ptr(), p, n),
-                            Dir::FromMem => core::ptr::copy(p, chunk.as_mut_ptr(), n),
+                            Dir::ToMem => core::ptr::copy(c, p, n),
+                            Dir::FromMem => core::ptr::copy(p, c, n),
                         }
                     }
                     done += n;
@@ -228,9 +295,11 @@ impl Backing {
             Backing::User(u) => u.atomic(off, f),
             Backing::KernelPages {
                 pages,
+                npages,
                 page_size,
                 first_off,
             } => {
+                let pages = pages.get(..*npages).ok_or(EINVAL)?;
                 let ps = u64::from(*page_size);
                 let pos = off.checked_add(u64::from(*first_off)).ok_or(EINVAL)?;
                 if ps < 8 || pos % ps > ps - 8 {

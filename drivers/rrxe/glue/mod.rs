@@ -265,6 +265,72 @@ impl IbDev {
     }
 }
 
+/// A pointer to an rrxe device held by one of its objects (QPs): the RDMA core destroys
+/// every object before the device, so the device outlives the holder.
+#[derive(Clone, Copy)]
+pub(crate) struct DevPtr(NonNull<bindings::ib_device>);
+
+// SAFETY: IbDev is Sync; the pointer is only turned into a shared reference.
+unsafe impl Send for DevPtr {}
+// SAFETY: as above.
+unsafe impl Sync for DevPtr {}
+
+impl DevPtr {
+    /// The device.
+    pub(crate) fn get(&self) -> &IbDev {
+        // SAFETY: see the type doc: the device outlives every object that holds a DevPtr.
+        unsafe { IbDev::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl IbDev {
+    /// A [`DevPtr`] for an object of this device.
+    pub(crate) fn ptr(&self) -> DevPtr {
+        // SAFETY: self is a live device, so its pointer is non-null.
+        DevPtr(unsafe { NonNull::new_unchecked(self.as_ptr()) })
+    }
+}
+
+/// A CQ a QP posts completions to. The core keeps the CQ alive (usecnt) while a QP uses it.
+#[derive(Clone, Copy)]
+pub(crate) struct CqPtr(NonNull<bindings::ib_cq>);
+
+// SAFETY: Cq is Sync; posting takes the CQ's irq-safe lock.
+unsafe impl Send for CqPtr {}
+// SAFETY: as above.
+unsafe impl Sync for CqPtr {}
+
+impl CqPtr {
+    /// # Safety
+    /// `cq` is a live CQ of ours that outlives the returned value's users.
+    pub(crate) unsafe fn new(cq: *mut bindings::ib_cq) -> Option<Self> {
+        NonNull::new(cq).map(CqPtr)
+    }
+
+    /// Posts a completion, calling the consumer's handler if it asked to be notified, or
+    /// reporting IB_EVENT_CQ_ERR on overflow.
+    pub(crate) fn complete(&self, c: &crate::cq::Completion, solicited: bool) {
+        // SAFETY: live CQ (type invariant).
+        let cq = unsafe { ops::cq_data(self.0.as_ptr()) };
+        match cq.post(c, solicited) {
+            crate::cq::Posted::Ok { notify: true } => {
+                // SAFETY: live CQ; the core set its handler.
+                unsafe { bindings::rrxe_glue_cq_comp(self.0.as_ptr()) }
+            }
+            crate::cq::Posted::Ok { notify: false } => {}
+            crate::cq::Posted::Overflow => {
+                // SAFETY: live CQ.
+                unsafe {
+                    bindings::rrxe_glue_cq_event(
+                        self.0.as_ptr(),
+                        bindings::ib_event_type_IB_EVENT_CQ_ERR as i32,
+                    )
+                }
+            }
+        }
+    }
+}
+
 /// A counted reference to an rrxe device (`ib_device_put` on drop).
 pub(crate) struct IbDevRef(NonNull<bindings::ib_device>);
 
@@ -377,27 +443,27 @@ const MAX_DEVICES: usize = 64;
 #[pin_data]
 struct Registry {
     #[pin]
-    devices: Mutex<[Option<DevPtr>; MAX_DEVICES]>,
+    devices: Mutex<[Option<RegEntry>; MAX_DEVICES]>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct DevPtr(NonNull<RrxeDev>);
-// SAFETY: a DevPtr is only an identity while in the registry; it is dereferenced only under
+struct RegEntry(NonNull<RrxeDev>);
+// SAFETY: a RegEntry is only an identity while in the registry; it is dereferenced only under
 // the rules of `Registration::drop`.
-unsafe impl Send for DevPtr {}
+unsafe impl Send for RegEntry {}
 
 impl Registry {
     fn insert(&self, d: NonNull<RrxeDev>) -> Result {
         let mut slots = self.devices.lock();
         let free = slots.iter_mut().find(|s| s.is_none()).ok_or(ENOSPC)?;
-        *free = Some(DevPtr(d));
+        *free = Some(RegEntry(d));
         Ok(())
     }
 
     fn remove(&self, d: NonNull<RrxeDev>) {
         let mut slots = self.devices.lock();
         for s in slots.iter_mut() {
-            if *s == Some(DevPtr(d)) {
+            if *s == Some(RegEntry(d)) {
                 *s = None;
             }
         }
@@ -468,7 +534,7 @@ impl Drop for Registration {
                 let slots = self.registry.devices.lock();
                 slots.iter().flatten().next().copied()
             };
-            let Some(DevPtr(d)) = next else { break };
+            let Some(RegEntry(d)) = next else { break };
             let ib = d.as_ptr().cast::<bindings::ib_device>();
             // SAFETY: see above; get/put balance, and the device memory stays valid meanwhile.
             unsafe {

@@ -78,6 +78,9 @@ impl Drop for UdpSockets {
 /// An owned `sk_buff`; freed (as a drop) unless consumed.
 pub(crate) struct SkBuff(NonNull<bindings::sk_buff>);
 
+// SAFETY: an skb we own may be processed and freed on any CPU.
+unsafe impl Send for SkBuff {}
+
 impl SkBuff {
     /// The device the packet came in on.
     pub(crate) fn netdev(&self) -> Option<&NetDev> {
@@ -113,6 +116,14 @@ impl SkBuff {
             unsafe { core::slice::from_raw_parts(p, len as usize) },
             l3 as usize,
         ))
+    }
+
+    /// The source MAC of the Ethernet frame (zero if there is none).
+    pub(crate) fn smac(&self) -> [u8; 6] {
+        let mut mac = [0u8; 6];
+        // SAFETY: we own the skb; the helper writes 6 bytes.
+        unsafe { bindings::rrxe_glue_skb_smac(self.0.as_ptr(), mac.as_mut_ptr()) };
+        mac
     }
 
     /// Frees a packet that was handled successfully (not counted as a drop).

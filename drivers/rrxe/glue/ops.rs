@@ -6,7 +6,7 @@
 //! pointers of a live rrxe device and live objects it allocated with the sizes we declared,
 //! for the duration of the call.
 
-use super::{bindings, DrvObj, IbDev, UContext, Udata};
+use super::{bindings, CqPtr, DrvObj, IbDev, UContext, Udata};
 use crate::counters::{Counter, NUM_COUNTERS};
 use crate::cq::Cq;
 use crate::device;
@@ -49,6 +49,13 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.poll_cq = Some(poll_cq);
     ops.req_notify_cq = Some(req_notify_cq);
     ops.size_ib_cq = core::mem::size_of::<CqObj>();
+    ops.create_qp = Some(create_qp);
+    ops.destroy_qp = Some(destroy_qp);
+    ops.modify_qp = Some(modify_qp);
+    ops.query_qp = Some(query_qp);
+    ops.post_send = Some(post_send);
+    ops.post_recv = Some(post_recv);
+    ops.size_ib_qp = core::mem::size_of::<QpObj>();
     ops.create_ah = Some(create_ah);
     ops.create_user_ah = Some(create_ah);
     ops.destroy_ah = Some(destroy_ah);
@@ -528,5 +535,456 @@ unsafe extern "C" fn query_ah(
 ) -> i32 {
     // SAFETY: a live AH of ours; attr is the caller's output.
     unsafe { bindings::rrxe_glue_av_to_ah_attr(&ah_av(ibah), attr) };
+    0
+}
+
+/// What an `ib_qp` carries for us.
+pub(crate) struct QpHandle {
+    qp: kernel::sync::Arc<crate::qp::Qp>,
+    caps: bindings::ib_qp_cap,
+    sig_type: u32,
+}
+
+type QpObj = DrvObj<bindings::ib_qp, QpHandle>;
+
+/// # Safety
+/// `ibqp` is a live QP created by [`create_qp`].
+unsafe fn qp_handle<'a>(ibqp: *mut bindings::ib_qp) -> &'a QpHandle {
+    // SAFETY: by the contract the QP is a QpObj with initialised data.
+    unsafe { &(*ibqp.cast::<QpObj>()).data }
+}
+
+unsafe extern "C" fn create_qp(
+    ibqp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> i32 {
+    use crate::qp::{Qp, QpInit, QpKind};
+    if !udata.is_null() {
+        // User QPs arrive with the provider's queue ABI.
+        return super::eopnotsupp().to_errno();
+    }
+    // SAFETY: the core passes a live init attr and a QP it allocated (size_ib_qp) with
+    // device and pd set.
+    let (init, dev, pd) = unsafe { (&mut *init, IbDev::from_raw((*ibqp).device), (*ibqp).pd as usize) };
+    let kind = match init.qp_type {
+        bindings::ib_qp_type_IB_QPT_RC => QpKind::Rc,
+        bindings::ib_qp_type_IB_QPT_UC => QpKind::Uc,
+        bindings::ib_qp_type_IB_QPT_UD => QpKind::Ud,
+        bindings::ib_qp_type_IB_QPT_GSI => QpKind::Gsi,
+        _ => return super::eopnotsupp().to_errno(),
+    };
+    if !init.srq.is_null() || init.create_flags != 0 {
+        return super::eopnotsupp().to_errno();
+    }
+    // SAFETY: the CQs given at creation are live and outlive the QP (the core counts their
+    // users).
+    let (Some(send_cq), Some(recv_cq)) = (unsafe { CqPtr::new(init.send_cq) }, unsafe { CqPtr::new(init.recv_cq) })
+    else {
+        return EINVAL.to_errno();
+    };
+    let qps = &dev.data().qps;
+    let qpn = match qps.reserve(kind == QpKind::Gsi) {
+        Ok(n) => n,
+        Err(e) => return e.to_errno(),
+    };
+    let qi = QpInit {
+        kind,
+        qpn,
+        pd,
+        send_cq,
+        recv_cq,
+        max_send_wr: init.cap.max_send_wr,
+        max_recv_wr: init.cap.max_recv_wr,
+        max_send_sge: init.cap.max_send_sge,
+        max_recv_sge: init.cap.max_recv_sge,
+        max_inline: init.cap.max_inline_data,
+        sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+        ibqp_addr: ibqp as u64,
+    };
+    let qp = match Qp::new(dev.ptr(), &qi) {
+        Ok(qp) => qp,
+        Err(e) => {
+            drop(qps.remove(qpn));
+            return e.to_errno();
+        }
+    };
+    qps.publish(qpn, qp.clone());
+    let h = QpHandle {
+        qp,
+        caps: init.cap,
+        sig_type: init.sq_sig_type,
+    };
+    // SAFETY: the QP object is ours to initialise; the core does not touch data.
+    unsafe {
+        core::ptr::write(addr_of_mut!((*ibqp.cast::<QpObj>()).data), h);
+        (*ibqp).qp_num = qpn;
+    }
+    0
+}
+
+unsafe extern "C" fn destroy_qp(ibqp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> i32 {
+    // SAFETY: a live QP of ours, destroyed once.
+    let (dev, h) = unsafe { (IbDev::from_raw((*ibqp).device), qp_handle(ibqp)) };
+    // No more received packets reach it, then no more work or timers run.
+    let table_ref = dev.data().qps.remove(h.qp.qpn);
+    h.qp.shutdown();
+    drop(table_ref);
+    // SAFETY: initialised by create_qp; the core frees the memory after we return.
+    unsafe { core::ptr::drop_in_place(addr_of_mut!((*ibqp.cast::<QpObj>()).data)) };
+    0
+}
+
+unsafe extern "C" fn modify_qp(
+    ibqp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    mask: i32,
+    _udata: *mut bindings::ib_udata,
+) -> i32 {
+    use crate::qp::ModifyArgs;
+    // SAFETY: a live QP of ours; attr is the caller's.
+    let (h, attr) = unsafe { (qp_handle(ibqp), &*attr) };
+    let mask = mask as u32;
+    let cur = h.qp.attrs().state;
+    let new = if mask & bindings::ib_qp_attr_mask_IB_QP_STATE != 0 {
+        attr.qp_state
+    } else {
+        cur
+    };
+    if mask & bindings::ib_qp_attr_mask_IB_QP_CUR_STATE != 0 && attr.cur_qp_state != cur {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: plain query of the core's transition table.
+    let ok = unsafe { bindings::ib_modify_qp_is_ok(cur, new, (*ibqp).qp_type, mask) };
+    if !ok {
+        return EINVAL.to_errno();
+    }
+    let has = |bit: u32| mask & bit != 0;
+    let mut m = ModifyArgs::default();
+    if has(bindings::ib_qp_attr_mask_IB_QP_STATE) {
+        m.state = Some(new);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_AV) {
+        let mut av = crate::ah::Av::default();
+        // SAFETY: attr.ah_attr is live; the core resolved its sgid_attr and dmac.
+        let err = unsafe { bindings::rrxe_glue_ah_attr_to_av(&attr.ah_attr, &mut av) };
+        if err != 0 {
+            return err;
+        }
+        m.av = Some(av);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
+        m.path_mtu = Some(attr.path_mtu);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN) {
+        m.dest_qpn = Some(attr.dest_qp_num);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_QKEY) {
+        m.qkey = Some(attr.qkey);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN) {
+        m.sq_psn = Some(attr.sq_psn & 0xff_ffff);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN) {
+        m.rq_psn = Some(attr.rq_psn & 0xff_ffff);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT) {
+        m.timeout = Some(attr.timeout);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
+        m.retry_cnt = Some(attr.retry_cnt);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
+        m.rnr_retry = Some(attr.rnr_retry);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
+        m.min_rnr_timer = Some(attr.min_rnr_timer);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
+        m.max_rd_atomic = Some(attr.max_rd_atomic);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
+        m.max_dest_rd_atomic = Some(attr.max_dest_rd_atomic);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+        m.access = Some(attr.qp_access_flags as u32);
+    }
+    errno(h.qp.modify(&m))
+}
+
+unsafe extern "C" fn query_qp(
+    ibqp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    _mask: i32,
+    init: *mut bindings::ib_qp_init_attr,
+) -> i32 {
+    // SAFETY: a live QP of ours; attr and init are the caller's outputs.
+    let (h, attr, init) = unsafe { (qp_handle(ibqp), &mut *attr, &mut *init) };
+    let a = h.qp.attrs();
+    *attr = bindings::ib_qp_attr::default();
+    attr.qp_state = a.state;
+    attr.cur_qp_state = a.state;
+    attr.path_mtu = a.path_mtu;
+    attr.qkey = a.qkey;
+    attr.rq_psn = a.rq_psn;
+    attr.sq_psn = a.sq_psn;
+    attr.dest_qp_num = a.dest_qpn;
+    attr.qp_access_flags = a.access as i32;
+    attr.cap = h.caps;
+    attr.timeout = a.timeout;
+    attr.retry_cnt = a.retry_cnt;
+    attr.rnr_retry = a.rnr_retry;
+    attr.min_rnr_timer = a.min_rnr_timer;
+    attr.max_rd_atomic = a.max_rd_atomic;
+    attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    attr.port_num = 1;
+    if let Some(av) = a.av {
+        // SAFETY: attr.ah_attr is the caller's output.
+        unsafe { bindings::rrxe_glue_av_to_ah_attr(&av, &mut attr.ah_attr) };
+    }
+    init.cap = h.caps;
+    init.sq_sig_type = h.sig_type;
+    0
+}
+
+/// IB_SEND_* flags.
+const SEND_FENCE: u32 = 1;
+const SEND_SIGNALED: u32 = 2;
+const SEND_SOLICITED: u32 = 4;
+const SEND_INLINE: u32 = 8;
+
+/// Turns one kernel send WR into the driver's form and posts it.
+///
+/// # Safety
+/// `wr` is a live send WR of the consumer for the duration of the call, and `ibqp` is a live
+/// QP of ours.
+unsafe fn post_one_send(ibqp: *mut bindings::ib_qp, h: &QpHandle, wr: *const bindings::ib_send_wr) -> Result {
+    use crate::proto::{RemoteAddr, SendOp, UdDest};
+    use crate::qp::{SendKind, SendWr, Sge};
+    let mut k = bindings::rrxe_kwr::default();
+    // SAFETY: wr is live (contract).
+    unsafe { bindings::rrxe_glue_decode_send_wr(wr, &mut k) };
+    let qp = &h.qp;
+    let n = k.num_sge as usize;
+    if n > h.caps.max_send_sge.max(1) as usize || (n > 0 && k.sg_list.is_null()) {
+        return Err(EINVAL);
+    }
+    let raw: &[bindings::ib_sge] = if n == 0 {
+        &[]
+    } else {
+        // SAFETY: the WR's sg_list holds num_sge entries (checked non-null above).
+        unsafe { core::slice::from_raw_parts(k.sg_list.cast::<bindings::ib_sge>(), n) }
+    };
+    let mut sges = [Sge::default(); crate::qp::MAX_SGE as usize];
+    let mut len: u32 = 0;
+    for (d, s) in sges.iter_mut().zip(raw) {
+        *d = Sge {
+            addr: s.addr,
+            len: s.length,
+            lkey: s.lkey,
+        };
+        len = len.checked_add(s.length).ok_or(EINVAL)?;
+    }
+    let remote = RemoteAddr {
+        va: k.remote_addr,
+        rkey: k.rkey,
+    };
+    let (kind, wc) = match k.opcode {
+        bindings::ib_wr_opcode_IB_WR_SEND => (
+            SendKind::Transport(SendOp::Send { imm: None, inv_rkey: None }),
+            bindings::ib_wc_opcode_IB_WC_SEND,
+        ),
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (
+            SendKind::Transport(SendOp::Send { imm: Some(k.ex), inv_rkey: None }),
+            bindings::ib_wc_opcode_IB_WC_SEND,
+        ),
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => (
+            SendKind::Transport(SendOp::Send { imm: None, inv_rkey: Some(k.ex) }),
+            bindings::ib_wc_opcode_IB_WC_SEND,
+        ),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (
+            SendKind::Transport(SendOp::Write { remote, imm: None }),
+            bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        ),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
+            SendKind::Transport(SendOp::Write { remote, imm: Some(k.ex) }),
+            bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        ),
+        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (
+            SendKind::Transport(SendOp::Read { remote }),
+            bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+        ),
+        bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => (
+            SendKind::Transport(SendOp::CompareSwap {
+                remote,
+                compare: k.compare_add,
+                swap: k.swap,
+            }),
+            bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+        ),
+        bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (
+            SendKind::Transport(SendOp::FetchAdd {
+                remote,
+                add: k.compare_add,
+            }),
+            bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
+        ),
+        bindings::ib_wr_opcode_IB_WR_LOCAL_INV => (
+            SendKind::LocalInv { key: k.ex },
+            bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+        ),
+        bindings::ib_wr_opcode_IB_WR_REG_MR => {
+            let mr = k.reg_mr.cast::<bindings::ib_mr>();
+            if mr.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: a live MR of ours (the consumer keeps it while the WR is posted).
+            let (obj, ibmr) = unsafe { (&*mr.cast::<MrObj>(), &*mr) };
+            let fr = crate::mr::FastReg {
+                cur_key: ibmr.lkey,
+                new_key: k.reg_key,
+                access: k.reg_access,
+                iova: ibmr.iova,
+                length: ibmr.length,
+                page_size: ibmr.page_size,
+            };
+            {
+                let pages = obj.fr.lock();
+                let list = pages.pages.get(..pages.n).ok_or(EINVAL)?;
+                // SAFETY: the device of a live QP.
+                let dev = unsafe { IbDev::from_raw((*ibqp).device) };
+                // SAFETY: a live QP's pd.
+                let pd = unsafe { (*ibqp).pd as usize };
+                dev.data().mrs.fast_reg_load(fr.cur_key, pd, list).map_err(|_| EINVAL)?;
+            }
+            (SendKind::RegMr(fr), bindings::ib_wc_opcode_IB_WC_REG_MR)
+        }
+        _ => return Err(EINVAL),
+    };
+    let mut ud = None;
+    if matches!(qp.kind, crate::qp::QpKind::Ud | crate::qp::QpKind::Gsi) {
+        // SAFETY: a UD QP's send WRs are ib_ud_wr.
+        unsafe { bindings::rrxe_glue_decode_ud_wr(wr, &mut k) };
+        if k.ah.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: a live AH of ours.
+        let av = unsafe { ah_av(k.ah.cast()) };
+        ud = Some((
+            av,
+            UdDest {
+                qpn: k.remote_qpn,
+                qkey: k.remote_qkey,
+            },
+        ));
+    }
+    let inline = k.send_flags & SEND_INLINE != 0 && matches!(kind, SendKind::Transport(_));
+    let mut data = [0u8; crate::qp::MAX_INLINE as usize];
+    let inline_data = if inline {
+        if len > h.caps.max_inline_data {
+            return Err(EINVAL);
+        }
+        let mut at = 0usize;
+        for s in raw {
+            let l = s.length as usize;
+            let d = data.get_mut(at..at + l).ok_or(EINVAL)?;
+            // SAFETY: an inline SGE of a kernel consumer is a kernel virtual address of
+            // `length` readable bytes, valid during post_send.
+            unsafe { core::ptr::copy(s.addr as usize as *const u8, d.as_mut_ptr(), l) };
+            at += l;
+        }
+        data.get(..at)
+    } else {
+        None
+    };
+    let w = SendWr {
+        wr_id: k.wr_id,
+        kind,
+        wc_opcode: wc,
+        len,
+        signaled: k.send_flags & SEND_SIGNALED != 0,
+        solicited: k.send_flags & SEND_SOLICITED != 0,
+        fence: k.send_flags & SEND_FENCE != 0,
+        inline,
+        num_sge: if inline { 0 } else { n as u32 },
+        ud,
+    };
+    qp.post_send(w, sges.get(..n).unwrap_or(&[]), inline_data)
+}
+
+unsafe extern "C" fn post_send(
+    ibqp: *mut bindings::ib_qp,
+    mut wr: *const bindings::ib_send_wr,
+    bad: *mut *const bindings::ib_send_wr,
+) -> i32 {
+    // SAFETY: a live QP of ours.
+    let h = unsafe { qp_handle(ibqp) };
+    while !wr.is_null() {
+        // SAFETY: the consumer's WR list is live for the call.
+        if let Err(e) = unsafe { post_one_send(ibqp, h, wr) } {
+            if !bad.is_null() {
+                // SAFETY: the caller's output.
+                unsafe { *bad = wr };
+            }
+            return e.to_errno();
+        }
+        // SAFETY: as above.
+        wr = unsafe { (*wr).next };
+    }
+    0
+}
+
+unsafe extern "C" fn post_recv(
+    ibqp: *mut bindings::ib_qp,
+    mut wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> i32 {
+    use crate::qp::{RecvWr, Sge};
+    // SAFETY: a live QP of ours.
+    let h = unsafe { qp_handle(ibqp) };
+    while !wr.is_null() {
+        // SAFETY: the consumer's WR list is live for the call.
+        let w = unsafe { &*wr };
+        let n = usize::try_from(w.num_sge).unwrap_or(usize::MAX);
+        let r = (|| -> Result {
+            if n > h.caps.max_recv_sge.max(1) as usize || (n > 0 && w.sg_list.is_null()) {
+                return Err(EINVAL);
+            }
+            let raw: &[bindings::ib_sge] = if n == 0 {
+                &[]
+            } else {
+                // SAFETY: sg_list holds num_sge entries.
+                unsafe { core::slice::from_raw_parts(w.sg_list, n) }
+            };
+            let mut sges = [Sge::default(); crate::qp::MAX_SGE as usize];
+            let mut len: u32 = 0;
+            for (d, s) in sges.iter_mut().zip(raw) {
+                *d = Sge {
+                    addr: s.addr,
+                    len: s.length,
+                    lkey: s.lkey,
+                };
+                len = len.checked_add(s.length).ok_or(EINVAL)?;
+            }
+            // SAFETY: reading the wr_id member of the union the consumer set.
+            let wr_id = unsafe { w.__bindgen_anon_1.wr_id };
+            h.qp.post_recv(
+                RecvWr {
+                    wr_id,
+                    num_sge: n as u32,
+                    len,
+                },
+                sges.get(..n).unwrap_or(&[]),
+            )
+        })();
+        if let Err(e) = r {
+            if !bad.is_null() {
+                // SAFETY: the caller's output.
+                unsafe { *bad = wr };
+            }
+            return e.to_errno();
+        }
+        wr = w.next;
+    }
     0
 }

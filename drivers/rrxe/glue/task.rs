@@ -45,12 +45,19 @@ impl Work {
     /// A work item running `ctx.run_work()`.
     ///
     /// # Safety
-    /// `ctx` must stay at its address and alive until the returned `Work` is dropped.
-    pub(crate) unsafe fn new<T: WorkTarget>(ctx: &T) -> Result<Self> {
-        let p = ctx as *const T as *mut c_void;
+    /// `ctx` must be initialised before the work is first queued, and stay at its address and
+    /// alive until the returned `Work` is dropped.
+    pub(crate) unsafe fn new<T: WorkTarget>(ctx: *const T) -> Result<Self> {
+        let p = ctx as *mut c_void;
         // SAFETY: plain allocation; the trampoline matches T.
         let w = unsafe { bindings::rrxe_glue_work_new(Some(work_trampoline::<T>), p) };
         NonNull::new(w).map(Work).ok_or(ENOMEM)
+    }
+
+    /// Waits for a running instance and cancels a queued one. Process context only.
+    pub(crate) fn cancel_sync(&self) {
+        // SAFETY: live work item.
+        unsafe { bindings::rrxe_glue_work_cancel_sync(self.0.as_ptr()) };
     }
 
     /// Queues the work (no-op if already queued).
@@ -87,9 +94,10 @@ impl Timer {
     /// A timer running `ctx.run_timer(id)`.
     ///
     /// # Safety
-    /// `ctx` must stay at its address and alive until the returned `Timer` is dropped.
-    pub(crate) unsafe fn new<T: TimerTarget>(ctx: &T, id: usize) -> Result<Self> {
-        let p = ctx as *const T as *mut c_void;
+    /// `ctx` must be initialised before the timer is first armed, and stay at its address and
+    /// alive until the returned `Timer` is dropped.
+    pub(crate) unsafe fn new<T: TimerTarget>(ctx: *const T, id: usize) -> Result<Self> {
+        let p = ctx as *mut c_void;
         // SAFETY: plain allocation; the trampoline matches T.
         let t = unsafe { bindings::rrxe_glue_timer_new(Some(timer_trampoline::<T>), p, id as _) };
         NonNull::new(t).map(|raw| Timer { raw }).ok_or(ENOMEM)
@@ -99,6 +107,13 @@ impl Timer {
     pub(crate) fn arm(&self, usecs: u64) {
         // SAFETY: live timer.
         unsafe { bindings::rrxe_glue_timer_arm(self.raw.as_ptr(), usecs) };
+    }
+
+    /// Stops the timer for good: waits for a running callback; later arms do nothing.
+    /// Process context only.
+    pub(crate) fn shutdown(&self) {
+        // SAFETY: live timer; timer_shutdown_sync may be repeated (Drop does it again).
+        unsafe { bindings::rrxe_glue_timer_shutdown(self.raw.as_ptr()) };
     }
 
     /// Cancels a pending expiry (a running callback may still finish).

@@ -521,7 +521,13 @@ pub struct QpConfig {
 
 impl Default for QpConfig {
     fn default() -> Self {
-        QpConfig {
+        Self::DEFAULT
+    }
+}
+
+impl QpConfig {
+    /// The defaults (RC, QPN 0, MTU 1024, PSNs 0, timeout 14, retries 7).
+    pub const DEFAULT: QpConfig = QpConfig {
             qpn: 0,
             qp_type: QpType::Rc,
             pkey: super::hdr::DEFAULT_PKEY,
@@ -536,8 +542,7 @@ impl Default for QpConfig {
             min_rnr_timer: 12,
             max_rd_atomic: 16,
             max_inflight: 256,
-        }
-    }
+        };
 }
 
 impl QpConfig {
@@ -656,7 +661,11 @@ pub enum RxStatus {
 
 /// A queue pair: requester + completer ([`SendQueue`], `S` WQE slots) and
 /// responder ([`Responder`], `R` READ/atomic reply cache entries).
-#[derive(Debug)]
+///
+/// It is plain data (`Copy`, no pointers): a driver that cannot afford a large
+/// temporary on its stack copies [`Qp::EMPTY`] into its allocation and calls
+/// [`Qp::reset`] in place.
+#[derive(Clone, Copy, Debug)]
 pub struct Qp<const S: usize, const R: usize> {
     cfg: QpConfig,
     state: QpState,
@@ -665,6 +674,22 @@ pub struct Qp<const S: usize, const R: usize> {
 }
 
 impl<const S: usize, const R: usize> Qp<S, R> {
+    /// A QP in `Reset` with the default configuration.
+    pub const EMPTY: Self = Qp {
+        cfg: QpConfig::DEFAULT,
+        state: QpState::Reset,
+        sq: SendQueue::new(&QpConfig::DEFAULT),
+        rq: Responder::new(&QpConfig::DEFAULT),
+    };
+
+    /// Re-initialises in place as `Qp::new(cfg)` would, without a large temporary.
+    pub fn reset(&mut self, cfg: QpConfig) {
+        self.cfg = cfg;
+        self.state = QpState::Reset;
+        self.sq.reset(&cfg);
+        self.rq.reset(&cfg);
+    }
+
     /// A new QP in `Reset`.
     pub fn new(cfg: QpConfig) -> Self {
         Qp {

@@ -72,7 +72,7 @@ const fn needs_response(op: &SendOp) -> bool {
 }
 
 /// Requester + completer state of one QP, with room for `S` WQEs.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct SendQueue<const S: usize> {
     cfg: QpConfig,
     ring: [Option<Entry>; S],
@@ -94,7 +94,7 @@ pub struct SendQueue<const S: usize> {
 
 impl<const S: usize> SendQueue<S> {
     /// A stopped send queue (started by the transition to RTS).
-    pub fn new(cfg: &QpConfig) -> Self {
+    pub const fn new(cfg: &QpConfig) -> Self {
         SendQueue {
             cfg: *cfg,
             ring: [None; S],

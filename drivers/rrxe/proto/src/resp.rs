@@ -89,7 +89,7 @@ struct Reply {
 }
 
 /// Responder state of one QP with an `R`-entry READ/atomic reply cache.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Responder<const R: usize> {
     cfg: QpConfig,
     epsn: Psn,
@@ -112,7 +112,7 @@ fn range(p: &Packet) -> PktRange {
 
 impl<const R: usize> Responder<R> {
     /// A stopped responder (started by the transition to RTR).
-    pub fn new(cfg: &QpConfig) -> Self {
+    pub const fn new(cfg: &QpConfig) -> Self {
         Responder {
             cfg: *cfg,
             epsn: cfg.rq_psn,

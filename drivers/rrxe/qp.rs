@@ -1,0 +1,1318 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Queue pairs: the driver around proto's state machines.
+//!
+//! ```text
+//!  post_send (any ctx) ──▶ sq ring ──┐
+//!  post_recv (any ctx) ──▶ rq ring   │            ┌──▶ transmit (skb, ICRC, route)
+//!  rx softirq ──▶ rx ring ───────────┼─▶ work ────┼──▶ place data (MR table)
+//!  timers (softirq) ──▶ fired bits ──┘ (process)  └──▶ completions (CQ)
+//! ```
+//!
+//! All protocol decisions come from [`proto::Qp`], driven from one work item per QP (never
+//! run concurrently with itself), which does a bounded amount of work per run and re-queues
+//! itself when more is pending. The rings between the producers and the work are short
+//! irq-safe critical sections; the engine (proto state, addresses) is under a mutex taken
+//! only in process context.
+
+use crate::ah::Av;
+use crate::counters::Counter;
+use crate::cq::Completion;
+use crate::glue::bindings as b;
+use crate::glue::mem::Xfer;
+use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::task::{Timer, TimerTarget, Work, WorkTarget};
+use crate::glue::{CqPtr, DevPtr, NetDev, SkBuff};
+use crate::mr::access;
+use crate::proto::{self, Action, ActionSink, ResponderEnv};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex, UniqueArc};
+
+/// Send WQEs the protocol core tracks at once (its window).
+const S: usize = 64;
+/// READ/atomic reply cache entries.
+const R: usize = 16;
+type ProtoQp = proto::Qp<S, R>;
+static EMPTY_QP: ProtoQp = ProtoQp::EMPTY;
+
+/// Largest work queue.
+pub(crate) const MAX_QP_WR: u32 = 4096;
+/// Largest scatter/gather list.
+pub(crate) const MAX_SGE: u32 = 32;
+/// Largest inline send.
+pub(crate) const MAX_INLINE: u32 = 512;
+/// Received packets queued per QP before drops.
+const RX_RING: usize = 512;
+/// Packets a work run emits before yielding.
+const TX_BUDGET: u32 = 64;
+/// Received packets a work run handles before yielding.
+const RX_BUDGET: usize = 64;
+/// QPN of the GSI QP.
+pub(crate) const GSI_QPN: u32 = 1;
+/// The GSI Q_Key.
+const GSI_QKEY: u32 = 0x8001_0000;
+/// Size of the GRH area at the start of a UD receive buffer.
+const GRH_LEN: usize = 40;
+/// `rdma_network_type` values.
+const RDMA_NETWORK_IPV4: u8 = 2;
+const RDMA_NETWORK_IPV6: u8 = 3;
+
+/// Transport of a QP.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpKind {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// The GSI QP (QP1): UD with management semantics.
+    Gsi,
+}
+
+impl QpKind {
+    fn proto(self) -> proto::QpType {
+        match self {
+            QpKind::Rc => proto::QpType::Rc,
+            QpKind::Uc => proto::QpType::Uc,
+            QpKind::Ud | QpKind::Gsi => proto::QpType::Ud,
+        }
+    }
+
+    fn is_ud(self) -> bool {
+        matches!(self, QpKind::Ud | QpKind::Gsi)
+    }
+}
+
+/// One scatter/gather element.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Sge {
+    /// Address (kernel VA for DMA MRs, IOVA for user/FR MRs).
+    pub(crate) addr: u64,
+    /// Length.
+    pub(crate) len: u32,
+    /// Local key.
+    pub(crate) lkey: u32,
+}
+
+/// What a send WR does.
+#[derive(Clone, Copy)]
+pub(crate) enum SendKind {
+    /// A transport operation handed to proto.
+    Transport(proto::SendOp),
+    /// Fast-register an MR with the pages recorded by `ib_map_mr_sg`.
+    RegMr(crate::mr::FastReg),
+    /// Invalidate an MR key.
+    LocalInv {
+        /// The key.
+        key: u32,
+    },
+}
+
+/// A posted send work request, as the driver keeps it.
+#[derive(Clone, Copy)]
+pub(crate) struct SendWr {
+    /// Consumer's id.
+    pub(crate) wr_id: u64,
+    /// Operation.
+    pub(crate) kind: SendKind,
+    /// `ib_wc_opcode` of its completion.
+    pub(crate) wc_opcode: u32,
+    /// Total local length.
+    pub(crate) len: u32,
+    /// Signaled completion.
+    pub(crate) signaled: bool,
+    /// Solicited event.
+    pub(crate) solicited: bool,
+    /// Fence.
+    pub(crate) fence: bool,
+    /// Inline data (copied at post time) instead of SGEs.
+    pub(crate) inline: bool,
+    /// SGEs in use.
+    pub(crate) num_sge: u32,
+    /// UD: destination.
+    pub(crate) ud: Option<(Av, proto::UdDest)>,
+}
+
+/// A posted receive work request.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RecvWr {
+    /// Consumer's id.
+    pub(crate) wr_id: u64,
+    /// SGEs in use.
+    pub(crate) num_sge: u32,
+    /// Sum of SGE lengths.
+    pub(crate) len: u32,
+}
+
+/// A ring of work requests with their SGEs (and inline bytes) in flat arrays.
+struct WrRing<T: Copy> {
+    wrs: KVec<Option<T>>,
+    sges: KVec<Sge>,
+    inline: KVec<u8>,
+    max_sge: usize,
+    max_inline: usize,
+    /// Next to post.
+    prod: u32,
+    /// Next to hand to the engine (sends only).
+    fed: u32,
+    /// Next to complete.
+    done: u32,
+}
+
+impl<T: Copy> WrRing<T> {
+    fn new(slots: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
+        let n = slots as usize;
+        let mut wrs = KVec::with_capacity(n, GFP_KERNEL)?;
+        wrs.extend_with(n, None, GFP_KERNEL)?;
+        let ns = n * max_sge as usize;
+        let mut sges = KVec::with_capacity(ns, GFP_KERNEL)?;
+        sges.extend_with(ns, Sge::default(), GFP_KERNEL)?;
+        let mut inline = KVec::new();
+        if max_inline > 0 {
+            let ni = n * max_inline as usize;
+            inline = KVec::with_capacity(ni, GFP_KERNEL)?;
+            inline.extend_with(ni, 0u8, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            wrs,
+            sges,
+            inline,
+            max_sge: max_sge as usize,
+            max_inline: max_inline as usize,
+            prod: 0,
+            fed: 0,
+            done: 0,
+        })
+    }
+
+    fn slots(&self) -> u32 {
+        self.wrs.len() as u32
+    }
+
+    fn idx(&self, i: u32) -> usize {
+        match self.slots() {
+            0 => 0,
+            n => (i % n) as usize,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.prod.wrapping_sub(self.done) >= self.slots()
+    }
+
+    fn get(&self, i: u32) -> Option<T> {
+        self.wrs.get(self.idx(i)).copied().flatten()
+    }
+
+    fn sges(&self, i: u32, n: u32) -> &[Sge] {
+        let s = self.idx(i) * self.max_sge;
+        let n = (n as usize).min(self.max_sge);
+        self.sges.get(s..s + n).unwrap_or(&[])
+    }
+
+    fn inline(&self, i: u32, n: u32) -> &[u8] {
+        let s = self.idx(i) * self.max_inline;
+        let n = (n as usize).min(self.max_inline);
+        self.inline.get(s..s + n).unwrap_or(&[])
+    }
+
+    /// Stores a WR at `prod` and advances it. The caller checked `full()`.
+    fn push(&mut self, wr: T, sges: &[Sge], inline: Option<&[u8]>) -> Result {
+        if sges.len() > self.max_sge {
+            return Err(EINVAL);
+        }
+        let i = self.idx(self.prod);
+        let s = i * self.max_sge;
+        for (d, v) in self.sges.get_mut(s..s + sges.len()).ok_or(EINVAL)?.iter_mut().zip(sges) {
+            *d = *v;
+        }
+        if let Some(data) = inline {
+            if data.len() > self.max_inline {
+                return Err(EINVAL);
+            }
+            let s = i * self.max_inline;
+            self.inline
+                .get_mut(s..s + data.len())
+                .ok_or(EINVAL)?
+                .copy_from_slice(data);
+        }
+        *self.wrs.get_mut(i).ok_or(EINVAL)? = Some(wr);
+        self.prod = self.prod.wrapping_add(1);
+        Ok(())
+    }
+}
+
+/// Received packets waiting for the work.
+struct RxRing {
+    skbs: KVec<Option<SkBuff>>,
+    head: usize,
+    len: usize,
+}
+
+/// Attributes reported back by query_qp.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpAttrs {
+    /// IB QP state (`ib_qp_state`).
+    pub(crate) state: u32,
+    /// Path MTU (`ib_mtu`).
+    pub(crate) path_mtu: u32,
+    /// Q_Key.
+    pub(crate) qkey: u32,
+    /// Receive PSN.
+    pub(crate) rq_psn: u32,
+    /// Send PSN.
+    pub(crate) sq_psn: u32,
+    /// Destination QPN.
+    pub(crate) dest_qpn: u32,
+    /// Access flags.
+    pub(crate) access: u32,
+    /// Timeout.
+    pub(crate) timeout: u8,
+    /// Retry count.
+    pub(crate) retry_cnt: u8,
+    /// RNR retry.
+    pub(crate) rnr_retry: u8,
+    /// Min RNR timer.
+    pub(crate) min_rnr_timer: u8,
+    /// Max outstanding RD/atomic (initiator).
+    pub(crate) max_rd_atomic: u8,
+    /// Max outstanding RD/atomic (responder).
+    pub(crate) max_dest_rd_atomic: u8,
+    /// Address vector.
+    pub(crate) av: Option<Av>,
+}
+
+/// A modify_qp request, decoded from `ib_qp_attr` + mask by the glue.
+#[derive(Default)]
+pub(crate) struct ModifyArgs {
+    /// New IB state.
+    pub(crate) state: Option<u32>,
+    /// Address vector.
+    pub(crate) av: Option<Av>,
+    /// Path MTU (`ib_mtu`).
+    pub(crate) path_mtu: Option<u32>,
+    /// Destination QPN.
+    pub(crate) dest_qpn: Option<u32>,
+    /// Q_Key.
+    pub(crate) qkey: Option<u32>,
+    /// Send PSN.
+    pub(crate) sq_psn: Option<u32>,
+    /// Receive PSN.
+    pub(crate) rq_psn: Option<u32>,
+    /// Timeout.
+    pub(crate) timeout: Option<u8>,
+    /// Retry count.
+    pub(crate) retry_cnt: Option<u8>,
+    /// RNR retry.
+    pub(crate) rnr_retry: Option<u8>,
+    /// Min RNR timer.
+    pub(crate) min_rnr_timer: Option<u8>,
+    /// Max outstanding RD/atomic (initiator).
+    pub(crate) max_rd_atomic: Option<u8>,
+    /// Max outstanding RD/atomic (responder).
+    pub(crate) max_dest_rd_atomic: Option<u8>,
+    /// Access flags.
+    pub(crate) access: Option<u32>,
+}
+
+/// Protocol state, touched only from process context (the work, modify, query).
+struct Engine {
+    proto: KBox<ProtoQp>,
+    attrs: QpAttrs,
+    /// UDP source port (flow entropy).
+    sport: u16,
+}
+
+/// What create_qp asks for.
+pub(crate) struct QpInit {
+    /// Kind.
+    pub(crate) kind: QpKind,
+    /// QP number.
+    pub(crate) qpn: u32,
+    /// PD identity.
+    pub(crate) pd: usize,
+    /// Send CQ.
+    pub(crate) send_cq: CqPtr,
+    /// Receive CQ.
+    pub(crate) recv_cq: CqPtr,
+    /// Send queue size.
+    pub(crate) max_send_wr: u32,
+    /// Receive queue size.
+    pub(crate) max_recv_wr: u32,
+    /// SGEs per send WR.
+    pub(crate) max_send_sge: u32,
+    /// SGEs per receive WR.
+    pub(crate) max_recv_sge: u32,
+    /// Inline bytes per send WR.
+    pub(crate) max_inline: u32,
+    /// Signal all send WRs.
+    pub(crate) sig_all: bool,
+    /// The `ib_qp` (kernel CQ entries carry it).
+    pub(crate) ibqp_addr: u64,
+}
+
+/// A queue pair's shared state.
+#[pin_data]
+pub(crate) struct Qp {
+    // Event sources first: on drop they are shut down (timers, then work) before the state
+    // they use goes.
+    timers: [Timer; 2],
+    work: Work,
+    /// QP number.
+    pub(crate) qpn: u32,
+    /// Kind.
+    pub(crate) kind: QpKind,
+    pd: usize,
+    dev: DevPtr,
+    send_cq: CqPtr,
+    recv_cq: CqPtr,
+    sig_all: bool,
+    ibqp_addr: u64,
+    dead: AtomicBool,
+    in_error: AtomicBool,
+    /// Timers that fired (bit per proto::TimerKind).
+    fired: AtomicU32,
+    #[pin]
+    sq: IrqSpinLock<WrRing<SendWr>>,
+    #[pin]
+    rq: IrqSpinLock<WrRing<RecvWr>>,
+    #[pin]
+    rx: IrqSpinLock<RxRing>,
+    #[pin]
+    engine: Mutex<Engine>,
+}
+
+fn timer_kind(id: usize) -> proto::TimerKind {
+    if id == 0 {
+        proto::TimerKind::Retransmit
+    } else {
+        proto::TimerKind::Rnr
+    }
+}
+
+fn timer_idx(k: proto::TimerKind) -> usize {
+    match k {
+        proto::TimerKind::Retransmit => 0,
+        proto::TimerKind::Rnr => 1,
+    }
+}
+
+fn wc_status(s: proto::WcStatus) -> u32 {
+    use proto::WcStatus::*;
+    match s {
+        Success => b::ib_wc_status_IB_WC_SUCCESS,
+        LocLenErr => b::ib_wc_status_IB_WC_LOC_LEN_ERR,
+        LocQpOpErr => b::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+        RemInvReqErr => b::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+        RemAccessErr => b::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+        RemOpErr => b::ib_wc_status_IB_WC_REM_OP_ERR,
+        RetryExcErr => b::ib_wc_status_IB_WC_RETRY_EXC_ERR,
+        RnrRetryExcErr => b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+        WrFlushErr => b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+        BadRespErr => b::ib_wc_status_IB_WC_BAD_RESP_ERR,
+    }
+}
+
+fn ib_state(s: proto::QpState) -> u32 {
+    match s {
+        proto::QpState::Reset => b::ib_qp_state_IB_QPS_RESET,
+        proto::QpState::Init => b::ib_qp_state_IB_QPS_INIT,
+        proto::QpState::Rtr => b::ib_qp_state_IB_QPS_RTR,
+        proto::QpState::Rts => b::ib_qp_state_IB_QPS_RTS,
+        proto::QpState::Error => b::ib_qp_state_IB_QPS_ERR,
+    }
+}
+
+impl Qp {
+    /// Creates a QP (in Reset).
+    pub(crate) fn new(dev: DevPtr, init: &QpInit) -> Result<Arc<Qp>> {
+        if init.max_send_wr > MAX_QP_WR
+            || init.max_recv_wr > MAX_QP_WR
+            || init.max_send_sge > MAX_SGE
+            || init.max_recv_sge > MAX_SGE
+            || init.max_inline > MAX_INLINE
+        {
+            return Err(EINVAL);
+        }
+        let sq = WrRing::new(init.max_send_wr.max(1), init.max_send_sge.max(1), init.max_inline)?;
+        let rq = WrRing::new(init.max_recv_wr.max(1), init.max_recv_sge.max(1), 0)?;
+        let mut skbs = KVec::with_capacity(RX_RING, GFP_KERNEL)?;
+        for _ in 0..RX_RING {
+            skbs.push(None, GFP_KERNEL)?;
+        }
+        let mut cfg = proto::QpConfig {
+            qpn: init.qpn,
+            qp_type: init.kind.proto(),
+            ..Default::default()
+        };
+        if init.kind == QpKind::Gsi {
+            cfg.qkey = GSI_QKEY;
+        }
+        // The protocol state is large (kilobytes): copy the empty QP straight into its heap
+        // slot and initialise it there, never on the kernel stack.
+        let mut proto_qp = crate::glue::mem::boxed_copy(&EMPTY_QP)?;
+        proto_qp.reset(cfg);
+        let engine = Engine {
+            proto: proto_qp,
+            attrs: QpAttrs {
+                qkey: cfg.qkey,
+                ..Default::default()
+            },
+            sport: 0xc000 | (init.qpn & 0x3fff) as u16,
+        };
+        let uninit = UniqueArc::<Qp>::new_uninit(GFP_KERNEL)?;
+        let this: *const Qp = uninit.as_ptr();
+        // SAFETY: `this` is where the Qp is initialised below, before anything can queue the
+        // work or arm a timer (nothing references the QP yet); the Qp owns both and drops
+        // them (waiting for their callbacks) before its memory goes.
+        let (work, t0, t1) = unsafe { (Work::new(this)?, Timer::new(this, 0)?, Timer::new(this, 1)?) };
+        let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
+        let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
+        let rx_init = new_irq_spinlock!(RxRing { skbs, head: 0, len: 0 }, "rrxe_qp_rx");
+        let engine_init = kernel::new_mutex!(engine, "rrxe_qp_engine");
+        let qp = uninit.pin_init_with(try_pin_init!(Qp {
+            timers: [t0, t1],
+            work,
+            qpn: init.qpn,
+            kind: init.kind,
+            pd: init.pd,
+            dev,
+            send_cq: init.send_cq,
+            recv_cq: init.recv_cq,
+            sig_all: init.sig_all,
+            ibqp_addr: init.ibqp_addr,
+            dead: AtomicBool::new(false),
+            in_error: AtomicBool::new(false),
+            fired: AtomicU32::new(0),
+            sq <- sq_init,
+            rq <- rq_init,
+            rx <- rx_init,
+            engine <- engine_init,
+        }? Error))?;
+        Ok(qp.into())
+    }
+
+    /// Current IB state.
+    pub(crate) fn attrs(&self) -> QpAttrs {
+        let e = self.engine.lock();
+        let mut a = e.attrs;
+        a.state = ib_state(e.proto.state());
+        a
+    }
+
+    /// Stops all activity before destruction (process context): no more work, timers or
+    /// received packets. The caller has removed the QP from the device's QP table.
+    pub(crate) fn shutdown(&self) {
+        self.dead.store(true, Ordering::Release);
+        for t in &self.timers {
+            t.shutdown();
+        }
+        self.work.cancel_sync();
+        // Anything still queued is freed with the QP.
+    }
+
+    fn kick(&self) {
+        if !self.dead.load(Ordering::Acquire) {
+            self.work.queue();
+        }
+    }
+
+    /// Posts a send WR (any context). `inline` holds the data of an inline send.
+    pub(crate) fn post_send(&self, wr: SendWr, sges: &[Sge], inline: Option<&[u8]>) -> Result {
+        {
+            let mut sq = self.sq.lock();
+            if sq.full() {
+                return Err(ENOMEM);
+            }
+            sq.push(wr, sges, inline)?;
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// Posts a receive WR (any context).
+    pub(crate) fn post_recv(&self, wr: RecvWr, sges: &[Sge]) -> Result {
+        {
+            let mut rq = self.rq.lock();
+            if rq.full() {
+                return Err(ENOMEM);
+            }
+            rq.push(wr, sges, None)?;
+        }
+        if self.in_error.load(Ordering::Acquire) {
+            self.kick();
+        }
+        Ok(())
+    }
+
+    /// Queues a received packet for this QP (softirq). Returns false if it was dropped
+    /// (the skb is freed).
+    fn enqueue_rx(&self, skb: SkBuff) -> bool {
+        if self.dead.load(Ordering::Acquire) {
+            return false;
+        }
+        {
+            let mut rx = self.rx.lock();
+            if rx.len >= rx.skbs.len() {
+                return false;
+            }
+            let n = rx.skbs.len();
+            let i = (rx.head + rx.len) % n;
+            if let Some(slot) = rx.skbs.get_mut(i) {
+                *slot = Some(skb);
+            }
+            rx.len += 1;
+        }
+        self.kick();
+        true
+    }
+
+    fn rx_pop(&self) -> Option<SkBuff> {
+        let mut rx = self.rx.lock();
+        if rx.len == 0 {
+            return None;
+        }
+        let n = rx.skbs.len();
+        let h = rx.head;
+        rx.head = (h + 1) % n;
+        rx.len -= 1;
+        rx.skbs.get_mut(h).and_then(Option::take)
+    }
+
+    /// Applies a modify_qp request.
+    pub(crate) fn modify(&self, m: &ModifyArgs) -> Result {
+        let mut eng = self.engine.lock();
+        let mut pm = proto::ModifyQp::default();
+        if let Some(s) = m.state {
+            pm.state = Some(match s {
+                b::ib_qp_state_IB_QPS_RESET => proto::QpState::Reset,
+                b::ib_qp_state_IB_QPS_INIT => proto::QpState::Init,
+                b::ib_qp_state_IB_QPS_RTR => proto::QpState::Rtr,
+                b::ib_qp_state_IB_QPS_RTS => proto::QpState::Rts,
+                b::ib_qp_state_IB_QPS_ERR => proto::QpState::Error,
+                _ => return Err(crate::glue::eopnotsupp()),
+            });
+        }
+        if let Some(mtu) = m.path_mtu {
+            pm.mtu = Some(proto::Mtu::from_ib(mtu as u8).ok_or(EINVAL)?);
+            eng.attrs.path_mtu = mtu;
+        }
+        if let Some(v) = m.dest_qpn {
+            pm.dest_qpn = Some(v);
+            eng.attrs.dest_qpn = v;
+            eng.sport = 0xc000 | ((self.qpn ^ v) & 0x3fff) as u16;
+        }
+        if let Some(v) = m.qkey {
+            pm.qkey = Some(v);
+            eng.attrs.qkey = v;
+        }
+        if let Some(v) = m.sq_psn {
+            pm.sq_psn = Some(proto::Psn::new(v));
+            eng.attrs.sq_psn = v;
+        }
+        if let Some(v) = m.rq_psn {
+            pm.rq_psn = Some(proto::Psn::new(v));
+            eng.attrs.rq_psn = v;
+        }
+        if let Some(v) = m.timeout {
+            pm.timeout = Some(v);
+            eng.attrs.timeout = v;
+        }
+        if let Some(v) = m.retry_cnt {
+            pm.retry_cnt = Some(v);
+            eng.attrs.retry_cnt = v;
+        }
+        if let Some(v) = m.rnr_retry {
+            pm.rnr_retry = Some(v);
+            eng.attrs.rnr_retry = v;
+        }
+        if let Some(v) = m.min_rnr_timer {
+            pm.min_rnr_timer = Some(v);
+            eng.attrs.min_rnr_timer = v;
+        }
+        if let Some(v) = m.max_rd_atomic {
+            pm.max_rd_atomic = Some(v.max(1));
+            eng.attrs.max_rd_atomic = v;
+        }
+        if let Some(v) = m.max_dest_rd_atomic {
+            eng.attrs.max_dest_rd_atomic = v;
+        }
+        if let Some(v) = m.access {
+            eng.attrs.access = v;
+        }
+        if let Some(av) = m.av {
+            eng.attrs.av = Some(av);
+        }
+        let ndev = self.dev.get().netdev();
+        let Engine { proto, attrs, sport } = &mut *eng;
+        let mut sink = Sink {
+            qp: self,
+            av: attrs.av,
+            sport: *sport,
+            ndev: ndev.as_deref(),
+            pkt: None,
+        };
+        proto.modify(&pm, &mut sink).map_err(|_| EINVAL)?;
+        let err = proto.state() == proto::QpState::Error;
+        self.in_error.store(err, Ordering::Release);
+        if err {
+            self.flush_unfed_sends();
+            self.flush_recvs();
+        }
+        if proto.state() == proto::QpState::Reset {
+            self.reset_rings();
+        }
+        drop(eng);
+        self.kick();
+        Ok(())
+    }
+
+    fn reset_rings(&self) {
+        {
+            let mut sq = self.sq.lock();
+            sq.prod = 0;
+            sq.fed = 0;
+            sq.done = 0;
+        }
+        let mut rq = self.rq.lock();
+        rq.prod = 0;
+        rq.done = 0;
+    }
+
+    fn complete_send(&self, wr: &SendWr, status: u32, byte_len: u32) {
+        if status != b::ib_wc_status_IB_WC_SUCCESS || wr.signaled || self.sig_all {
+            let c = Completion {
+                wr_id: wr.wr_id,
+                status,
+                opcode: wr.wc_opcode,
+                byte_len,
+                qp_num: self.qpn,
+                qp_addr: self.ibqp_addr,
+                ..Default::default()
+            };
+            self.send_cq.complete(&c, false);
+        }
+    }
+
+    /// Completes send WRs never handed to proto with WR_FLUSH_ERR (QP in error).
+    fn flush_unfed_sends(&self) {
+        loop {
+            let wr = {
+                let mut sq = self.sq.lock();
+                if sq.fed == sq.prod {
+                    break;
+                }
+                let wr = sq.get(sq.fed);
+                sq.fed = sq.fed.wrapping_add(1);
+                sq.done = sq.fed;
+                wr
+            };
+            if let Some(wr) = wr {
+                self.complete_send(&wr, b::ib_wc_status_IB_WC_WR_FLUSH_ERR, 0);
+            }
+        }
+    }
+
+    /// Completes every posted receive with WR_FLUSH_ERR.
+    fn flush_recvs(&self) {
+        loop {
+            let wr = {
+                let mut rq = self.rq.lock();
+                if rq.done == rq.prod {
+                    break;
+                }
+                let wr = rq.get(rq.done);
+                rq.done = rq.done.wrapping_add(1);
+                wr
+            };
+            if let Some(wr) = wr {
+                let c = Completion {
+                    wr_id: wr.wr_id,
+                    status: b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+                    opcode: b::ib_wc_opcode_IB_WC_RECV,
+                    qp_num: self.qpn,
+                    qp_addr: self.ibqp_addr,
+                    ..Default::default()
+                };
+                self.recv_cq.complete(&c, false);
+            }
+        }
+    }
+
+    /// Copies bytes into (or out of) a WR's scatter/gather list at `offset`.
+    fn wr_buffer_copy(&self, sges: &[Sge], mut offset: u32, buf: &mut Xfer<'_>) -> bool {
+        let mrs = &self.dev.get().data().mrs;
+        let need = match buf {
+            Xfer::To(_) => access::LOCAL_WRITE,
+            Xfer::From(_) => 0,
+        };
+        let mut done = 0usize;
+        for sge in sges {
+            if done == buf.len() {
+                break;
+            }
+            if offset >= sge.len {
+                offset -= sge.len;
+                continue;
+            }
+            let n = core::cmp::min((sge.len - offset) as usize, buf.len() - done);
+            let Some(mut chunk) = buf.sub(done, n) else {
+                return false;
+            };
+            let va = sge.addr.wrapping_add(u64::from(offset));
+            let r = mrs.with(sge.lkey, self.pd, |r| r.copy(va, &mut chunk, need));
+            if !matches!(r, Ok(Ok(()))) {
+                return false;
+            }
+            done += n;
+            offset = 0;
+        }
+        done == buf.len()
+    }
+
+    /// The work: drive the engine with everything that arrived.
+    fn run(&self) {
+        if self.dead.load(Ordering::Acquire) {
+            return;
+        }
+        let mut eng = self.engine.lock();
+        let ndev = self.dev.get().netdev();
+        let counters = &self.dev.get().data().counters;
+        let Engine { proto, attrs, sport } = &mut *eng;
+        let mut sink = Sink {
+            qp: self,
+            av: attrs.av,
+            sport: *sport,
+            ndev: ndev.as_deref(),
+            pkt: None,
+        };
+
+        // 1. Timers.
+        let fired = self.fired.swap(0, Ordering::AcqRel);
+        for id in 0..2 {
+            if fired & (1 << id) != 0 {
+                proto.on_timer(timer_kind(id), &mut sink);
+            }
+        }
+
+        // 2. Received packets.
+        let mut env = Env {
+            qp: self,
+            access: attrs.access,
+        };
+        for _ in 0..RX_BUDGET {
+            let Some(mut skb) = self.rx_pop() else { break };
+            let smac = skb.smac();
+            let _ = skb.linearize();
+            let Some((ip_pkt, l3)) = skb.ip_packet() else { continue };
+            let Some(ib) = ip_pkt.get(l3 + 8..) else { continue };
+            let Ok(pkt) = proto::parse_packet(ib) else { continue };
+            let mut psink = Sink {
+                qp: self,
+                av: sink.av,
+                sport: sink.sport,
+                ndev: sink.ndev,
+                pkt: Some(RxCtx {
+                    ib,
+                    ip_hdr: ip_pkt.get(..l3).unwrap_or(&[]),
+                    smac,
+                }),
+            };
+            let st = proto.on_packet(&pkt, &mut env, &mut psink);
+            match st {
+                proto::RxStatus::Ok => {}
+                proto::RxStatus::Duplicate => counters.inc(Counter::DuplicateRequests),
+                proto::RxStatus::OutOfSequence => counters.inc(Counter::SeqErrors),
+                proto::RxStatus::NoRecv => counters.inc(Counter::RnrNaksSent),
+                _ => counters.inc(Counter::RxDropMalformed),
+            }
+        }
+
+        // 3. New send WRs, in order.
+        loop {
+            let (idx, wr, sge_len) = {
+                let sq = self.sq.lock();
+                if sq.fed == sq.prod {
+                    break;
+                }
+                (sq.fed, sq.get(sq.fed), sq.done)
+            };
+            let Some(wr) = wr else { break };
+            let _ = sge_len;
+            match wr.kind {
+                SendKind::Transport(op) => {
+                    let w = proto::SendWqe {
+                        id: proto::WqeId(u64::from(idx)),
+                        op,
+                        len: wr.len,
+                        signaled: true,
+                        solicited: wr.solicited,
+                        fence: wr.fence,
+                        ud: wr.ud.map(|(_, d)| d),
+                    };
+                    match proto.post_send(w, &mut sink) {
+                        Ok(()) => {}
+                        Err(proto::PostError::Full) => break,
+                        Err(_) => {
+                            // Invalid for the QP's state or type: complete it in order.
+                            if !proto.send_queue().is_empty() {
+                                break;
+                            }
+                            self.complete_send(&wr, b::ib_wc_status_IB_WC_LOC_QP_OP_ERR, 0);
+                            let mut sq = self.sq.lock();
+                            sq.done = sq.done.wrapping_add(1);
+                        }
+                    }
+                    let mut sq = self.sq.lock();
+                    sq.fed = sq.fed.wrapping_add(1);
+                }
+                SendKind::RegMr(_) | SendKind::LocalInv { .. } => {
+                    // Local operations complete in order: wait for the transport ones.
+                    if !proto.send_queue().is_empty() {
+                        break;
+                    }
+                    let ok = match wr.kind {
+                        SendKind::RegMr(fr) => self.dev.get().data().mrs.fast_reg(&fr, self.pd).is_ok(),
+                        SendKind::LocalInv { key } => self.dev.get().data().mrs.invalidate(key, self.pd).is_ok(),
+                        SendKind::Transport(_) => false,
+                    };
+                    let st = if ok {
+                        b::ib_wc_status_IB_WC_SUCCESS
+                    } else {
+                        b::ib_wc_status_IB_WC_LOC_PROT_ERR
+                    };
+                    self.complete_send(&wr, st, 0);
+                    let mut sq = self.sq.lock();
+                    sq.fed = sq.fed.wrapping_add(1);
+                    sq.done = sq.done.wrapping_add(1);
+                }
+            }
+        }
+
+        // 4. Transmit.
+        let more = proto.poll_tx(TX_BUDGET, &mut sink);
+
+        if proto.state() == proto::QpState::Error {
+            self.in_error.store(true, Ordering::Release);
+            self.flush_unfed_sends();
+            self.flush_recvs();
+        }
+        let pending_rx = self.rx.lock().len > 0;
+        drop(eng);
+        if more || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
+            self.kick();
+        }
+    }
+}
+
+impl WorkTarget for Qp {
+    fn run_work(&self) {
+        self.run();
+    }
+}
+
+impl TimerTarget for Qp {
+    fn run_timer(&self, id: usize) {
+        self.fired.fetch_or(1 << id.min(1), Ordering::AcqRel);
+        self.kick();
+    }
+}
+
+/// The received packet an action refers to.
+#[derive(Clone, Copy)]
+struct RxCtx<'a> {
+    /// The IB packet (BTH to ICRC): `PktRange`s index into it.
+    ib: &'a [u8],
+    /// The IP header (for the GRH of UD receives).
+    ip_hdr: &'a [u8],
+    smac: [u8; 6],
+}
+
+/// Applies proto's actions as they come.
+struct Sink<'a> {
+    qp: &'a Qp,
+    av: Option<Av>,
+    sport: u16,
+    ndev: Option<&'a NetDev>,
+    pkt: Option<RxCtx<'a>>,
+}
+
+impl Sink<'_> {
+    fn pkt_bytes(&self, r: proto::PktRange) -> Option<&[u8]> {
+        let p = self.pkt?;
+        p.ib.get(r.off as usize..(r.off as usize).checked_add(r.len as usize)?)
+    }
+
+    fn send(&mut self, tx: &proto::TxPacket) {
+        let qp = self.qp;
+        let counters = &qp.dev.get().data().counters;
+        let Some(ndev) = self.ndev else {
+            counters.inc(Counter::RxDropNoMem);
+            return;
+        };
+        let av = match tx.ud_wqe {
+            Some(id) => qp.sq.lock().get(id.0 as u32).and_then(|w| w.ud.map(|(av, _)| av)),
+            None => self.av,
+        };
+        let Some(av) = av else { return };
+        let len = tx.payload.len();
+        let fill = |buf: &mut [u8]| -> bool {
+            match tx.payload {
+                proto::Payload::None => true,
+                proto::Payload::Inline(v) => {
+                    let n = buf.len().min(8);
+                    match (buf.get_mut(..n), v.get(..n)) {
+                        (Some(d), Some(s)) => {
+                            d.copy_from_slice(s);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                proto::Payload::Mr { rkey, va, .. } => {
+                    let r = qp.dev.get().data().mrs.with(rkey, qp.pd, |r| {
+                        r.copy(va, &mut Xfer::From(buf), access::REMOTE_READ)
+                    });
+                    matches!(r, Ok(Ok(())))
+                }
+                proto::Payload::Wqe { id, offset, .. } => {
+                    let i = id.0 as u32;
+                    let sq = qp.sq.lock();
+                    let Some(wr) = sq.get(i) else { return false };
+                    if wr.inline {
+                        let data = sq.inline(i, wr.len);
+                        match data.get(offset as usize..offset as usize + buf.len()) {
+                            Some(s) => {
+                                buf.copy_from_slice(s);
+                                true
+                            }
+                            None => false,
+                        }
+                    } else {
+                        let sges = sq.sges(i, wr.num_sge);
+                        qp.wr_buffer_copy(sges, offset, &mut Xfer::From(buf))
+                    }
+                }
+            }
+        };
+        match crate::net::transmit(ndev, &av, self.sport, &tx.hdrs, len, fill) {
+            Ok(()) => counters.inc(Counter::SentPkts),
+            Err(_) => counters.inc(Counter::TxDrops),
+        }
+    }
+
+    fn place_wqe(&self, id: proto::WqeId, offset: u32, data: &[u8]) {
+        let qp = self.qp;
+        let i = id.0 as u32;
+        let sq = qp.sq.lock();
+        if let Some(wr) = sq.get(i) {
+            let sges = sq.sges(i, wr.num_sge);
+            let _ = qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data));
+        }
+    }
+
+    fn place_recv(&self, offset: u32, data: &[u8]) {
+        let qp = self.qp;
+        let rq = qp.rq.lock();
+        if rq.done == rq.prod {
+            return;
+        }
+        if let Some(wr) = rq.get(rq.done) {
+            let sges = rq.sges(rq.done, wr.num_sge);
+            let _ = qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data));
+        }
+    }
+
+    fn recv_complete(&mut self, c: &proto::RecvCompletion) {
+        let qp = self.qp;
+        let wr = {
+            let mut rq = qp.rq.lock();
+            if rq.done == rq.prod {
+                return;
+            }
+            let wr = rq.get(rq.done);
+            if let (Some(wr), Some(p), true) = (wr, self.pkt, qp.kind.is_ud()) {
+                // The GRH area: the IPv6 header, or the IPv4 header in its last 20 bytes.
+                let mut grh = [0u8; GRH_LEN];
+                let h = p.ip_hdr;
+                let at = GRH_LEN.saturating_sub(h.len());
+                if let Some(d) = grh.get_mut(at..at + h.len()) {
+                    d.copy_from_slice(h);
+                }
+                let sges = rq.sges(rq.done, wr.num_sge);
+                let _ = qp.wr_buffer_copy(sges, 0, &mut Xfer::To(&grh));
+            }
+            rq.done = rq.done.wrapping_add(1);
+            wr
+        };
+        let Some(wr) = wr else { return };
+        let mut flags = 0;
+        let mut ex = 0;
+        if let Some(imm) = c.imm {
+            flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
+            ex = imm;
+        } else if let Some(k) = c.inv_rkey {
+            flags |= b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+            ex = k;
+            let _ = qp.dev.get().data().mrs.invalidate(k, qp.pd);
+        }
+        let mut comp = Completion {
+            wr_id: wr.wr_id,
+            status: wc_status(c.status),
+            opcode: match c.kind {
+                proto::RecvKind::Send => b::ib_wc_opcode_IB_WC_RECV,
+                proto::RecvKind::WriteImm => b::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+            },
+            byte_len: c.byte_len,
+            ex,
+            qp_num: qp.qpn,
+            src_qp: c.src_qp,
+            wc_flags: flags,
+            qp_addr: qp.ibqp_addr,
+            ..Default::default()
+        };
+        if qp.kind.is_ud() {
+            if let Some(p) = self.pkt {
+                comp.wc_flags |= b::ib_wc_flags_IB_WC_GRH
+                    | b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE
+                    | b::ib_wc_flags_IB_WC_WITH_SMAC;
+                comp.network_hdr_type = if p.ip_hdr.len() == 40 {
+                    RDMA_NETWORK_IPV6
+                } else {
+                    RDMA_NETWORK_IPV4
+                };
+                comp.smac = p.smac;
+            }
+        }
+        qp.recv_cq.complete(&comp, c.solicited);
+    }
+
+    fn send_complete(&mut self, c: &proto::SendCompletion) {
+        let qp = self.qp;
+        let wr = {
+            let mut sq = qp.sq.lock();
+            let wr = sq.get(c.id.0 as u32);
+            sq.done = (c.id.0 as u32).wrapping_add(1);
+            wr
+        };
+        if let Some(wr) = wr {
+            qp.complete_send(&wr, wc_status(c.status), c.byte_len);
+        }
+    }
+}
+
+impl ActionSink for Sink<'_> {
+    fn push(&mut self, a: Action) {
+        let qp = self.qp;
+        match a {
+            Action::Send(tx) => self.send(&tx),
+            Action::PlaceWqe { id, offset, src } => {
+                if let Some(data) = self.pkt_bytes(src) {
+                    self.place_wqe(id, offset, data);
+                }
+            }
+            Action::AtomicResult { id, value } => {
+                self.place_wqe(id, 0, &value.to_ne_bytes());
+            }
+            Action::PlaceRecv { offset, src } => {
+                if let Some(data) = self.pkt_bytes(src) {
+                    self.place_recv(offset, data);
+                }
+            }
+            Action::PlaceMr { rkey, va, src } => {
+                if let Some(data) = self.pkt_bytes(src) {
+                    let _ = qp.dev.get().data().mrs.with(rkey, qp.pd, |r| {
+                        r.copy(va, &mut Xfer::To(data), access::REMOTE_WRITE)
+                    });
+                }
+            }
+            Action::SendComplete(c) => self.send_complete(&c),
+            Action::RecvComplete(c) => self.recv_complete(&c),
+            Action::FlushRecvQueue => qp.flush_recvs(),
+            Action::ArmTimer { kind, usecs } => {
+                if let Some(t) = qp.timers.get(timer_idx(kind)) {
+                    t.arm(usecs);
+                }
+            }
+            Action::CancelTimer(kind) => {
+                if let Some(t) = qp.timers.get(timer_idx(kind)) {
+                    t.cancel();
+                }
+            }
+            Action::StateChanged(_) => {}
+        }
+    }
+}
+
+/// The responder's view of memory and receive buffers.
+struct Env<'a> {
+    qp: &'a Qp,
+    /// Remote access the QP grants (IB_ACCESS_*).
+    access: u32,
+}
+
+fn need_bits(a: proto::Access) -> u32 {
+    match a {
+        proto::Access::RemoteWrite => access::REMOTE_WRITE,
+        proto::Access::RemoteRead => access::REMOTE_READ,
+        proto::Access::RemoteAtomic => access::REMOTE_ATOMIC,
+        proto::Access::Flush => access::FLUSH_GLOBAL,
+    }
+}
+
+fn map_err(e: crate::mr::AccessError) -> proto::AccessError {
+    match e {
+        crate::mr::AccessError::BadKey => proto::AccessError::BadKey,
+        crate::mr::AccessError::OutOfBounds => proto::AccessError::OutOfBounds,
+        crate::mr::AccessError::NoPermission => proto::AccessError::NoPermission,
+    }
+}
+
+impl ResponderEnv for Env<'_> {
+    fn check_access(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        a: proto::Access,
+    ) -> Result<(), proto::AccessError> {
+        let need = need_bits(a);
+        // The QP itself must allow the remote operation (except FLUSH, checked on the MR).
+        if a != proto::Access::Flush && self.access & need != need {
+            return Err(proto::AccessError::NoPermission);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        match mrs.with(rkey, self.qp.pd, |r| r.check(va, u64::from(len), need)) {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
+
+    fn atomic(&mut self, rkey: u32, va: u64, op: proto::AtomicOp) -> Result<u64, proto::AccessError> {
+        if self.access & access::REMOTE_ATOMIC == 0 {
+            return Err(proto::AccessError::NoPermission);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        let r = mrs.with(rkey, self.qp.pd, |r| r.atomic(va, op));
+        match r {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
+
+    fn atomic_write(&mut self, rkey: u32, va: u64, value: u64) -> Result<(), proto::AccessError> {
+        if self.access & access::REMOTE_WRITE == 0 {
+            return Err(proto::AccessError::NoPermission);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        let r = mrs.with(rkey, self.qp.pd, |r| r.atomic_write(va, value));
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
+
+    fn recv_head_len(&mut self) -> Option<u32> {
+        let rq = self.qp.rq.lock();
+        if rq.done == rq.prod {
+            return None;
+        }
+        rq.get(rq.done).map(|w| w.len)
+    }
+}
+
+/// A slot of the QP table.
+enum Slot {
+    Free,
+    Reserved,
+    Used(Arc<Qp>),
+}
+
+/// Most QPs per device.
+pub(crate) const MAX_QP: usize = 4096;
+/// First QPN handed to ordinary QPs.
+const FIRST_QPN: usize = 16;
+
+struct Slots {
+    slots: KVec<Slot>,
+    next: usize,
+}
+
+/// A device's QPs by number; the receive path finds its QP here.
+#[pin_data]
+pub(crate) struct QpTable {
+    #[pin]
+    inner: IrqSpinLock<Slots>,
+}
+
+impl QpTable {
+    /// A table for [`MAX_QP`] QPs.
+    pub(crate) fn new() -> Result<impl PinInit<Self>> {
+        let mut slots = KVec::with_capacity(MAX_QP, GFP_KERNEL)?;
+        for _ in 0..MAX_QP {
+            slots.push(Slot::Free, GFP_KERNEL)?;
+        }
+        Ok(pin_init!(QpTable {
+            inner <- new_irq_spinlock!(Slots { slots, next: FIRST_QPN }, "rrxe_qp_table"),
+        }))
+    }
+
+    /// Reserves a QP number (1 for the GSI QP).
+    pub(crate) fn reserve(&self, gsi: bool) -> Result<u32> {
+        let mut t = self.inner.lock();
+        if gsi {
+            return match t.slots.get_mut(GSI_QPN as usize) {
+                Some(s @ Slot::Free) => {
+                    *s = Slot::Reserved;
+                    Ok(GSI_QPN)
+                }
+                _ => Err(EBUSY),
+            };
+        }
+        let n = t.slots.len();
+        for k in 0..n {
+            let i = FIRST_QPN + (t.next - FIRST_QPN + k) % (n - FIRST_QPN);
+            if let Some(s @ Slot::Free) = t.slots.get_mut(i) {
+                *s = Slot::Reserved;
+                t.next = if i + 1 >= n { FIRST_QPN } else { i + 1 };
+                return Ok(i as u32);
+            }
+        }
+        Err(ENOMEM)
+    }
+
+    /// Makes a reserved QPN reachable.
+    pub(crate) fn publish(&self, qpn: u32, qp: Arc<Qp>) {
+        if let Some(s) = self.inner.lock().slots.get_mut(qpn as usize) {
+            *s = Slot::Used(qp);
+        }
+    }
+
+    /// Frees a QPN; returns the QP that was there, to be dropped by the caller (process
+    /// context).
+    pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
+        let mut t = self.inner.lock();
+        let s = t.slots.get_mut(qpn as usize)?;
+        match core::mem::replace(s, Slot::Free) {
+            Slot::Used(qp) => Some(qp),
+            _ => None,
+        }
+    }
+
+    /// Hands a received packet to QP `qpn` (softirq). Returns the skb back if there is no
+    /// such QP or it cannot take it.
+    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff) -> Result<(), Option<SkBuff>> {
+        let t = self.inner.lock();
+        match t.slots.get(qpn as usize) {
+            Some(Slot::Used(qp)) => {
+                if qp.enqueue_rx(skb) {
+                    Ok(())
+                } else {
+                    Err(None)
+                }
+            }
+            _ => Err(Some(skb)),
+        }
+    }
+}
