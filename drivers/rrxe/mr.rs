@@ -221,14 +221,21 @@ impl MrTable {
         }
     }
 
-    /// Removes the region of `key`, returning it so the caller releases its memory in
-    /// process context.
+    /// Removes the region in the slot of `key` (whatever its current tag: a consumer may
+    /// have changed the key with ib_update_fast_reg_key), returning it so the caller
+    /// releases its memory in process context.
     pub(crate) fn remove(&self, key: u32) -> Option<Region> {
         let mut s = self.inner.lock();
-        let slot = s.slots.get_mut((key >> 8) as usize)?;
-        match slot {
-            Some(r) if r.lkey == key => slot.take(),
-            _ => None,
+        s.slots.get_mut((key >> 8) as usize)?.take()
+    }
+
+    /// Runs `f` on the region in the slot of `key` in PD `pd`, whatever its tag (fast
+    /// registration: the consumer picks the new tag before posting REG_MR).
+    fn with_slot<R>(&self, key: u32, pd: usize, f: impl FnOnce(&mut Region) -> R) -> Result<R, AccessError> {
+        let mut s = self.inner.lock();
+        match s.slots.get_mut((key >> 8) as usize) {
+            Some(Some(r)) if r.pd == pd => Ok(f(r)),
+            _ => Err(AccessError::BadKey),
         }
     }
 
@@ -343,7 +350,7 @@ impl MrTable {
     /// At post time: loads the page list of the next registration into the (invalid)
     /// fast-registration region `key` (no allocation: capacity was reserved at alloc_mr).
     pub(crate) fn fast_reg_load(&self, key: u32, pd: usize, pages: &[u64]) -> Result<(), AccessError> {
-        self.with(key, pd, |r| {
+        self.with_slot(key, pd, |r| {
             if r.valid {
                 return Err(AccessError::NoPermission);
             }
@@ -365,7 +372,7 @@ impl MrTable {
             return Err(AccessError::BadKey);
         }
         check_access_flags(fr.access).map_err(|_| AccessError::NoPermission)?;
-        self.with(fr.cur_key, pd, |r| {
+        self.with_slot(fr.cur_key, pd, |r| {
             if r.valid {
                 return Err(AccessError::NoPermission);
             }
