@@ -319,6 +319,8 @@ pub(crate) struct ModifyArgs {
 /// Protocol state, touched only from process context (the work, modify, query).
 struct Engine {
     proto: KBox<ProtoQp>,
+    /// proto's send-queue counts already added to the device counters.
+    seen: proto::SqStats,
     attrs: QpAttrs,
     /// UDP source port (flow entropy).
     sport: u16,
@@ -455,6 +457,7 @@ impl Qp {
         proto_qp.reset(cfg);
         let engine = Engine {
             proto: proto_qp,
+            seen: proto::SqStats::default(),
             attrs: QpAttrs {
                 qkey: cfg.qkey,
                 ..Default::default()
@@ -645,7 +648,9 @@ impl Qp {
             eng.attrs.av = Some(av);
         }
         let ndev = self.dev.get().netdev();
-        let Engine { proto, attrs, sport } = &mut *eng;
+        let Engine {
+            proto, attrs, sport, ..
+        } = &mut *eng;
         let mut sink = Sink {
             qp: self,
             av: attrs.av,
@@ -779,7 +784,12 @@ impl Qp {
         let mut eng = self.engine.lock();
         let ndev = self.dev.get().netdev();
         let counters = &self.dev.get().data().counters;
-        let Engine { proto, attrs, sport } = &mut *eng;
+        let Engine {
+            proto,
+            attrs,
+            sport,
+            seen,
+        } = &mut *eng;
         let mut sink = Sink {
             qp: self,
             av: attrs.av,
@@ -892,6 +902,11 @@ impl Qp {
 
         // 4. Transmit.
         let more = proto.poll_tx(TX_BUDGET, &mut sink);
+
+        let now = proto.send_queue().stats();
+        counters.add(Counter::Retransmits, now.retransmits.wrapping_sub(seen.retransmits));
+        counters.add(Counter::RnrNaksRcvd, now.rnr_naks.wrapping_sub(seen.rnr_naks));
+        *seen = now;
 
         if proto.state() == proto::QpState::Error {
             self.in_error.store(true, Ordering::Release);

@@ -44,4 +44,5 @@ pub use qp::{
     RemoteAddr, ResponderEnv, RxStatus, SendCompletion, SendOp, SendWqe, TimerKind, TxPacket,
     UdDest, WcStatus, WqeId,
 };
+pub use req::SqStats;
 pub use seg::{Mtu, Segment, Segments};

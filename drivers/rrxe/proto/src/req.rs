@@ -71,9 +71,34 @@ const fn needs_response(op: &SendOp) -> bool {
     !matches!(op, SendOp::Send { .. } | SendOp::Write { .. })
 }
 
+/// Event counts of a send queue (monotonic, for the driver's statistics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SqStats {
+    /// Request packets sent again (after a timeout or a NAK).
+    pub retransmits: u64,
+    /// RNR NAKs received.
+    pub rnr_naks: u64,
+    /// PSN sequence error NAKs received.
+    pub seq_naks: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+}
+
+impl SqStats {
+    const ZERO: SqStats = SqStats {
+        retransmits: 0,
+        rnr_naks: 0,
+        seq_naks: 0,
+        timeouts: 0,
+    };
+}
+
 /// Requester + completer state of one QP, with room for `S` WQEs.
 #[derive(Clone, Copy, Debug)]
 pub struct SendQueue<const S: usize> {
+    stats: SqStats,
+    /// One past the highest PSN ever sent (packets below it are retransmissions).
+    high_psn: Psn,
     cfg: QpConfig,
     ring: [Option<Entry>; S],
     head: usize,
@@ -96,6 +121,8 @@ impl<const S: usize> SendQueue<S> {
     /// A stopped send queue (started by the transition to RTS).
     pub const fn new(cfg: &QpConfig) -> Self {
         SendQueue {
+            stats: SqStats::ZERO,
+            high_psn: cfg.sq_psn,
             cfg: *cfg,
             ring: [None; S],
             head: 0,
@@ -122,6 +149,7 @@ impl<const S: usize> SendQueue<S> {
             *e = None;
         }
         self.cfg = *cfg;
+        self.high_psn = cfg.sq_psn;
         self.head = 0;
         self.len = 0;
         self.assigned = 0;
@@ -140,6 +168,7 @@ impl<const S: usize> SendQueue<S> {
 
     pub(crate) fn start(&mut self, cfg: &QpConfig) {
         self.cfg = *cfg;
+        self.high_psn = cfg.sq_psn;
         self.next_psn = cfg.sq_psn;
         self.send_psn = cfg.sq_psn;
         self.una = cfg.sq_psn;
@@ -154,6 +183,11 @@ impl<const S: usize> SendQueue<S> {
         self.cfg = *cfg;
         self.cfg.sq_psn = s;
         self.cfg.rq_psn = r;
+    }
+
+    /// Event counts since creation.
+    pub const fn stats(&self) -> SqStats {
+        self.stats
     }
 
     /// Number of WQEs held (posted, not yet completed).
@@ -398,6 +432,12 @@ impl<const S: usize> SendQueue<S> {
             let (pkt, next, last) = self.build(&e, k);
             sink.push(Action::Send(pkt));
             *left -= 1;
+            if self.send_psn.before(self.high_psn) {
+                self.stats.retransmits = self.stats.retransmits.wrapping_add(1);
+            }
+            if next.after(self.high_psn) {
+                self.high_psn = next;
+            }
             self.send_psn = next;
             if rc {
                 if !self.rto_armed {
@@ -665,6 +705,7 @@ impl<const S: usize> SendQueue<S> {
                 RxStatus::Ok
             }
             AethKind::RnrNak { timer } => {
+                self.stats.rnr_naks = self.stats.rnr_naks.wrapping_add(1);
                 let (progress, _) = self.ack_through(prev, sink);
                 if progress {
                     self.on_progress(sink);
@@ -697,6 +738,7 @@ impl<const S: usize> SendQueue<S> {
                 RxStatus::Ok
             }
             AethKind::Nak(NakCode::PsnSeqError) => {
+                self.stats.seq_naks = self.stats.seq_naks.wrapping_add(1);
                 let (progress, _) = self.ack_through(prev, sink);
                 if progress {
                     self.on_progress(sink);
@@ -823,6 +865,7 @@ impl<const S: usize> SendQueue<S> {
                 if self.una == self.next_psn || self.rnr_wait {
                     return;
                 }
+                self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
                 if self.retry_left == 0 {
                     self.fail(WcStatus::RetryExcErr, sink);
                     return;

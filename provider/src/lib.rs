@@ -1,0 +1,17 @@
+//! librrxe-rdmav34.so: the libibverbs userspace provider of rrxe, the Rust soft-RoCE device.
+//!
+//! libibverbs dlopen()s the library (named by a `driver rrxe` line in /etc/libibverbs.d);
+//! an ELF constructor registers [`abi::entry::verbs_provider_rrxe`] with
+//! `verbs_register_driver_34`; libibverbs then matches rrxe devices by name (rrxe0, ...),
+//! and calls back into `abi::entry` to create devices and contexts.
+//!
+//! Layout: [`abi`] is the FFI layer (C mirrors, imports, entry points; all the `unsafe`);
+//! [`device`] and [`context`] are the safe logic. Later steps add pd/mr/cq/qp/srq/ah modules
+//! (and a shared-queue module for the mmap'd rings of `include/rdma/rrxe-abi.h`) the same
+//! way: a thin `abi::entry` shell over safe logic.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod abi;
+pub mod context;
+pub mod device;

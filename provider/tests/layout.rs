@@ -1,0 +1,1055 @@
+//! Layout tests: every `#[repr(C)]` mirror in `rrxe::abi` against the C headers it mirrors.
+//!
+//! For each checked type the test generates a C program that prints `sizeof`, `_Alignof` and
+//! the `offsetof` of every field the Rust mirror has (so a field missing on either side fails
+//! to compile or to compare), compiles it with `$CC` (default `cc`), runs it and compares
+//! with `size_of`/`align_of`/`offset_of!`.
+//!
+//! * `installed_headers`: public libibverbs types and the uverbs command ABI against the
+//!   installed libibverbs-dev (Debian bookworm: rdma-core 44.0), and rrxe's ABI against
+//!   `include/rdma/rrxe-abi.h`.
+//! * `rdma_core_source`: the private provider ABI (`libibverbs/driver.h`, `kern-abi.h`;
+//!   Debian ships neither) against rdma-core's source (56.1: `scripts/rdma-core-src.sh`
+//!   fetches it into `~/.cache/rrxe/rdma-core-src`), plus the public types again except
+//!   `ibv_port_attr`, which 56.1 grew. Set `RRXE_RDMA_CORE_SRC` to another source tree; the
+//!   test skips with a notice when none is found, or fails if `RRXE_REQUIRE_RDMA_CORE_SRC=1`.
+//! * `installed_verbs_set_ops_matches_mirror`: the installed library's own machine code
+//!   agrees with our `verbs_context_ops` (no driver.h of 44.0 exists to compare with).
+
+use std::collections::HashMap;
+use std::mem::{align_of, offset_of, size_of};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rrxe::abi::driver::*;
+use rrxe::abi::rrxe::*;
+use rrxe::abi::uverbs::*;
+use rrxe::abi::verbs::*;
+
+/// Which headers a type is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Set {
+    /// libibverbs public headers: installed 44.0 and rdma-core 56.1 alike.
+    Public,
+    /// Public, but only as the installed 44.0 defines it.
+    InstalledOnly,
+    /// driver.h / kern-abi.h / ccan: rdma-core source only.
+    Private,
+    /// include/rdma/rrxe-abi.h (checked in both programs).
+    Rrxe,
+}
+
+struct Check {
+    set: Set,
+    c_type: String,
+    size: usize,
+    align: usize,
+    fields: Vec<(String, usize)>,
+}
+
+macro_rules! layout {
+    ($set:ident, $t:ident $(as $c:literal)? { $( $($f:ident).+ $(=> $cf:literal)? ),* $(,)? }) => {
+        Check {
+            set: Set::$set,
+            c_type: layout!(@ctype $t $(, $c)?),
+            size: size_of::<$t>(),
+            align: align_of::<$t>(),
+            fields: vec![$( (layout!(@field $($f).+ $(=> $cf)?), offset_of!($t, $($f).+)) ),*],
+        }
+    };
+    (@ctype $t:ident) => { format!("struct {}", stringify!($t)) };
+    (@ctype $t:ident, $c:literal) => { String::from($c) };
+    (@field $($f:ident).+) => { [$(stringify!($f)),+].join(".") };
+    (@field $($f:ident).+ => $cf:literal) => { String::from($cf) };
+}
+
+fn checks() -> Vec<Check> {
+    vec![
+        layout!(Public, _ibv_device_ops { _dummy1, _dummy2 }),
+        layout!(
+            Public,
+            ibv_device {
+                _ops,
+                node_type,
+                transport_type,
+                name,
+                dev_name,
+                dev_path,
+                ibdev_path
+            }
+        ),
+        layout!(
+            Public,
+            ibv_context_ops {
+                _compat_query_device,
+                _compat_query_port,
+                _compat_alloc_pd,
+                _compat_dealloc_pd,
+                _compat_reg_mr,
+                _compat_rereg_mr,
+                _compat_dereg_mr,
+                alloc_mw,
+                bind_mw,
+                dealloc_mw,
+                _compat_create_cq,
+                poll_cq,
+                req_notify_cq,
+                _compat_cq_event,
+                _compat_resize_cq,
+                _compat_destroy_cq,
+                _compat_create_srq,
+                _compat_modify_srq,
+                _compat_query_srq,
+                _compat_destroy_srq,
+                post_srq_recv,
+                _compat_create_qp,
+                _compat_query_qp,
+                _compat_modify_qp,
+                _compat_destroy_qp,
+                post_send,
+                post_recv,
+                _compat_create_ah,
+                _compat_destroy_ah,
+                _compat_attach_mcast,
+                _compat_detach_mcast,
+                _compat_async_event
+            }
+        ),
+        layout!(
+            Public,
+            ibv_context {
+                device,
+                ops,
+                cmd_fd,
+                async_fd,
+                num_comp_vectors,
+                mutex,
+                abi_compat
+            }
+        ),
+        layout!(Public, verbs_context { query_port, advise_mr, alloc_null_mr, read_counters, attach_counters_point_flow, create_counters, destroy_counters, reg_dm_mr, alloc_dm, free_dm, modify_flow_action_esp, destroy_flow_action, create_flow_action_esp, modify_qp_rate_limit, alloc_parent_domain, dealloc_td, alloc_td, modify_cq, post_srq_ops, destroy_rwq_ind_table, create_rwq_ind_table, destroy_wq, modify_wq, create_wq, query_rt_values, create_cq_ex, priv_ => "priv", query_device_ex, ibv_destroy_flow, ABI_placeholder2, ibv_create_flow, ABI_placeholder1, open_qp, create_qp_ex, get_srq_num, create_srq_ex, open_xrcd, close_xrcd, _ABI_placeholder3, sz, context }),
+        layout!(
+            Public,
+            ibv_device_attr {
+                fw_ver,
+                node_guid,
+                sys_image_guid,
+                max_mr_size,
+                page_size_cap,
+                vendor_id,
+                vendor_part_id,
+                hw_ver,
+                max_qp,
+                max_qp_wr,
+                device_cap_flags,
+                max_sge,
+                max_sge_rd,
+                max_cq,
+                max_cqe,
+                max_mr,
+                max_pd,
+                max_qp_rd_atom,
+                max_ee_rd_atom,
+                max_res_rd_atom,
+                max_qp_init_rd_atom,
+                max_ee_init_rd_atom,
+                atomic_cap,
+                max_ee,
+                max_rdd,
+                max_mw,
+                max_raw_ipv6_qp,
+                max_raw_ethy_qp,
+                max_mcast_grp,
+                max_mcast_qp_attach,
+                max_total_mcast_qp_attach,
+                max_ah,
+                max_fmr,
+                max_map_per_fmr,
+                max_srq,
+                max_srq_wr,
+                max_srq_sge,
+                max_pkeys,
+                local_ca_ack_delay,
+                phys_port_cnt
+            }
+        ),
+        layout!(Public, ibv_query_device_ex_input { comp_mask }),
+        layout!(
+            Public,
+            ibv_odp_caps {
+                general_caps,
+                per_transport_caps
+            }
+        ),
+        layout!(
+            Public,
+            ibv_tso_caps {
+                max_tso,
+                supported_qpts
+            }
+        ),
+        layout!(
+            Public,
+            ibv_rss_caps {
+                supported_qpts,
+                max_rwq_indirection_tables,
+                max_rwq_indirection_table_size,
+                rx_hash_fields_mask,
+                rx_hash_function
+            }
+        ),
+        layout!(
+            Public,
+            ibv_packet_pacing_caps {
+                qp_rate_limit_min,
+                qp_rate_limit_max,
+                supported_qpts
+            }
+        ),
+        layout!(
+            Public,
+            ibv_tm_caps {
+                max_rndv_hdr_size,
+                max_num_tags,
+                flags,
+                max_ops,
+                max_sge
+            }
+        ),
+        layout!(
+            Public,
+            ibv_cq_moderation_caps {
+                max_cq_count,
+                max_cq_period
+            }
+        ),
+        layout!(
+            Public,
+            ibv_pci_atomic_caps {
+                fetch_add,
+                swap,
+                compare_swap
+            }
+        ),
+        layout!(
+            Public,
+            ibv_device_attr_ex {
+                orig_attr,
+                comp_mask,
+                odp_caps,
+                completion_timestamp_mask,
+                hca_core_clock,
+                device_cap_flags_ex,
+                tso_caps,
+                rss_caps,
+                max_wq_type_rq,
+                packet_pacing_caps,
+                raw_packet_caps,
+                tm_caps,
+                cq_mod_caps,
+                max_dm_size,
+                pci_atomic_caps,
+                xrc_odp_caps,
+                phys_port_cnt_ex
+            }
+        ),
+        layout!(
+            InstalledOnly,
+            ibv_port_attr {
+                state,
+                max_mtu,
+                active_mtu,
+                gid_tbl_len,
+                port_cap_flags,
+                max_msg_sz,
+                bad_pkey_cntr,
+                qkey_viol_cntr,
+                pkey_tbl_len,
+                lid,
+                sm_lid,
+                lmc,
+                max_vl_num,
+                sm_sl,
+                subnet_timeout,
+                init_type_reply,
+                active_width,
+                active_speed,
+                phys_state,
+                link_layer,
+                flags,
+                port_cap_flags2
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_cmd_hdr {
+                command,
+                in_words,
+                out_words
+            }
+        ),
+        layout!(Public, ib_uverbs_get_context { response }),
+        layout!(
+            Public,
+            ib_uverbs_get_context_resp {
+                async_fd,
+                num_comp_vectors
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_query_port {
+                response,
+                port_num,
+                reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_query_device_resp {
+                fw_ver,
+                node_guid,
+                sys_image_guid,
+                max_mr_size,
+                page_size_cap,
+                vendor_id,
+                vendor_part_id,
+                hw_ver,
+                max_qp,
+                max_qp_wr,
+                device_cap_flags,
+                max_sge,
+                max_sge_rd,
+                max_cq,
+                max_cqe,
+                max_mr,
+                max_pd,
+                max_qp_rd_atom,
+                max_ee_rd_atom,
+                max_res_rd_atom,
+                max_qp_init_rd_atom,
+                max_ee_init_rd_atom,
+                atomic_cap,
+                max_ee,
+                max_rdd,
+                max_mw,
+                max_raw_ipv6_qp,
+                max_raw_ethy_qp,
+                max_mcast_grp,
+                max_mcast_qp_attach,
+                max_total_mcast_qp_attach,
+                max_ah,
+                max_fmr,
+                max_map_per_fmr,
+                max_srq,
+                max_srq_wr,
+                max_srq_sge,
+                max_pkeys,
+                local_ca_ack_delay,
+                phys_port_cnt,
+                reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_odp_caps {
+                general_caps,
+                per_transport_caps,
+                reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_rss_caps {
+                supported_qpts,
+                max_rwq_indirection_tables,
+                max_rwq_indirection_table_size,
+                reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_tm_caps {
+                max_rndv_hdr_size,
+                max_num_tags,
+                flags,
+                max_ops,
+                max_sge,
+                reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_cq_moderation_caps {
+                max_cq_moderation_count,
+                max_cq_moderation_period,
+                reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_ex_query_device_resp {
+                base,
+                comp_mask,
+                response_length,
+                odp_caps,
+                timestamp_mask,
+                hca_core_clock,
+                device_cap_flags_ex,
+                rss_caps,
+                max_wq_type_rq,
+                raw_packet_caps,
+                tm_caps,
+                cq_moderation_caps,
+                max_dm_size,
+                xrc_odp_caps,
+                reserved
+            }
+        ),
+        layout!(Private, ibv_get_context { hdr, core_payload }),
+        layout!(Private, ibv_query_port { hdr, core_payload }),
+        layout!(
+            Private,
+            verbs_match_ent {
+                driver_data,
+                u,
+                vendor,
+                device,
+                kind
+            }
+        ),
+        layout!(Private, verbs_sysfs_dev { entry, provider_data, match_ => "match", flags, sysfs_name, sysfs_cdev, ibdev_name, ibdev_path, modalias, node_guid, driver_id, node_type, ibdev_idx, num_ports, abi_ver, time_created }),
+        layout!(
+            Private,
+            verbs_device_ops {
+                name,
+                match_min_abi_version,
+                match_max_abi_version,
+                match_table,
+                static_providers,
+                match_device,
+                alloc_context,
+                import_context,
+                alloc_device,
+                uninit_device
+            }
+        ),
+        layout!(
+            Private,
+            verbs_device {
+                device,
+                ops,
+                refcount,
+                entry,
+                sysfs,
+                core_support
+            }
+        ),
+        layout!(
+            Private,
+            verbs_context_ops {
+                advise_mr,
+                alloc_dm,
+                alloc_mw,
+                alloc_null_mr,
+                alloc_parent_domain,
+                alloc_pd,
+                alloc_td,
+                async_event,
+                attach_counters_point_flow,
+                attach_mcast,
+                bind_mw,
+                close_xrcd,
+                cq_event,
+                create_ah,
+                create_counters,
+                create_cq,
+                create_cq_ex,
+                create_flow,
+                create_flow_action_esp,
+                create_qp,
+                create_qp_ex,
+                create_rwq_ind_table,
+                create_srq,
+                create_srq_ex,
+                create_wq,
+                dealloc_mw,
+                dealloc_pd,
+                dealloc_td,
+                dereg_mr,
+                destroy_ah,
+                destroy_counters,
+                destroy_cq,
+                destroy_flow,
+                destroy_flow_action,
+                destroy_qp,
+                destroy_rwq_ind_table,
+                destroy_srq,
+                destroy_wq,
+                detach_mcast,
+                free_context,
+                free_dm,
+                get_srq_num,
+                import_dm,
+                import_mr,
+                import_pd,
+                modify_cq,
+                modify_flow_action_esp,
+                modify_qp,
+                modify_qp_rate_limit,
+                modify_srq,
+                modify_wq,
+                open_qp,
+                open_xrcd,
+                poll_cq,
+                post_recv,
+                post_send,
+                post_srq_ops,
+                post_srq_recv,
+                query_device_ex,
+                query_ece,
+                query_port,
+                query_qp,
+                query_qp_data_in_order,
+                query_rt_values,
+                query_srq,
+                read_counters,
+                reg_dm_mr,
+                reg_dmabuf_mr,
+                reg_mr,
+                req_notify_cq,
+                rereg_mr,
+                resize_cq,
+                set_ece,
+                unimport_dm,
+                unimport_mr,
+                unimport_pd
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_queue_hdr {
+                producer,
+                pad0,
+                consumer,
+                pad1,
+                error,
+                pad2
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_queue_info {
+                mmap_offset,
+                mmap_size,
+                log2_slots,
+                slot_size
+            }
+        ),
+        layout!(Rrxe, rrxe_sge { addr, length, lkey }),
+        layout!(
+            Rrxe,
+            rrxe_send_wqe {
+                wr_id,
+                opcode,
+                send_flags,
+                num_sge,
+                inline_len,
+                ex,
+                reserved0,
+                wr
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_recv_wqe {
+                wr_id,
+                num_sge,
+                reserved
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_alloc_ucontext_resp {
+                abi_version,
+                reserved
+            }
+        ),
+        layout!(Rrxe, rrxe_create_cq_resp { cq }),
+        layout!(Rrxe, rrxe_resize_cq_resp { cq }),
+        layout!(
+            Rrxe,
+            rrxe_create_qp_resp {
+                sq,
+                rq,
+                max_inline,
+                reserved
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_create_srq_resp {
+                rq,
+                srq_num,
+                reserved
+            }
+        ),
+        layout!(Rrxe, rrxe_modify_srq_cmd { reserved }),
+        layout!(Rrxe, rrxe_create_ah_resp { ah_num, reserved }),
+        layout!(Public, pthread_mutex_t as "pthread_mutex_t" {}),
+        layout!(Public, ibv_odp_caps {
+            per_transport_caps.rc_odp_caps => "per_transport_caps.rc_odp_caps",
+            per_transport_caps.ud_odp_caps => "per_transport_caps.ud_odp_caps",
+        }),
+        layout!(Public, ib_uverbs_odp_caps {
+            per_transport_caps.rc_odp_caps => "per_transport_caps.rc_odp_caps",
+            per_transport_caps.ud_odp_caps => "per_transport_caps.ud_odp_caps",
+        }),
+        layout!(Private, list_node { next, prev }),
+        layout!(Public, timespec { tv_sec, tv_nsec }),
+        layout!(Private, verbs_match_ent {
+            u.modalias => "u.modalias",
+            u.driver_id => "u.driver_id",
+        }),
+        layout!(
+            Private,
+            urrxe_get_context {
+                ibv_cmd,
+                drv_payload
+            }
+        ),
+        layout!(
+            Private,
+            urrxe_get_context_resp {
+                ibv_resp,
+                drv_payload
+            }
+        ),
+        layout!(Rrxe, rrxe_send_wqe {
+            ex.imm_data => "ex.imm_data",
+            ex.invalidate_rkey => "ex.invalidate_rkey",
+            wr.rdma.remote_addr => "wr.rdma.remote_addr",
+            wr.rdma.rkey => "wr.rdma.rkey",
+            wr.atomic.remote_addr => "wr.atomic.remote_addr",
+            wr.atomic.compare_add => "wr.atomic.compare_add",
+            wr.atomic.swap => "wr.atomic.swap",
+            wr.atomic.rkey => "wr.atomic.rkey",
+            wr.ud.ah_num => "wr.ud.ah_num",
+            wr.ud.remote_qpn => "wr.ud.remote_qpn",
+            wr.ud.remote_qkey => "wr.ud.remote_qkey",
+            wr.bind_mw.addr => "wr.bind_mw.addr",
+            wr.bind_mw.length => "wr.bind_mw.length",
+            wr.bind_mw.mw_rkey => "wr.bind_mw.mw_rkey",
+            wr.bind_mw.mr_lkey => "wr.bind_mw.mr_lkey",
+            wr.bind_mw.access => "wr.bind_mw.access",
+            wr.raw => "wr.raw",
+        }),
+    ]
+}
+
+/// The C program printing the layout of `checks` after `preamble`.
+fn c_program(preamble: &str, checks: &[&Check]) -> String {
+    let mut c = String::from(preamble);
+    c.push_str("\n#include <stddef.h>\n#include <stdio.h>\nint main(void)\n{\n");
+    for ch in checks {
+        let t = &ch.c_type;
+        c.push_str(&format!(
+            "\tprintf(\"{t}|size %zu\\n\", sizeof({t}));\n\tprintf(\"{t}|align %zu\\n\", _Alignof({t}));\n"
+        ));
+        for (f, _) in &ch.fields {
+            c.push_str(&format!(
+                "\tprintf(\"{t}|.{f} %zu\\n\", offsetof({t}, {f}));\n"
+            ));
+        }
+    }
+    c.push_str("\treturn 0;\n}\n");
+    c
+}
+
+/// Compiles and runs the program for `checks`; Err(reason) when the toolchain is missing.
+fn c_layout(
+    dir: &Path,
+    preamble: &str,
+    checks: &[&Check],
+    args: &[String],
+) -> Result<HashMap<String, usize>, String> {
+    std::fs::create_dir_all(dir).unwrap();
+    let src = dir.join("layout.c");
+    let exe = dir.join("layout");
+    std::fs::write(&src, c_program(preamble, checks)).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-std=gnu11", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {cc}: {e}"))?;
+    assert!(
+        out.status.success(),
+        "compiling {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(&exe).output().unwrap();
+    assert!(out.status.success());
+    Ok(String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect())
+}
+
+/// Compares; returns how many values were checked.
+fn compare(what: &str, c: &HashMap<String, usize>, checks: &[&Check]) -> usize {
+    let mut bad = Vec::new();
+    let mut n = 0;
+    for ch in checks {
+        let t = &ch.c_type;
+        let mut want = vec![
+            (format!("{t}|size"), ch.size),
+            (format!("{t}|align"), ch.align),
+        ];
+        want.extend(ch.fields.iter().map(|(f, o)| (format!("{t}|.{f}"), *o)));
+        for (k, rust) in want {
+            n += 1;
+            match c.get(&k) {
+                Some(&cv) if cv == rust => {}
+                other => bad.push(format!("{k}: C {other:?}, Rust {rust}")),
+            }
+        }
+        println!("{what}: {t}: size {} ok", ch.size);
+    }
+    assert!(
+        bad.is_empty(),
+        "{what}: layout mismatches:\n{}",
+        bad.join("\n")
+    );
+    n
+}
+
+fn repo_include() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../include")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+const RRXE_PREAMBLE: &str = "#include <rdma/rrxe-abi.h>\n";
+
+#[test]
+fn installed_headers() {
+    if !Path::new("/usr/include/infiniband/verbs.h").exists() {
+        println!("SKIP installed_headers: /usr/include/infiniband/verbs.h missing (install libibverbs-dev)");
+        return;
+    }
+    let all = checks();
+    let sel: Vec<&Check> = all
+        .iter()
+        .filter(|c| matches!(c.set, Set::Public | Set::InstalledOnly | Set::Rrxe))
+        .filter(|c| c.c_type != "struct list_node")
+        .collect();
+    let preamble =
+        format!("#include <infiniband/verbs.h>\n#include <rdma/ib_user_verbs.h>\n{RRXE_PREAMBLE}");
+    let args = vec![format!("-I{}", repo_include().display())];
+    match c_layout(&tmp("layout-installed"), &preamble, &sel, &args) {
+        Ok(c) => {
+            let n = compare("installed", &c, &sel);
+            println!(
+                "installed headers: {n} sizes/alignments/offsets of {} types match",
+                sel.len()
+            );
+        }
+        Err(e) => println!("SKIP installed_headers: {e}"),
+    }
+}
+
+/// The rdma-core source tree to check against, if any.
+fn rdma_core_src() -> Option<PathBuf> {
+    let has = |p: &Path| p.join("libibverbs/driver.h").is_file();
+    if let Some(p) = std::env::var_os("RRXE_RDMA_CORE_SRC") {
+        let p = PathBuf::from(p);
+        return has(&p).then_some(p);
+    }
+    let cache = std::env::var_os("RRXE_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+                .map(|c| c.join("rrxe"))
+        })?;
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cache.join("rdma-core-src"))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| has(p))
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+fn skip_or_fail(test: &str, why: &str) {
+    let msg = format!("SKIP {test}: {why}");
+    if std::env::var_os("RRXE_REQUIRE_RDMA_CORE_SRC").is_some_and(|v| v == "1") {
+        panic!("{msg} (RRXE_REQUIRE_RDMA_CORE_SRC=1)");
+    }
+    println!("{msg}");
+    eprintln!("{msg}");
+}
+
+/// The minimal include tree driver.h needs from an rdma-core source: the libibverbs headers
+/// under infiniband/, the generated kernel-abi/ib_user_verbs.h (buildlib/make_abi_structs.py
+/// turns each kernel struct into a `_STRUCT_x` macro), an empty config.h, and -I for the
+/// source root (ccan/, util/) and kernel-headers/ (rdma/*.h).
+fn rdma_core_include_args(src: &Path, dir: &Path) -> Result<Vec<String>, String> {
+    let inc = dir.join("inc");
+    let _ = std::fs::remove_dir_all(&inc);
+    std::fs::create_dir_all(inc.join("infiniband")).unwrap();
+    std::fs::create_dir_all(inc.join("kernel-abi")).unwrap();
+    for h in [
+        "verbs.h",
+        "verbs_api.h",
+        "kern-abi.h",
+        "cmd_ioctl.h",
+        "driver.h",
+    ] {
+        std::fs::copy(
+            src.join("libibverbs").join(h),
+            inc.join("infiniband").join(h),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        src.join("kernel-headers/rdma/ib_user_ioctl_verbs.h"),
+        inc.join("infiniband/ib_user_ioctl_verbs.h"),
+    )
+    .unwrap();
+    std::fs::write(
+        inc.join("config.h"),
+        "/* rrxe layout test: nothing needed */\n",
+    )
+    .unwrap();
+    let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = Command::new(&py)
+        .arg(src.join("buildlib/make_abi_structs.py"))
+        .arg(src.join("kernel-headers/rdma/ib_user_verbs.h"))
+        .arg(inc.join("kernel-abi/ib_user_verbs.h"))
+        .output()
+        .map_err(|e| format!("cannot run {py} for make_abi_structs.py: {e}"))?;
+    assert!(
+        out.status.success(),
+        "make_abi_structs.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // rdma-core runs every provider's kernel ABI header through the same script; our
+    // DECLARE_DRV_CMD needs `_STRUCT_rrxe_alloc_ucontext_resp` from it.
+    let out = Command::new(&py)
+        .arg(src.join("buildlib/make_abi_structs.py"))
+        .arg(repo_include().join("rdma/rrxe-abi.h"))
+        .arg(inc.join("kernel-abi/rrxe-abi.h"))
+        .output()
+        .map_err(|e| format!("cannot run {py} for make_abi_structs.py: {e}"))?;
+    assert!(
+        out.status.success(),
+        "make_abi_structs.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(vec![
+        format!("-I{}", inc.display()),
+        format!("-I{}", src.display()),
+        format!("-I{}", src.join("kernel-headers").display()),
+        format!("-I{}", repo_include().display()),
+    ])
+}
+
+#[test]
+fn rdma_core_source() {
+    let Some(src) = rdma_core_src() else {
+        skip_or_fail(
+            "rdma_core_source",
+            "no rdma-core source (run scripts/rdma-core-src.sh or set RRXE_RDMA_CORE_SRC); \
+             driver.h layouts NOT checked",
+        );
+        return;
+    };
+    let version = src.file_name().unwrap().to_string_lossy().into_owned();
+    if version != "rdma-core-56.1" {
+        println!("note: mirrors follow rdma-core-56.1; checking against {version}");
+    }
+    let dir = tmp("layout-rdma-core");
+    let args = match rdma_core_include_args(&src, &dir) {
+        Ok(a) => a,
+        Err(e) => return skip_or_fail("rdma_core_source", &e),
+    };
+    let all = checks();
+    let sel: Vec<&Check> = all.iter().filter(|c| c.set != Set::InstalledOnly).collect();
+    let preamble = format!(
+        "#include <infiniband/driver.h>\n{RRXE_PREAMBLE}#include <kernel-abi/rrxe-abi.h>\n\
+         DECLARE_DRV_CMD(urrxe_get_context, IB_USER_VERBS_CMD_GET_CONTEXT, empty,\n\
+         \t\trrxe_alloc_ucontext_resp);\n"
+    );
+    match c_layout(&dir, &preamble, &sel, &args) {
+        Ok(c) => {
+            let n = compare(&version, &c, &sel);
+            println!(
+                "{version}: {n} sizes/alignments/offsets of {} types match",
+                sel.len()
+            );
+        }
+        Err(e) => skip_or_fail("rdma_core_source", &e),
+    }
+}
+
+/// The libibverbs.so.1 this test process has mapped (the crate links it).
+fn mapped_libibverbs() -> Option<PathBuf> {
+    // Make sure the library is really loaded: reference one of its symbols.
+    let _keep = rrxe::abi::ffi::verbs_set_ops as *const () as usize;
+    std::fs::read_to_string("/proc/self/maps")
+        .ok()?
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libibverbs.so"))
+        .map(PathBuf::from)
+}
+
+/// `verbs_set_ops` is, for each op, `if (ops->name) { priv->ops.name = ...; ... }`: a load
+/// from the ops table followed by a NULL test. Returns the offsets of those loads, in order.
+fn verbs_set_ops_loads(lib: &Path) -> Result<Vec<usize>, String> {
+    let objdump = |args: &[&str]| -> Result<String, String> {
+        let out = Command::new("objdump")
+            .args(args)
+            .arg(lib)
+            .output()
+            .map_err(|e| format!("cannot run objdump: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "objdump failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let syms = objdump(&["-T"])?;
+    let line = syms
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some("verbs_set_ops"))
+        .ok_or("verbs_set_ops not in the dynamic symbol table")?;
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    let start = u64::from_str_radix(cols[0], 16).map_err(|e| e.to_string())?;
+    let len = u64::from_str_radix(cols[cols.len() - 3], 16).map_err(|e| e.to_string())?;
+    let asm = objdump(&[
+        "-d",
+        "--no-show-raw-insn",
+        &format!("--start-address={start:#x}"),
+        &format!("--stop-address={:#x}", start + len),
+    ])?;
+    let insns: Vec<(String, String)> = asm
+        .lines()
+        .filter_map(|l| {
+            // "  12563:\tmov    (%rsi),%rsi"
+            let insn = l.split_once(":\t")?.1;
+            let (op, args) = insn.split_once(char::is_whitespace).unwrap_or((insn, ""));
+            Some((op.to_string(), args.trim().to_string()))
+        })
+        .collect();
+    let mut loads = Vec::new();
+    for (i, (op, args)) in insns.iter().enumerate() {
+        // mov [0xOFF](%base),%reg ... test %reg,%reg (the compiler may schedule a few
+        // unrelated instructions in between, none of which writes %reg).
+        let Some((src, dst)) = args.split_once(',') else {
+            continue;
+        };
+        if op != "mov" || !dst.starts_with('%') {
+            continue;
+        }
+        let tested = insns[i + 1..]
+            .iter()
+            .take(4)
+            .take_while(|(_, a)| !a.ends_with(&format!(",{dst}")) || a == &format!("{dst},{dst}"))
+            .any(|(o, a)| o == "test" && a == &format!("{dst},{dst}"));
+        if !tested {
+            continue;
+        }
+        let Some((off, _base)) = src.split_once('(') else {
+            continue;
+        };
+        let off = match off.strip_prefix("0x") {
+            Some(hex) => usize::from_str_radix(hex, 16).map_err(|e| e.to_string())?,
+            None if off.is_empty() => 0,
+            None => continue,
+        };
+        loads.push(off);
+    }
+    Ok(loads)
+}
+
+#[test]
+fn installed_verbs_set_ops_matches_mirror() {
+    let test = "installed_verbs_set_ops_matches_mirror";
+    let Some(lib) = mapped_libibverbs() else {
+        println!("SKIP {test}: libibverbs.so not mapped");
+        return;
+    };
+    let loads = match verbs_set_ops_loads(&lib) {
+        Ok(l) if l.len() >= 10 => l,
+        Ok(l) => {
+            return println!(
+                "SKIP {test}: found only {} op loads in {}",
+                l.len(),
+                lib.display()
+            )
+        }
+        Err(e) => return println!("SKIP {test}: {e}"),
+    };
+    // Every slot of our verbs_context_ops is read exactly once, and nothing beyond it.
+    let slots = size_of::<verbs_context_ops>() / size_of::<usize>();
+    let mut sorted = loads.clone();
+    sorted.sort_unstable();
+    let expect: Vec<usize> = (0..slots).map(|i| i * size_of::<usize>()).collect();
+    assert_eq!(
+        sorted,
+        expect,
+        "{}: verbs_set_ops reads other ops slots than our {slots}-entry verbs_context_ops",
+        lib.display()
+    );
+    println!(
+        "{}: verbs_set_ops reads all {slots} verbs_context_ops slots",
+        lib.display()
+    );
+
+    // With the source at hand, also check which op sits at each slot: dummy_ops.c copies
+    // them in a known order (SET_OP(vctx, advise_mr); ...).
+    let Some(src) = rdma_core_src() else {
+        return println!("note {test}: no rdma-core source; op names per slot not checked");
+    };
+    let dummy = std::fs::read_to_string(src.join("libibverbs/dummy_ops.c")).unwrap();
+    let body = dummy.split("void verbs_set_ops(").nth(1).unwrap();
+    let order: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("SET_") && (l.contains("(vctx,") || l.contains("(ctx,")))
+        .map(|l| l.trim_end_matches(");").rsplit([',', ' ']).next().unwrap())
+        .collect();
+    let all = checks();
+    let ops = all
+        .iter()
+        .find(|c| c.c_type == "struct verbs_context_ops")
+        .unwrap();
+    let by_name: HashMap<&str, usize> = ops.fields.iter().map(|(f, o)| (f.as_str(), *o)).collect();
+    let want: Vec<usize> = order.iter().map(|n| by_name[n]).collect();
+    assert_eq!(
+        loads,
+        want,
+        "op order of {} vs {}",
+        lib.display(),
+        src.display()
+    );
+    println!(
+        "{}: each slot holds the op our mirror names there",
+        lib.display()
+    );
+}
