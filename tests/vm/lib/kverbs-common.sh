@@ -8,6 +8,7 @@
 #   kv_dev_teardown (optional) a function: delete the link (default: rdma link delete $KV_DEV)
 #   KTEST_ARGS      (optional) extra module parameters, e.g. "iters=1 sizes=1,4096"
 #   kv_before_insmod (optional) a function run just before insmod
+#   kv_after_test   (optional) a function run after rmmod, before teardown (may print TAP)
 KTEST_KO=${KTEST_KO:-$RRXE_ROOT/tests/kverbs/rrxe_ktest.ko}
 KTEST_TIMEOUT=${KTEST_TIMEOUT:-240}
 declare -F kv_dev_teardown >/dev/null || kv_dev_teardown() { rdma link delete "$KV_DEV"; }
@@ -73,5 +74,6 @@ else
   echo "$res_before" | sed 's/^/# before: /'
   echo "$res_after" | sed 's/^/# after:  /'
 fi
+declare -F kv_after_test >/dev/null && kv_after_test
 check "$KV_DEV: link deleted" kv_dev_teardown
 tap_done
