@@ -34,6 +34,12 @@ if ! "$HOME/.cargo/bin/bindgen" --version 2>/dev/null | grep -q " $BINDGEN_VERSI
   cargo install -q bindgen-cli --version "$BINDGEN_VERSION" --locked
 fi
 
+# cargo-fuzz for the proto fuzz targets (needs the machine's nightly toolchain to run).
+if ! command -v cargo-fuzz >/dev/null 2>&1 && cargo +nightly --version >/dev/null 2>&1; then
+  echo "setup: installing cargo-fuzz"
+  cargo install -q cargo-fuzz --locked || echo "setup: cargo-fuzz unavailable; fuzzing will be skipped"
+fi
+
 # rdma-core's own headers (libibverbs/driver.h is not packaged) for the provider's layout
 # tests: the 56.1 source from Debian's trixie deb-src.
 bash scripts/rdma-core-src.sh || echo "setup: rdma-core source unavailable; provider layout tests will say so"

@@ -1,0 +1,16 @@
+#!/usr/bin/env python3
+"""Reads `objdump -d` of an x86-64 object on stdin; prints the functions whose stack frame
+(`sub $N,%rsp`) exceeds the byte limit given as the first argument."""
+import re
+import sys
+
+limit = int(sys.argv[1]) if len(sys.argv) > 1 else 2048
+fn = None
+for line in sys.stdin:
+    m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+    if m:
+        fn = m.group(1)
+        continue
+    m = re.search(r"sub\s+\$0x([0-9a-f]+),%rsp", line)
+    if m and int(m.group(1), 16) > limit:
+        print(f"{int(m.group(1), 16)} bytes: {fn}")
