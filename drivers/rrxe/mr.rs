@@ -231,7 +231,12 @@ impl MrTable {
 
     /// Runs `f` on the region in the slot of `key` in PD `pd`, whatever its tag (fast
     /// registration: the consumer picks the new tag before posting REG_MR).
-    fn with_slot<R>(&self, key: u32, pd: usize, f: impl FnOnce(&mut Region) -> R) -> Result<R, AccessError> {
+    fn with_slot<R>(
+        &self,
+        key: u32,
+        pd: usize,
+        f: impl FnOnce(&mut Region) -> R,
+    ) -> Result<R, AccessError> {
         let mut s = self.inner.lock();
         match s.slots.get_mut((key >> 8) as usize) {
             Some(Some(r)) if r.pd == pd => Ok(f(r)),
@@ -349,13 +354,20 @@ pub(crate) struct FastReg {
 impl MrTable {
     /// At post time: loads the page list of the next registration into the (invalid)
     /// fast-registration region `key` (no allocation: capacity was reserved at alloc_mr).
-    pub(crate) fn fast_reg_load(&self, key: u32, pd: usize, pages: &[u64]) -> Result<(), AccessError> {
+    pub(crate) fn fast_reg_load(
+        &self,
+        key: u32,
+        pd: usize,
+        pages: &[u64],
+    ) -> Result<(), AccessError> {
         self.with_slot(key, pd, |r| {
             if r.valid {
                 return Err(AccessError::NoPermission);
             }
             match &mut r.backing {
-                Backing::KernelPages { pages: p, npages, .. } => {
+                Backing::KernelPages {
+                    pages: p, npages, ..
+                } => {
                     let dst = p.get_mut(..pages.len()).ok_or(AccessError::OutOfBounds)?;
                     dst.copy_from_slice(pages);
                     *npages = pages.len();

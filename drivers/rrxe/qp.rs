@@ -21,7 +21,7 @@ use crate::glue::bindings as b;
 use crate::glue::mem::Xfer;
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::task::{Timer, TimerTarget, Work, WorkTarget};
-use crate::glue::{CqPtr, DevPtr, NetDev, SkBuff};
+use crate::glue::{CqPtr, DevPtr, NetDev, Queue, SkBuff};
 use crate::mr::access;
 use crate::proto::{self, Action, ActionSink, ResponderEnv};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -107,6 +107,9 @@ pub(crate) enum SendKind {
         /// The key.
         key: u32,
     },
+    /// A malformed user WQE: completes with a local QP operation error and moves the QP
+    /// to the error state.
+    Invalid,
 }
 
 /// A posted send work request, as the driver keeps it.
@@ -158,6 +161,8 @@ struct WrRing<T: Copy> {
     fed: u32,
     /// Next to complete.
     done: u32,
+    /// User QPs: next slot of the shared queue to read.
+    ucons: u32,
 }
 
 impl<T: Copy> WrRing<T> {
@@ -183,6 +188,7 @@ impl<T: Copy> WrRing<T> {
             prod: 0,
             fed: 0,
             done: 0,
+            ucons: 0,
         })
     }
 
@@ -224,7 +230,13 @@ impl<T: Copy> WrRing<T> {
         }
         let i = self.idx(self.prod);
         let s = i * self.max_sge;
-        for (d, v) in self.sges.get_mut(s..s + sges.len()).ok_or(EINVAL)?.iter_mut().zip(sges) {
+        for (d, v) in self
+            .sges
+            .get_mut(s..s + sges.len())
+            .ok_or(EINVAL)?
+            .iter_mut()
+            .zip(sges)
+        {
             *d = *v;
         }
         if let Some(data) = inline {
@@ -352,6 +364,16 @@ pub(crate) struct QpInit {
     pub(crate) sig_all: bool,
     /// The `ib_qp` (kernel CQ entries carry it).
     pub(crate) ibqp_addr: u64,
+    /// User QPs: the send and receive queues shared with the process.
+    pub(crate) user: Option<UserRings>,
+}
+
+/// Work queues shared with a user process.
+pub(crate) struct UserRings {
+    /// Send queue.
+    pub(crate) sq: Queue,
+    /// Receive queue.
+    pub(crate) rq: Queue,
 }
 
 /// A queue pair's shared state.
@@ -371,8 +393,14 @@ pub(crate) struct Qp {
     recv_cq: CqPtr,
     sig_all: bool,
     ibqp_addr: u64,
+    max_send_sge: u32,
+    max_recv_sge: u32,
+    max_inline: u32,
+    user: Option<UserRings>,
     dead: AtomicBool,
     in_error: AtomicBool,
+    /// A user queue was found corrupt: the work moves the QP to the error state.
+    want_error: AtomicBool,
     /// Timers that fired (bit per proto::TimerKind).
     fired: AtomicU32,
     #[pin]
@@ -428,7 +456,7 @@ fn ib_state(s: proto::QpState) -> u32 {
 
 impl Qp {
     /// Creates a QP (in Reset).
-    pub(crate) fn new(dev: DevPtr, init: &QpInit) -> Result<Arc<Qp>> {
+    pub(crate) fn new(dev: DevPtr, init: QpInit) -> Result<Arc<Qp>> {
         if init.max_send_wr > MAX_QP_WR
             || init.max_recv_wr > MAX_QP_WR
             || init.max_send_sge > MAX_SGE
@@ -437,7 +465,11 @@ impl Qp {
         {
             return Err(EINVAL);
         }
-        let sq = WrRing::new(init.max_send_wr.max(1), init.max_send_sge.max(1), init.max_inline)?;
+        let sq = WrRing::new(
+            init.max_send_wr.max(1),
+            init.max_send_sge.max(1),
+            init.max_inline,
+        )?;
         let rq = WrRing::new(init.max_recv_wr.max(1), init.max_recv_sge.max(1), 0)?;
         let mut skbs = KVec::with_capacity(RX_RING, GFP_KERNEL)?;
         for _ in 0..RX_RING {
@@ -469,10 +501,18 @@ impl Qp {
         // SAFETY: `this` is where the Qp is initialised below, before anything can queue the
         // work or arm a timer (nothing references the QP yet); the Qp owns both and drops
         // them (waiting for their callbacks) before its memory goes.
-        let (work, t0, t1) = unsafe { (Work::new(this)?, Timer::new(this, 0)?, Timer::new(this, 1)?) };
+        let (work, t0, t1) =
+            unsafe { (Work::new(this)?, Timer::new(this, 0)?, Timer::new(this, 1)?) };
         let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
         let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
-        let rx_init = new_irq_spinlock!(RxRing { skbs, head: 0, len: 0 }, "rrxe_qp_rx");
+        let rx_init = new_irq_spinlock!(
+            RxRing {
+                skbs,
+                head: 0,
+                len: 0
+            },
+            "rrxe_qp_rx"
+        );
         let engine_init = kernel::new_mutex!(engine, "rrxe_qp_engine");
         let qp = uninit.pin_init_with(try_pin_init!(Qp {
             timers: [t0, t1],
@@ -485,8 +525,13 @@ impl Qp {
             recv_cq: init.recv_cq,
             sig_all: init.sig_all,
             ibqp_addr: init.ibqp_addr,
+            max_send_sge: init.max_send_sge,
+            max_recv_sge: init.max_recv_sge,
+            max_inline: init.max_inline,
+            user: init.user,
             dead: AtomicBool::new(false),
             in_error: AtomicBool::new(false),
+            want_error: AtomicBool::new(false),
             fired: AtomicU32::new(0),
             sq <- sq_init,
             rq <- rq_init,
@@ -532,6 +577,151 @@ impl Qp {
         }
         self.kick();
         Ok(())
+    }
+
+    /// The user's doorbell (a post_send with no work requests): read the shared send queue.
+    pub(crate) fn doorbell(&self) {
+        self.kick();
+    }
+
+    /// User QPs: copies new entries of the shared send queue into the driver's ring,
+    /// validating each. Stops when the ring is full (continued at the next run).
+    #[inline(never)]
+    fn pull_user_sq(&self) {
+        let Some(u) = &self.user else { return };
+        let lim = crate::uwqe::SendLimits {
+            max_sge: self.max_send_sge,
+            max_inline: self.max_inline,
+            ud: self.kind.is_ud(),
+            ahs: &self.dev.get().data().ahs,
+            pd: self.pd,
+        };
+        let slot_len = (u.sq.slot_words() * 8)
+            .min(crate::uwqe::SEND_HDR + MAX_SGE as usize * crate::uwqe::SGE);
+        let mut bytes = [0u8; crate::uwqe::SEND_HDR + MAX_SGE as usize * crate::uwqe::SGE];
+        let mut sges = [Sge::default(); MAX_SGE as usize];
+        loop {
+            let mut sq = self.sq.lock();
+            if sq.full() {
+                return;
+            }
+            let prod = u.sq.producer().load(Ordering::Acquire);
+            let avail = prod.wrapping_sub(sq.ucons);
+            if avail == 0 {
+                return;
+            }
+            if avail > u.sq.slots() {
+                // A producer index no valid process writes: stop reading this queue.
+                drop(sq);
+                self.set_error_async();
+                return;
+            }
+            let i = sq.ucons;
+            // One copy out of the shared slot; everything below reads the copy.
+            let Some(hdr) = bytes.get_mut(..slot_len) else {
+                return;
+            };
+            u.sq.read_slot_bytes(i, 0, hdr);
+            let decoded = crate::uwqe::decode_send(hdr, &lim, &mut sges);
+            let r = match decoded {
+                Some(us) => {
+                    let n = us.wr.num_sge as usize;
+                    let at = sq.prod;
+                    let r = sq.push(us.wr, sges.get(..n).unwrap_or(&[]), None);
+                    // Inline data goes straight from the shared slot into the ring's copy.
+                    if let (Ok(()), Some((off, len))) = (&r, us.inline) {
+                        let (s0, max) = (sq.idx(at) * sq.max_inline, sq.max_inline);
+                        if let Some(d) = sq.inline.get_mut(s0..s0 + len.min(max)) {
+                            u.sq.read_slot_bytes(i, off, d);
+                        }
+                    }
+                    r
+                }
+                None => {
+                    let mut id = [0u8; 8];
+                    id.copy_from_slice(hdr.get(..8).unwrap_or(&[0; 8]));
+                    let bad = SendWr {
+                        wr_id: u64::from_ne_bytes(id),
+                        kind: SendKind::Invalid,
+                        wc_opcode: b::ib_wc_opcode_IB_WC_SEND,
+                        len: 0,
+                        signaled: true,
+                        solicited: false,
+                        fence: false,
+                        inline: false,
+                        num_sge: 0,
+                        ud: None,
+                    };
+                    sq.push(bad, &[], None)
+                }
+            };
+            if r.is_err() {
+                return;
+            }
+            sq.ucons = sq.ucons.wrapping_add(1);
+            u.sq.consumer().store(sq.ucons, Ordering::Release);
+        }
+    }
+
+    /// User QPs: copies new receive WQEs of the shared receive queue into the driver's ring.
+    #[inline(never)]
+    fn pull_user_rq(&self) {
+        let Some(u) = &self.user else { return };
+        let slot_len = (u.rq.slot_words() * 8)
+            .min(crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE);
+        let mut bytes = [0u8; crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE];
+        let mut sges = [Sge::default(); MAX_SGE as usize];
+        loop {
+            let mut rq = self.rq.lock();
+            if rq.full() {
+                return;
+            }
+            let prod = u.rq.producer().load(Ordering::Acquire);
+            let avail = prod.wrapping_sub(rq.ucons);
+            if avail == 0 {
+                return;
+            }
+            if avail > u.rq.slots() {
+                drop(rq);
+                self.set_error_async();
+                return;
+            }
+            let i = rq.ucons;
+            let Some(wqe) = bytes.get_mut(..slot_len) else {
+                return;
+            };
+            u.rq.read_slot_bytes(i, 0, wqe);
+            let Some((wr_id, n, len)) = crate::uwqe::decode_recv(wqe, self.max_recv_sge, &mut sges)
+            else {
+                drop(rq);
+                self.set_error_async();
+                return;
+            };
+            if rq
+                .push(
+                    RecvWr {
+                        wr_id,
+                        num_sge: n,
+                        len,
+                    },
+                    sges.get(..n as usize).unwrap_or(&[]),
+                    None,
+                )
+                .is_err()
+            {
+                return;
+            }
+            rq.ucons = rq.ucons.wrapping_add(1);
+            u.rq.consumer().store(rq.ucons, Ordering::Release);
+        }
+    }
+
+    /// Moves the QP to the error state from the work (a corrupt user queue).
+    fn set_error_async(&self) {
+        self.want_error.store(true, Ordering::Release);
+        if let Some(u) = &self.user {
+            u.sq.error_flag().store(1, Ordering::Release);
+        }
     }
 
     /// Posts a receive WR (any context).
@@ -649,7 +839,10 @@ impl Qp {
         }
         let ndev = self.dev.get().netdev();
         let Engine {
-            proto, attrs, sport, ..
+            proto,
+            attrs,
+            sport,
+            ..
         } = &mut *eng;
         let mut sink = Sink {
             qp: self,
@@ -798,6 +991,17 @@ impl Qp {
             pkt: None,
         };
 
+        // 0. What a user process posted.
+        self.pull_user_rq();
+        self.pull_user_sq();
+        if self.want_error.swap(false, Ordering::AcqRel) {
+            let m = proto::ModifyQp {
+                state: Some(proto::QpState::Error),
+                ..Default::default()
+            };
+            let _ = proto.modify(&m, &mut sink);
+        }
+
         // 1. Timers.
         let fired = self.fired.swap(0, Ordering::AcqRel);
         for id in 0..2 {
@@ -815,9 +1019,15 @@ impl Qp {
             let Some(mut skb) = self.rx_pop() else { break };
             let smac = skb.smac();
             let _ = skb.linearize();
-            let Some((ip_pkt, l3)) = skb.ip_packet() else { continue };
-            let Some(ib) = ip_pkt.get(l3 + 8..) else { continue };
-            let Ok(pkt) = proto::parse_packet(ib) else { continue };
+            let Some((ip_pkt, l3)) = skb.ip_packet() else {
+                continue;
+            };
+            let Some(ib) = ip_pkt.get(l3 + 8..) else {
+                continue;
+            };
+            let Ok(pkt) = proto::parse_packet(ib) else {
+                continue;
+            };
             let mut psink = Sink {
                 qp: self,
                 av: sink.av,
@@ -877,15 +1087,35 @@ impl Qp {
                     let mut sq = self.sq.lock();
                     sq.fed = sq.fed.wrapping_add(1);
                 }
+                SendKind::Invalid => {
+                    if !proto.send_queue().is_empty() {
+                        break;
+                    }
+                    self.complete_send(&wr, b::ib_wc_status_IB_WC_LOC_QP_OP_ERR, 0);
+                    {
+                        let mut sq = self.sq.lock();
+                        sq.fed = sq.fed.wrapping_add(1);
+                        sq.done = sq.done.wrapping_add(1);
+                    }
+                    let m = proto::ModifyQp {
+                        state: Some(proto::QpState::Error),
+                        ..Default::default()
+                    };
+                    let _ = proto.modify(&m, &mut sink);
+                }
                 SendKind::RegMr(_) | SendKind::LocalInv { .. } => {
                     // Local operations complete in order: wait for the transport ones.
                     if !proto.send_queue().is_empty() {
                         break;
                     }
                     let ok = match wr.kind {
-                        SendKind::RegMr(fr) => self.dev.get().data().mrs.fast_reg(&fr, self.pd).is_ok(),
-                        SendKind::LocalInv { key } => self.dev.get().data().mrs.invalidate(key, self.pd).is_ok(),
-                        SendKind::Transport(_) => false,
+                        SendKind::RegMr(fr) => {
+                            self.dev.get().data().mrs.fast_reg(&fr, self.pd).is_ok()
+                        }
+                        SendKind::LocalInv { key } => {
+                            self.dev.get().data().mrs.invalidate(key, self.pd).is_ok()
+                        }
+                        SendKind::Transport(_) | SendKind::Invalid => false,
                     };
                     let st = if ok {
                         b::ib_wc_status_IB_WC_SUCCESS
@@ -904,8 +1134,14 @@ impl Qp {
         let more = proto.poll_tx(TX_BUDGET, &mut sink);
 
         let now = proto.send_queue().stats();
-        counters.add(Counter::Retransmits, now.retransmits.wrapping_sub(seen.retransmits));
-        counters.add(Counter::RnrNaksRcvd, now.rnr_naks.wrapping_sub(seen.rnr_naks));
+        counters.add(
+            Counter::Retransmits,
+            now.retransmits.wrapping_sub(seen.retransmits),
+        );
+        counters.add(
+            Counter::RnrNaksRcvd,
+            now.rnr_naks.wrapping_sub(seen.rnr_naks),
+        );
         *seen = now;
 
         if proto.state() == proto::QpState::Error {
@@ -967,7 +1203,11 @@ impl Sink<'_> {
             return;
         };
         let av = match tx.ud_wqe {
-            Some(id) => qp.sq.lock().get(id.0 as u32).and_then(|w| w.ud.map(|(av, _)| av)),
+            Some(id) => qp
+                .sq
+                .lock()
+                .get(id.0 as u32)
+                .and_then(|w| w.ud.map(|(av, _)| av)),
             None => self.av,
         };
         let Some(av) = av else { return };
@@ -1204,7 +1444,12 @@ impl ResponderEnv for Env<'_> {
         }
     }
 
-    fn atomic(&mut self, rkey: u32, va: u64, op: proto::AtomicOp) -> Result<u64, proto::AccessError> {
+    fn atomic(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        op: proto::AtomicOp,
+    ) -> Result<u64, proto::AccessError> {
         if self.access & access::REMOTE_ATOMIC == 0 {
             return Err(proto::AccessError::NoPermission);
         }

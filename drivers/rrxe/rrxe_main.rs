@@ -6,6 +6,9 @@
 //! - [`glue`]: the kernel glue, where all `unsafe` lives, exposing safe types;
 //! - [`device`]: safe driver logic on top.
 
+// The pin-init macros recurse once per field; the QP has many.
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 
 mod ah;
@@ -15,10 +18,11 @@ mod device;
 mod glue;
 mod mr;
 mod net;
-mod qp;
 #[path = "proto/src/lib.rs"]
 #[allow(dead_code, unreachable_pub, missing_docs, unused_imports)]
 pub(crate) mod proto;
+mod qp;
+mod uwqe;
 
 module! {
     type: RrxeModule,

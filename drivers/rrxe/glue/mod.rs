@@ -435,6 +435,8 @@ unsafe impl UserAbi for bindings::rrxe_alloc_ucontext_resp {}
 unsafe impl UserAbi for bindings::rrxe_create_cq_resp {}
 // SAFETY: two __u32, no padding (see rrxe-abi.h).
 unsafe impl UserAbi for bindings::rrxe_create_ah_resp {}
+// SAFETY: two rrxe_queue_info (no padding) then two __u32: 56 bytes, no padding.
+unsafe impl UserAbi for bindings::rrxe_create_qp_resp {}
 
 /// Maximum number of rrxe devices at once.
 const MAX_DEVICES: usize = 64;

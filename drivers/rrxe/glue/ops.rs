@@ -559,14 +559,17 @@ unsafe extern "C" fn create_qp(
     init: *mut bindings::ib_qp_init_attr,
     udata: *mut bindings::ib_udata,
 ) -> i32 {
-    use crate::qp::{Qp, QpInit, QpKind};
-    if !udata.is_null() {
-        // User QPs arrive with the provider's queue ABI.
-        return super::eopnotsupp().to_errno();
-    }
+    use crate::qp::{Qp, QpInit, QpKind, UserRings};
+    let mut udata = Udata(udata, PhantomData);
     // SAFETY: the core passes a live init attr and a QP it allocated (size_ib_qp) with
     // device and pd set.
-    let (init, dev, pd) = unsafe { (&mut *init, IbDev::from_raw((*ibqp).device), (*ibqp).pd as usize) };
+    let (init, dev, pd) = unsafe {
+        (
+            &mut *init,
+            IbDev::from_raw((*ibqp).device),
+            (*ibqp).pd as usize,
+        )
+    };
     let kind = match init.qp_type {
         bindings::ib_qp_type_IB_QPT_RC => QpKind::Rc,
         bindings::ib_qp_type_IB_QPT_UC => QpKind::Uc,
@@ -579,10 +582,56 @@ unsafe extern "C" fn create_qp(
     }
     // SAFETY: the CQs given at creation are live and outlive the QP (the core counts their
     // users).
-    let (Some(send_cq), Some(recv_cq)) = (unsafe { CqPtr::new(init.send_cq) }, unsafe { CqPtr::new(init.recv_cq) })
-    else {
+    let (Some(send_cq), Some(recv_cq)) = (unsafe { CqPtr::new(init.send_cq) }, unsafe {
+        CqPtr::new(init.recv_cq)
+    }) else {
         return EINVAL.to_errno();
     };
+    // User QPs: the work queues live in memory the process maps.
+    let mut user = None;
+    let mut resp = bindings::rrxe_create_qp_resp::default();
+    if udata.is_user() {
+        if kind == QpKind::Gsi {
+            return EINVAL.to_errno();
+        }
+        let Some(uctx) = UContext::from_udata(&udata) else {
+            return EINVAL.to_errno();
+        };
+        let c = &mut init.cap;
+        if c.max_send_wr > crate::qp::MAX_QP_WR
+            || c.max_recv_wr > crate::qp::MAX_QP_WR
+            || c.max_send_sge > crate::qp::MAX_SGE
+            || c.max_recv_sge > crate::qp::MAX_SGE
+            || c.max_inline_data > crate::qp::MAX_INLINE
+        {
+            return EINVAL.to_errno();
+        }
+        let sq_slots = c.max_send_wr.max(1).next_power_of_two();
+        let rq_slots = c.max_recv_wr.max(1).next_power_of_two();
+        let sq_slot = (crate::uwqe::SEND_HDR as u32
+            + (c.max_send_sge * crate::uwqe::SGE as u32).max(c.max_inline_data))
+        .max(128)
+        .next_power_of_two();
+        let rq_slot = (crate::uwqe::RECV_HDR as u32
+            + c.max_recv_sge.max(1) * crate::uwqe::SGE as u32)
+            .max(32)
+            .next_power_of_two();
+        let sq = match crate::glue::Queue::new(sq_slots.trailing_zeros(), sq_slot, Some(&uctx)) {
+            Ok(q) => q,
+            Err(e) => return e.to_errno(),
+        };
+        let rq = match crate::glue::Queue::new(rq_slots.trailing_zeros(), rq_slot, Some(&uctx)) {
+            Ok(q) => q,
+            Err(e) => return e.to_errno(),
+        };
+        // What the QP really has: the rings' sizes.
+        c.max_send_wr = sq_slots;
+        c.max_recv_wr = rq_slots;
+        resp.sq = sq.info();
+        resp.rq = rq.info();
+        resp.max_inline = c.max_inline_data;
+        user = Some(UserRings { sq, rq });
+    }
     let qps = &dev.data().qps;
     let qpn = match qps.reserve(kind == QpKind::Gsi) {
         Ok(n) => n,
@@ -601,14 +650,21 @@ unsafe extern "C" fn create_qp(
         max_inline: init.cap.max_inline_data,
         sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
         ibqp_addr: ibqp as u64,
+        user,
     };
-    let qp = match Qp::new(dev.ptr(), &qi) {
+    let qp = match Qp::new(dev.ptr(), qi) {
         Ok(qp) => qp,
         Err(e) => {
             drop(qps.remove(qpn));
             return e.to_errno();
         }
     };
+    if udata.is_user() {
+        if let Err(e) = udata.respond(&resp) {
+            drop(qps.remove(qpn));
+            return e.to_errno();
+        }
+    }
     qps.publish(qpn, qp.clone());
     let h = QpHandle {
         qp,
@@ -623,7 +679,10 @@ unsafe extern "C" fn create_qp(
     0
 }
 
-unsafe extern "C" fn destroy_qp(ibqp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> i32 {
+unsafe extern "C" fn destroy_qp(
+    ibqp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> i32 {
     // SAFETY: a live QP of ours, destroyed once.
     let (dev, h) = unsafe { (IbDev::from_raw((*ibqp).device), qp_handle(ibqp)) };
     // No more received packets reach it, then no more work or timers run.
@@ -758,7 +817,11 @@ const SEND_INLINE: u32 = 8;
 /// # Safety
 /// `wr` is a live send WR of the consumer for the duration of the call, and `ibqp` is a live
 /// QP of ours.
-unsafe fn post_one_send(ibqp: *mut bindings::ib_qp, h: &QpHandle, wr: *const bindings::ib_send_wr) -> Result {
+unsafe fn post_one_send(
+    ibqp: *mut bindings::ib_qp,
+    h: &QpHandle,
+    wr: *const bindings::ib_send_wr,
+) -> Result {
     use crate::proto::{RemoteAddr, SendOp, UdDest};
     use crate::qp::{SendKind, SendWr, Sge};
     let mut k = bindings::rrxe_kwr::default();
@@ -791,15 +854,24 @@ unsafe fn post_one_send(ibqp: *mut bindings::ib_qp, h: &QpHandle, wr: *const bin
     };
     let (kind, wc) = match k.opcode {
         bindings::ib_wr_opcode_IB_WR_SEND => (
-            SendKind::Transport(SendOp::Send { imm: None, inv_rkey: None }),
+            SendKind::Transport(SendOp::Send {
+                imm: None,
+                inv_rkey: None,
+            }),
             bindings::ib_wc_opcode_IB_WC_SEND,
         ),
         bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (
-            SendKind::Transport(SendOp::Send { imm: Some(k.ex), inv_rkey: None }),
+            SendKind::Transport(SendOp::Send {
+                imm: Some(k.ex),
+                inv_rkey: None,
+            }),
             bindings::ib_wc_opcode_IB_WC_SEND,
         ),
         bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => (
-            SendKind::Transport(SendOp::Send { imm: None, inv_rkey: Some(k.ex) }),
+            SendKind::Transport(SendOp::Send {
+                imm: None,
+                inv_rkey: Some(k.ex),
+            }),
             bindings::ib_wc_opcode_IB_WC_SEND,
         ),
         bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (
@@ -807,7 +879,10 @@ unsafe fn post_one_send(ibqp: *mut bindings::ib_qp, h: &QpHandle, wr: *const bin
             bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
         ),
         bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
-            SendKind::Transport(SendOp::Write { remote, imm: Some(k.ex) }),
+            SendKind::Transport(SendOp::Write {
+                remote,
+                imm: Some(k.ex),
+            }),
             bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
         ),
         bindings::ib_wr_opcode_IB_WR_RDMA_READ => (
@@ -855,7 +930,10 @@ unsafe fn post_one_send(ibqp: *mut bindings::ib_qp, h: &QpHandle, wr: *const bin
                 let dev = unsafe { IbDev::from_raw((*ibqp).device) };
                 // SAFETY: a live QP's pd.
                 let pd = unsafe { (*ibqp).pd as usize };
-                dev.data().mrs.fast_reg_load(fr.cur_key, pd, list).map_err(|_| EINVAL)?;
+                dev.data()
+                    .mrs
+                    .fast_reg_load(fr.cur_key, pd, list)
+                    .map_err(|_| EINVAL)?;
             }
             (SendKind::RegMr(fr), bindings::ib_wc_opcode_IB_WC_REG_MR)
         }
@@ -919,6 +997,11 @@ unsafe extern "C" fn post_send(
 ) -> i32 {
     // SAFETY: a live QP of ours.
     let h = unsafe { qp_handle(ibqp) };
+    if wr.is_null() {
+        // The user's doorbell: new entries in the shared send queue.
+        h.qp.doorbell();
+        return 0;
+    }
     while !wr.is_null() {
         // SAFETY: the consumer's WR list is live for the call.
         if let Err(e) = unsafe { post_one_send(ibqp, h, wr) } {

@@ -164,6 +164,18 @@ impl Queue {
         }
     }
 
+    /// Copies bytes `[off, off + out.len())` of a slot into `out` (clamped to the slot).
+    pub(crate) fn read_slot_bytes(&self, idx: u32, off: usize, out: &mut [u8]) {
+        let words = self.slot(idx);
+        for (k, b) in out.iter_mut().enumerate() {
+            let pos = off + k;
+            match words.get(pos / 8) {
+                Some(w) => *b = w.load(Ordering::Relaxed).to_ne_bytes()[pos % 8],
+                None => break,
+            }
+        }
+    }
+
     /// Writes `words` into a slot (as many words as both have).
     pub(crate) fn write_slot(&self, idx: u32, words: &[u64]) {
         for (w, v) in self.slot(idx).iter().zip(words) {

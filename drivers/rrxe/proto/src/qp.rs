@@ -528,21 +528,21 @@ impl Default for QpConfig {
 impl QpConfig {
     /// The defaults (RC, QPN 0, MTU 1024, PSNs 0, timeout 14, retries 7).
     pub const DEFAULT: QpConfig = QpConfig {
-            qpn: 0,
-            qp_type: QpType::Rc,
-            pkey: super::hdr::DEFAULT_PKEY,
-            dest_qpn: 0,
-            qkey: 0,
-            mtu: Mtu::M1024,
-            sq_psn: Psn::new(0),
-            rq_psn: Psn::new(0),
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            min_rnr_timer: 12,
-            max_rd_atomic: 16,
-            max_inflight: 256,
-        };
+        qpn: 0,
+        qp_type: QpType::Rc,
+        pkey: super::hdr::DEFAULT_PKEY,
+        dest_qpn: 0,
+        qkey: 0,
+        mtu: Mtu::M1024,
+        sq_psn: Psn::new(0),
+        rq_psn: Psn::new(0),
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic: 16,
+        max_inflight: 256,
+    };
 }
 
 impl QpConfig {

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Work requests read from queues shared with a user process (`include/rdma/rrxe-abi.h`).
+//!
+//! The bytes come from memory userspace can write at any time: they were copied once into
+//! a kernel buffer before decoding, and every field is validated here. A malformed entry is
+//! reported as such; it never reaches the engine as a valid request.
+
+use crate::ah::AhTable;
+use crate::glue::bindings as b;
+use crate::proto::{RemoteAddr, SendOp, UdDest};
+use crate::qp::{SendKind, SendWr, Sge};
+use core::mem::{offset_of, size_of};
+
+/// Size of the send WQE header.
+pub(crate) const SEND_HDR: usize = size_of::<b::rrxe_send_wqe>();
+/// Size of the receive WQE header.
+pub(crate) const RECV_HDR: usize = size_of::<b::rrxe_recv_wqe>();
+/// Size of one SGE.
+pub(crate) const SGE: usize = size_of::<b::rrxe_sge>();
+
+const _: () = assert!(SEND_HDR == 72 && RECV_HDR == 16 && SGE == 16);
+
+const OFF_WR_ID: usize = offset_of!(b::rrxe_send_wqe, wr_id);
+const OFF_OPCODE: usize = offset_of!(b::rrxe_send_wqe, opcode);
+const OFF_FLAGS: usize = offset_of!(b::rrxe_send_wqe, send_flags);
+const OFF_NUM_SGE: usize = offset_of!(b::rrxe_send_wqe, num_sge);
+const OFF_INLINE: usize = offset_of!(b::rrxe_send_wqe, inline_len);
+const OFF_EX: usize = offset_of!(b::rrxe_send_wqe, ex);
+const OFF_U: usize = offset_of!(b::rrxe_send_wqe, wr);
+const OFF_RDMA_VA: usize =
+    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_1, remote_addr);
+const OFF_RDMA_RKEY: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_1, rkey);
+const OFF_AT_VA: usize =
+    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, remote_addr);
+const OFF_AT_CMP: usize =
+    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, compare_add);
+const OFF_AT_SWAP: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, swap);
+const OFF_AT_RKEY: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, rkey);
+const OFF_UD_AH: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, ah_num);
+const OFF_UD_QPN: usize =
+    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, remote_qpn);
+const OFF_UD_QKEY: usize =
+    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, remote_qkey);
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(off..off + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(b.get(off..off + 8)?.try_into().ok()?))
+}
+
+/// Reads `n` SGEs starting at `off` into `out`; returns their total length.
+fn sges(bytes: &[u8], off: usize, n: usize, out: &mut [Sge]) -> Option<u32> {
+    let mut total: u32 = 0;
+    for i in 0..n {
+        let o = off.checked_add(i.checked_mul(SGE)?)?;
+        let s = Sge {
+            addr: u64_at(bytes, o)?,
+            len: u32_at(bytes, o + 8)?,
+            lkey: u32_at(bytes, o + 12)?,
+        };
+        *out.get_mut(i)? = s;
+        total = total.checked_add(s.len)?;
+    }
+    Some(total)
+}
+
+/// IBV_SEND_* flags.
+const F_FENCE: u32 = 1;
+const F_SIGNALED: u32 = 2;
+const F_SOLICITED: u32 = 4;
+const F_INLINE: u32 = 8;
+
+/// A decoded user send WQE: the WR, its SGEs (in `sges[..wr.num_sge]`) and, for an inline
+/// send, the range of its data in the slot bytes.
+pub(crate) struct UserSend {
+    /// The work request.
+    pub(crate) wr: SendWr,
+    /// Inline data: offset and length in the slot.
+    pub(crate) inline: Option<(usize, usize)>,
+}
+
+/// Limits a QP imposes on its send WQEs.
+pub(crate) struct SendLimits<'a> {
+    /// Most SGEs.
+    pub(crate) max_sge: u32,
+    /// Most inline bytes.
+    pub(crate) max_inline: u32,
+    /// UD QP: destinations come from AH numbers.
+    pub(crate) ud: bool,
+    /// The device's AH table and the QP's PD.
+    pub(crate) ahs: &'a AhTable,
+    /// PD identity.
+    pub(crate) pd: usize,
+}
+
+/// Decodes a send WQE from a slot's bytes. `None`: malformed.
+pub(crate) fn decode_send(
+    bytes: &[u8],
+    lim: &SendLimits<'_>,
+    out_sges: &mut [Sge],
+) -> Option<UserSend> {
+    let wr_id = u64_at(bytes, OFF_WR_ID)?;
+    let opcode = u32_at(bytes, OFF_OPCODE)?;
+    let flags = u32_at(bytes, OFF_FLAGS)?;
+    let num_sge = u32_at(bytes, OFF_NUM_SGE)?;
+    let inline_len = u32_at(bytes, OFF_INLINE)?;
+    let ex = u32_at(bytes, OFF_EX)?;
+    let inline = flags & F_INLINE != 0;
+    let (len, n, inl) = if inline {
+        if inline_len > lim.max_inline || SEND_HDR.checked_add(inline_len as usize)? > bytes.len() {
+            return None;
+        }
+        (inline_len, 0, Some((SEND_HDR, inline_len as usize)))
+    } else {
+        if num_sge > lim.max_sge || SEND_HDR + num_sge as usize * SGE > bytes.len() {
+            return None;
+        }
+        (
+            sges(bytes, SEND_HDR, num_sge as usize, out_sges)?,
+            num_sge,
+            None,
+        )
+    };
+    let rdma = RemoteAddr {
+        va: u64_at(bytes, OFF_RDMA_VA)?,
+        rkey: u32_at(bytes, OFF_RDMA_RKEY)?,
+    };
+    let atomic = RemoteAddr {
+        va: u64_at(bytes, OFF_AT_VA)?,
+        rkey: u32_at(bytes, OFF_AT_RKEY)?,
+    };
+    let (op, wc) = match opcode {
+        b::RRXE_WR_SEND => (
+            SendOp::Send {
+                imm: None,
+                inv_rkey: None,
+            },
+            b::ib_wc_opcode_IB_WC_SEND,
+        ),
+        b::RRXE_WR_SEND_WITH_IMM => (
+            SendOp::Send {
+                imm: Some(ex),
+                inv_rkey: None,
+            },
+            b::ib_wc_opcode_IB_WC_SEND,
+        ),
+        b::RRXE_WR_SEND_WITH_INV => (
+            SendOp::Send {
+                imm: None,
+                inv_rkey: Some(ex),
+            },
+            b::ib_wc_opcode_IB_WC_SEND,
+        ),
+        b::RRXE_WR_RDMA_WRITE => (
+            SendOp::Write {
+                remote: rdma,
+                imm: None,
+            },
+            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        ),
+        b::RRXE_WR_RDMA_WRITE_WITH_IMM => (
+            SendOp::Write {
+                remote: rdma,
+                imm: Some(ex),
+            },
+            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        ),
+        b::RRXE_WR_RDMA_READ => (
+            SendOp::Read { remote: rdma },
+            b::ib_wc_opcode_IB_WC_RDMA_READ,
+        ),
+        b::RRXE_WR_ATOMIC_CMP_AND_SWP => (
+            SendOp::CompareSwap {
+                remote: atomic,
+                compare: u64_at(bytes, OFF_AT_CMP)?,
+                swap: u64_at(bytes, OFF_AT_SWAP)?,
+            },
+            b::ib_wc_opcode_IB_WC_COMP_SWAP,
+        ),
+        b::RRXE_WR_ATOMIC_FETCH_AND_ADD => (
+            SendOp::FetchAdd {
+                remote: atomic,
+                add: u64_at(bytes, OFF_AT_CMP)?,
+            },
+            b::ib_wc_opcode_IB_WC_FETCH_ADD,
+        ),
+        _ => return None,
+    };
+    let ud = if lim.ud {
+        let av = lim.ahs.get(u32_at(bytes, OFF_UD_AH)?, lim.pd)?;
+        Some((
+            av,
+            UdDest {
+                qpn: u32_at(bytes, OFF_UD_QPN)?,
+                qkey: u32_at(bytes, OFF_UD_QKEY)?,
+            },
+        ))
+    } else {
+        None
+    };
+    Some(UserSend {
+        wr: SendWr {
+            wr_id,
+            kind: SendKind::Transport(op),
+            wc_opcode: wc,
+            len,
+            signaled: flags & F_SIGNALED != 0,
+            solicited: flags & F_SOLICITED != 0,
+            fence: flags & F_FENCE != 0,
+            inline,
+            num_sge: n,
+            ud,
+        },
+        inline: inl,
+    })
+}
+
+/// Decodes a receive WQE: (wr_id, number of SGEs, total length). `None`: malformed.
+pub(crate) fn decode_recv(
+    bytes: &[u8],
+    max_sge: u32,
+    out_sges: &mut [Sge],
+) -> Option<(u64, u32, u32)> {
+    let wr_id = u64_at(bytes, offset_of!(b::rrxe_recv_wqe, wr_id))?;
+    let n = u32_at(bytes, offset_of!(b::rrxe_recv_wqe, num_sge))?;
+    if n > max_sge || RECV_HDR + n as usize * SGE > bytes.len() {
+        return None;
+    }
+    let len = sges(bytes, RECV_HDR, n as usize, out_sges)?;
+    Some((wr_id, n, len))
+}
