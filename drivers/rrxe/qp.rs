@@ -1306,7 +1306,8 @@ impl Sink<'_> {
         let mut ex = 0;
         if let Some(imm) = c.imm {
             flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
-            ex = imm;
+            // The CQE holds immediate data in wire (big-endian) byte order.
+            ex = imm.to_be();
         } else if let Some(k) = c.inv_rkey {
             flags |= b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
             ex = k;

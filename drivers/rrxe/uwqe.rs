@@ -106,6 +106,7 @@ pub(crate) fn decode_send(
     let flags = u32_at(bytes, OFF_FLAGS)?;
     let num_sge = u32_at(bytes, OFF_NUM_SGE)?;
     let inline_len = u32_at(bytes, OFF_INLINE)?;
+    // Immediate data is stored in wire (big-endian) byte order; proto takes its value.
     let ex = u32_at(bytes, OFF_EX)?;
     let inline = flags & F_INLINE != 0;
     let (len, n, inl) = if inline {
@@ -141,7 +142,7 @@ pub(crate) fn decode_send(
         ),
         b::RRXE_WR_SEND_WITH_IMM => (
             SendOp::Send {
-                imm: Some(ex),
+                imm: Some(u32::from_be(ex)),
                 inv_rkey: None,
             },
             b::ib_wc_opcode_IB_WC_SEND,
@@ -163,7 +164,7 @@ pub(crate) fn decode_send(
         b::RRXE_WR_RDMA_WRITE_WITH_IMM => (
             SendOp::Write {
                 remote: rdma,
-                imm: Some(ex),
+                imm: Some(u32::from_be(ex)),
             },
             b::ib_wc_opcode_IB_WC_RDMA_WRITE,
         ),

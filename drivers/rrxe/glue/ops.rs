@@ -862,7 +862,7 @@ unsafe fn post_one_send(
         ),
         bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (
             SendKind::Transport(SendOp::Send {
-                imm: Some(k.ex),
+                imm: Some(u32::from_be(k.ex)),
                 inv_rkey: None,
             }),
             bindings::ib_wc_opcode_IB_WC_SEND,
@@ -881,7 +881,7 @@ unsafe fn post_one_send(
         bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
             SendKind::Transport(SendOp::Write {
                 remote,
-                imm: Some(k.ex),
+                imm: Some(u32::from_be(k.ex)),
             }),
             bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
         ),
