@@ -44,6 +44,14 @@ counters! {
     RxDropMalformed = c"rx_drop_malformed",
     /// Packets dropped: no such queue pair.
     RxDropNoQp = c"rx_drop_no_qp",
+    /// Packets dropped: the QP's state does not accept them.
+    RxDropQpState = c"rx_drop_qp_state",
+    /// Packets dropped: transport, QP number or Q_Key does not match the QP.
+    RxDropQpMismatch = c"rx_drop_qp_mismatch",
+    /// Requests refused as invalid for the QP (an invalid-request NAK for RC).
+    RxInvalidRequest = c"rx_invalid_request",
+    /// Packets dropped: responder resources busy.
+    RxDropBusy = c"rx_drop_busy",
     /// Packets dropped: could not linearise (memory).
     RxDropNoMem = c"rx_drop_no_mem",
     /// Packets that could not be sent (no memory, no route, bad local buffer).

@@ -1045,7 +1045,12 @@ impl Qp {
                 proto::RxStatus::Duplicate => counters.inc(Counter::DuplicateRequests),
                 proto::RxStatus::OutOfSequence => counters.inc(Counter::SeqErrors),
                 proto::RxStatus::NoRecv => counters.inc(Counter::RnrNaksSent),
-                _ => counters.inc(Counter::RxDropMalformed),
+                proto::RxStatus::BadState => counters.inc(Counter::RxDropQpState),
+                proto::RxStatus::WrongTransport
+                | proto::RxStatus::WrongQp
+                | proto::RxStatus::BadQkey => counters.inc(Counter::RxDropQpMismatch),
+                proto::RxStatus::Invalid => counters.inc(Counter::RxInvalidRequest),
+                proto::RxStatus::Busy => counters.inc(Counter::RxDropBusy),
             }
         }
 
