@@ -148,6 +148,13 @@ pub(crate) struct RecvWr {
     pub(crate) len: u32,
 }
 
+/// The receive WQE a QP took from its receive queue for the message in progress.
+#[derive(Clone, Copy)]
+struct Claim {
+    wr: RecvWr,
+    sges: [Sge; MAX_SGE as usize],
+}
+
 /// A ring of work requests with their SGEs (and inline bytes) in flat arrays.
 struct WrRing<T: Copy> {
     wrs: KVec<Option<T>>,
@@ -408,6 +415,8 @@ pub(crate) struct Qp {
     #[pin]
     rq: IrqSpinLock<WrRing<RecvWr>>,
     #[pin]
+    claim: IrqSpinLock<Option<Claim>>,
+    #[pin]
     rx: IrqSpinLock<RxRing>,
     #[pin]
     engine: Mutex<Engine>,
@@ -505,6 +514,7 @@ impl Qp {
             unsafe { (Work::new(this)?, Timer::new(this, 0)?, Timer::new(this, 1)?) };
         let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
         let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
+        let claim_init = new_irq_spinlock!(None, "rrxe_qp_claim");
         let rx_init = new_irq_spinlock!(
             RxRing {
                 skbs,
@@ -535,6 +545,7 @@ impl Qp {
             fired: AtomicU32::new(0),
             sq <- sq_init,
             rq <- rq_init,
+            claim <- claim_init,
             rx <- rx_init,
             engine <- engine_init,
         }? Error))?;
@@ -873,6 +884,7 @@ impl Qp {
             sq.fed = 0;
             sq.done = 0;
         }
+        *self.claim.lock() = None;
         let mut rq = self.rq.lock();
         rq.prod = 0;
         rq.done = 0;
@@ -912,8 +924,45 @@ impl Qp {
         }
     }
 
-    /// Completes every posted receive with WR_FLUSH_ERR.
+    /// The receive WQE for the message in progress: the one already taken, or the next
+    /// one of the receive queue.
+    fn claim_head(&self) -> Option<RecvWr> {
+        let mut c = self.claim.lock();
+        if let Some(cl) = &*c {
+            return Some(cl.wr);
+        }
+        let mut rq = self.rq.lock();
+        if rq.done == rq.prod {
+            return None;
+        }
+        let wr = rq.get(rq.done)?;
+        let mut sges = [Sge::default(); MAX_SGE as usize];
+        for (d, s) in sges.iter_mut().zip(rq.sges(rq.done, wr.num_sge)) {
+            *d = *s;
+        }
+        rq.done = rq.done.wrapping_add(1);
+        *c = Some(Claim { wr, sges });
+        Some(wr)
+    }
+
+    fn flush_recv(&self, wr: &RecvWr) {
+        let c = Completion {
+            wr_id: wr.wr_id,
+            status: b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+            opcode: b::ib_wc_opcode_IB_WC_RECV,
+            qp_num: self.qpn,
+            qp_addr: self.ibqp_addr,
+            ..Default::default()
+        };
+        self.recv_cq.complete(&c, false);
+    }
+
+    /// Completes every posted receive (and the one in progress) with WR_FLUSH_ERR.
     fn flush_recvs(&self) {
+        let held = self.claim.lock().take();
+        if let Some(cl) = held {
+            self.flush_recv(&cl.wr);
+        }
         loop {
             let wr = {
                 let mut rq = self.rq.lock();
@@ -925,15 +974,7 @@ impl Qp {
                 wr
             };
             if let Some(wr) = wr {
-                let c = Completion {
-                    wr_id: wr.wr_id,
-                    status: b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
-                    opcode: b::ib_wc_opcode_IB_WC_RECV,
-                    qp_num: self.qpn,
-                    qp_addr: self.ibqp_addr,
-                    ..Default::default()
-                };
-                self.recv_cq.complete(&c, false);
+                self.flush_recv(&wr);
             }
         }
     }
@@ -1274,39 +1315,34 @@ impl Sink<'_> {
 
     fn place_recv(&self, offset: u32, data: &[u8]) {
         let qp = self.qp;
-        let rq = qp.rq.lock();
-        if rq.done == rq.prod {
+        if qp.claim_head().is_none() {
             return;
         }
-        if let Some(wr) = rq.get(rq.done) {
-            let sges = rq.sges(rq.done, wr.num_sge);
+        let c = qp.claim.lock();
+        if let Some(cl) = &*c {
+            let sges = cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]);
             let _ = qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data));
         }
     }
 
     fn recv_complete(&mut self, c: &proto::RecvCompletion) {
         let qp = self.qp;
-        let wr = {
-            let mut rq = qp.rq.lock();
-            if rq.done == rq.prod {
-                return;
-            }
-            let wr = rq.get(rq.done);
-            if let (Some(wr), Some(p), true) = (wr, self.pkt, qp.kind.is_ud()) {
-                // The GRH area: the IPv6 header, or the IPv4 header in its last 20 bytes.
-                let mut grh = [0u8; GRH_LEN];
-                let h = p.ip_hdr;
-                let at = GRH_LEN.saturating_sub(h.len());
-                if let Some(d) = grh.get_mut(at..at + h.len()) {
-                    d.copy_from_slice(h);
-                }
-                let sges = rq.sges(rq.done, wr.num_sge);
-                let _ = qp.wr_buffer_copy(sges, 0, &mut Xfer::To(&grh));
-            }
-            rq.done = rq.done.wrapping_add(1);
-            wr
+        let _ = qp.claim_head();
+        let Some(cl) = qp.claim.lock().take() else {
+            return;
         };
-        let Some(wr) = wr else { return };
+        let wr = cl.wr;
+        if let (Some(p), true) = (self.pkt, qp.kind.is_ud()) {
+            // The GRH area: the IPv6 header, or the IPv4 header in its last 20 bytes.
+            let mut grh = [0u8; GRH_LEN];
+            let h = p.ip_hdr;
+            let at = GRH_LEN.saturating_sub(h.len());
+            if let Some(d) = grh.get_mut(at..at + h.len()) {
+                d.copy_from_slice(h);
+            }
+            let sges = cl.sges.get(..wr.num_sge as usize).unwrap_or(&[]);
+            let _ = qp.wr_buffer_copy(sges, 0, &mut Xfer::To(&grh));
+        }
         let mut flags = 0;
         let mut ex = 0;
         if let Some(imm) = c.imm {
@@ -1480,11 +1516,7 @@ impl ResponderEnv for Env<'_> {
     }
 
     fn recv_head_len(&mut self) -> Option<u32> {
-        let rq = self.qp.rq.lock();
-        if rq.done == rq.prod {
-            return None;
-        }
-        rq.get(rq.done).map(|w| w.len)
+        self.qp.claim_head().map(|w| w.len)
     }
 }
 
