@@ -158,6 +158,9 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.max_send_sge = crate::qp::MAX_SGE as i32;
     attr.max_recv_sge = crate::qp::MAX_SGE as i32;
     attr.max_sge_rd = crate::qp::MAX_SGE as i32;
+    attr.max_srq = 1024;
+    attr.max_srq_wr = crate::qp::MAX_QP_WR as i32;
+    attr.max_srq_sge = crate::qp::MAX_SGE as i32;
     attr.max_qp_rd_atom = 16;
     attr.max_qp_init_rd_atom = 16;
     attr.max_res_rd_atom = 16 * 1024;

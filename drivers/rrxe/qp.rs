@@ -150,13 +150,15 @@ pub(crate) struct RecvWr {
 
 /// The receive WQE a QP took from its receive queue for the message in progress.
 #[derive(Clone, Copy)]
-struct Claim {
-    wr: RecvWr,
-    sges: [Sge; MAX_SGE as usize],
+pub(crate) struct Claim {
+    /// The WQE.
+    pub(crate) wr: RecvWr,
+    /// Its SGEs (the first `wr.num_sge`).
+    pub(crate) sges: [Sge; MAX_SGE as usize],
 }
 
 /// A ring of work requests with their SGEs (and inline bytes) in flat arrays.
-struct WrRing<T: Copy> {
+pub(crate) struct WrRing<T: Copy> {
     wrs: KVec<Option<T>>,
     sges: KVec<Sge>,
     inline: KVec<u8>,
@@ -173,7 +175,7 @@ struct WrRing<T: Copy> {
 }
 
 impl<T: Copy> WrRing<T> {
-    fn new(slots: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
+    pub(crate) fn new(slots: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
         let n = slots as usize;
         let mut wrs = KVec::with_capacity(n, GFP_KERNEL)?;
         wrs.extend_with(n, None, GFP_KERNEL)?;
@@ -210,14 +212,36 @@ impl<T: Copy> WrRing<T> {
         }
     }
 
-    fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.prod.wrapping_sub(self.done) >= self.slots()
     }
 
     fn get(&self, i: u32) -> Option<T> {
         self.wrs.get(self.idx(i)).copied().flatten()
     }
+}
 
+impl WrRing<RecvWr> {
+    /// Moves the oldest posted WQE with its SGEs into `dst` (in place: no large
+    /// temporaries); returns it and how many remain posted.
+    pub(crate) fn pop_into(&mut self, dst: &mut Option<Claim>) -> Option<(RecvWr, u32)> {
+        if self.done == self.prod {
+            return None;
+        }
+        let wr = self.get(self.done)?;
+        let cl = dst.insert(Claim {
+            wr,
+            sges: [Sge::default(); MAX_SGE as usize],
+        });
+        for (d, s) in cl.sges.iter_mut().zip(self.sges(self.done, wr.num_sge)) {
+            *d = *s;
+        }
+        self.done = self.done.wrapping_add(1);
+        Some((wr, self.prod.wrapping_sub(self.done)))
+    }
+}
+
+impl<T: Copy> WrRing<T> {
     fn sges(&self, i: u32, n: u32) -> &[Sge] {
         let s = self.idx(i) * self.max_sge;
         let n = (n as usize).min(self.max_sge);
@@ -231,7 +255,7 @@ impl<T: Copy> WrRing<T> {
     }
 
     /// Stores a WR at `prod` and advances it. The caller checked `full()`.
-    fn push(&mut self, wr: T, sges: &[Sge], inline: Option<&[u8]>) -> Result {
+    pub(crate) fn push(&mut self, wr: T, sges: &[Sge], inline: Option<&[u8]>) -> Result {
         if sges.len() > self.max_sge {
             return Err(EINVAL);
         }
@@ -373,6 +397,8 @@ pub(crate) struct QpInit {
     pub(crate) ibqp_addr: u64,
     /// User QPs: the send and receive queues shared with the process.
     pub(crate) user: Option<UserRings>,
+    /// The shared receive queue the QP takes its receive WQEs from, if any.
+    pub(crate) srq: Option<Arc<crate::srq::Srq>>,
 }
 
 /// Work queues shared with a user process.
@@ -404,6 +430,7 @@ pub(crate) struct Qp {
     max_recv_sge: u32,
     max_inline: u32,
     user: Option<UserRings>,
+    srq: Option<Arc<crate::srq::Srq>>,
     dead: AtomicBool,
     in_error: AtomicBool,
     /// A user queue was found corrupt: the work moves the QP to the error state.
@@ -465,6 +492,7 @@ fn ib_state(s: proto::QpState) -> u32 {
 
 impl Qp {
     /// Creates a QP (in Reset).
+    #[inline(never)]
     pub(crate) fn new(dev: DevPtr, init: QpInit) -> Result<Arc<Qp>> {
         if init.max_send_wr > MAX_QP_WR
             || init.max_recv_wr > MAX_QP_WR
@@ -539,6 +567,7 @@ impl Qp {
             max_recv_sge: init.max_recv_sge,
             max_inline: init.max_inline,
             user: init.user,
+            srq: init.srq,
             dead: AtomicBool::new(false),
             in_error: AtomicBool::new(false),
             want_error: AtomicBool::new(false),
@@ -675,55 +704,10 @@ impl Qp {
     }
 
     /// User QPs: copies new receive WQEs of the shared receive queue into the driver's ring.
-    #[inline(never)]
     fn pull_user_rq(&self) {
         let Some(u) = &self.user else { return };
-        let slot_len = (u.rq.slot_words() * 8)
-            .min(crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE);
-        let mut bytes = [0u8; crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE];
-        let mut sges = [Sge::default(); MAX_SGE as usize];
-        loop {
-            let mut rq = self.rq.lock();
-            if rq.full() {
-                return;
-            }
-            let prod = u.rq.producer().load(Ordering::Acquire);
-            let avail = prod.wrapping_sub(rq.ucons);
-            if avail == 0 {
-                return;
-            }
-            if avail > u.rq.slots() {
-                drop(rq);
-                self.set_error_async();
-                return;
-            }
-            let i = rq.ucons;
-            let Some(wqe) = bytes.get_mut(..slot_len) else {
-                return;
-            };
-            u.rq.read_slot_bytes(i, 0, wqe);
-            let Some((wr_id, n, len)) = crate::uwqe::decode_recv(wqe, self.max_recv_sge, &mut sges)
-            else {
-                drop(rq);
-                self.set_error_async();
-                return;
-            };
-            if rq
-                .push(
-                    RecvWr {
-                        wr_id,
-                        num_sge: n,
-                        len,
-                    },
-                    sges.get(..n as usize).unwrap_or(&[]),
-                    None,
-                )
-                .is_err()
-            {
-                return;
-            }
-            rq.ucons = rq.ucons.wrapping_add(1);
-            u.rq.consumer().store(rq.ucons, Ordering::Release);
+        if pull_recv_queue(&u.rq, &self.rq, self.max_recv_sge).is_err() {
+            self.set_error_async();
         }
     }
 
@@ -737,6 +721,9 @@ impl Qp {
 
     /// Posts a receive WR (any context).
     pub(crate) fn post_recv(&self, wr: RecvWr, sges: &[Sge]) -> Result {
+        if self.srq.is_some() {
+            return Err(EINVAL);
+        }
         {
             let mut rq = self.rq.lock();
             if rq.full() {
@@ -931,17 +918,10 @@ impl Qp {
         if let Some(cl) = &*c {
             return Some(cl.wr);
         }
-        let mut rq = self.rq.lock();
-        if rq.done == rq.prod {
-            return None;
+        if let Some(srq) = &self.srq {
+            return srq.take_into(&mut c);
         }
-        let wr = rq.get(rq.done)?;
-        let mut sges = [Sge::default(); MAX_SGE as usize];
-        for (d, s) in sges.iter_mut().zip(rq.sges(rq.done, wr.num_sge)) {
-            *d = *s;
-        }
-        rq.done = rq.done.wrapping_add(1);
-        *c = Some(Claim { wr, sges });
+        let (wr, _) = self.rq.lock().pop_into(&mut c)?;
         Some(wr)
     }
 
@@ -962,6 +942,10 @@ impl Qp {
         let held = self.claim.lock().take();
         if let Some(cl) = held {
             self.flush_recv(&cl.wr);
+        }
+        if self.srq.is_some() {
+            // The SRQ's other WQEs belong to the other QPs.
+            return;
         }
         loop {
             let wr = {
@@ -1612,5 +1596,54 @@ impl QpTable {
             }
             _ => Err(Some(skb)),
         }
+    }
+}
+
+/// Copies new receive WQEs of a queue shared with a process into a driver ring, validating
+/// each; stops when the ring is full. `Err` when the queue is corrupt (its producer index
+/// or an entry): the caller moves its owner to the error state.
+#[inline(never)]
+pub(crate) fn pull_recv_queue(
+    q: &Queue,
+    ring: &IrqSpinLock<WrRing<RecvWr>>,
+    max_sge: u32,
+) -> Result<(), ()> {
+    let slot_len =
+        (q.slot_words() * 8).min(crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE);
+    let mut bytes = [0u8; crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE];
+    let mut sges = [Sge::default(); MAX_SGE as usize];
+    loop {
+        let mut rq = ring.lock();
+        if rq.full() {
+            return Ok(());
+        }
+        let prod = q.producer().load(Ordering::Acquire);
+        let avail = prod.wrapping_sub(rq.ucons);
+        if avail == 0 {
+            return Ok(());
+        }
+        if avail > q.slots() {
+            return Err(());
+        }
+        let i = rq.ucons;
+        let wqe = bytes.get_mut(..slot_len).ok_or(())?;
+        q.read_slot_bytes(i, 0, wqe);
+        let (wr_id, n, len) = crate::uwqe::decode_recv(wqe, max_sge, &mut sges).ok_or(())?;
+        if rq
+            .push(
+                RecvWr {
+                    wr_id,
+                    num_sge: n,
+                    len,
+                },
+                sges.get(..n as usize).unwrap_or(&[]),
+                None,
+            )
+            .is_err()
+        {
+            return Ok(());
+        }
+        rq.ucons = rq.ucons.wrapping_add(1);
+        q.consumer().store(rq.ucons, Ordering::Release);
     }
 }

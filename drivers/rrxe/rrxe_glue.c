@@ -710,3 +710,15 @@ void rrxe_glue_qp_event(struct ib_qp *qp, int event)
 	if (qp->event_handler)
 		qp->event_handler(&ev, qp->qp_context);
 }
+
+void rrxe_glue_srq_event(struct ib_srq *srq, int event)
+{
+	struct ib_event ev = {
+		.device = srq->device,
+		.element.srq = srq,
+		.event = event,
+	};
+
+	if (srq->event_handler)
+		srq->event_handler(&ev, srq->srq_context);
+}

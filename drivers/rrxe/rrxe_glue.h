@@ -160,6 +160,8 @@ void rrxe_glue_decode_send_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out)
 void rrxe_glue_decode_ud_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);
 struct ib_event;
 void rrxe_glue_qp_event(struct ib_qp *qp, int event);
+struct ib_srq;
+void rrxe_glue_srq_event(struct ib_srq *srq, int event);
 
 /* --- implemented in Rust, called from C --- */
 void rrxe_rs_udp_recv(struct sk_buff *skb);

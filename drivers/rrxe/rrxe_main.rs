@@ -22,6 +22,7 @@ mod net;
 #[allow(dead_code, unreachable_pub, missing_docs, unused_imports)]
 pub(crate) mod proto;
 mod qp;
+mod srq;
 mod uwqe;
 
 module! {

@@ -331,6 +331,40 @@ impl CqPtr {
     }
 }
 
+/// The `ib_srq` of an SRQ, for its async events. The core keeps it alive while the SRQ
+/// object that holds this exists (destroy_srq runs after every QP using it is gone).
+#[derive(Clone, Copy)]
+pub(crate) struct SrqPtr(NonNull<bindings::ib_srq>);
+
+// SAFETY: only used to dispatch events, which the core allows from any context.
+unsafe impl Send for SrqPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SrqPtr {}
+
+impl SrqPtr {
+    /// IB_EVENT_SRQ_LIMIT_REACHED.
+    pub(crate) fn limit_reached(&self) {
+        // SAFETY: live SRQ (type doc).
+        unsafe {
+            bindings::rrxe_glue_srq_event(
+                self.0.as_ptr(),
+                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED as i32,
+            )
+        }
+    }
+
+    /// IB_EVENT_SRQ_ERR.
+    pub(crate) fn error(&self) {
+        // SAFETY: live SRQ (type doc).
+        unsafe {
+            bindings::rrxe_glue_srq_event(
+                self.0.as_ptr(),
+                bindings::ib_event_type_IB_EVENT_SRQ_ERR as i32,
+            )
+        }
+    }
+}
+
 /// A counted reference to an rrxe device (`ib_device_put` on drop).
 pub(crate) struct IbDevRef(NonNull<bindings::ib_device>);
 
@@ -435,6 +469,8 @@ unsafe impl UserAbi for bindings::rrxe_alloc_ucontext_resp {}
 unsafe impl UserAbi for bindings::rrxe_create_cq_resp {}
 // SAFETY: two __u32, no padding (see rrxe-abi.h).
 unsafe impl UserAbi for bindings::rrxe_create_ah_resp {}
+// SAFETY: one rrxe_queue_info then two __u32: 32 bytes, no padding.
+unsafe impl UserAbi for bindings::rrxe_create_srq_resp {}
 // SAFETY: two rrxe_queue_info (no padding) then two __u32: 56 bytes, no padding.
 unsafe impl UserAbi for bindings::rrxe_create_qp_resp {}
 

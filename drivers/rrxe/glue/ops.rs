@@ -56,6 +56,12 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.post_send = Some(post_send);
     ops.post_recv = Some(post_recv);
     ops.size_ib_qp = core::mem::size_of::<QpObj>();
+    ops.create_srq = Some(create_srq);
+    ops.modify_srq = Some(modify_srq);
+    ops.query_srq = Some(query_srq);
+    ops.destroy_srq = Some(destroy_srq);
+    ops.post_srq_recv = Some(post_srq_recv);
+    ops.size_ib_srq = core::mem::size_of::<SrqObj>();
     ops.create_ah = Some(create_ah);
     ops.create_user_ah = Some(create_ah);
     ops.destroy_ah = Some(destroy_ah);
@@ -577,9 +583,15 @@ unsafe extern "C" fn create_qp(
         bindings::ib_qp_type_IB_QPT_GSI => QpKind::Gsi,
         _ => return super::eopnotsupp().to_errno(),
     };
-    if !init.srq.is_null() || init.create_flags != 0 {
+    if init.create_flags != 0 {
         return super::eopnotsupp().to_errno();
     }
+    let srq = if init.srq.is_null() {
+        None
+    } else {
+        // SAFETY: the core passes a live SRQ of ours and counts this QP as its user.
+        Some(unsafe { srq_handle(init.srq) }.srq.clone())
+    };
     // SAFETY: the CQs given at creation are live and outlive the QP (the core counts their
     // users).
     let (Some(send_cq), Some(recv_cq)) = (unsafe { CqPtr::new(init.send_cq) }, unsafe {
@@ -651,6 +663,7 @@ unsafe extern "C" fn create_qp(
         sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
         ibqp_addr: ibqp as u64,
         user,
+        srq,
     };
     let qp = match Qp::new(dev.ptr(), qi) {
         Ok(qp) => qp,
@@ -1019,18 +1032,32 @@ unsafe extern "C" fn post_send(
 
 unsafe extern "C" fn post_recv(
     ibqp: *mut bindings::ib_qp,
-    mut wr: *const bindings::ib_recv_wr,
+    wr: *const bindings::ib_recv_wr,
     bad: *mut *const bindings::ib_recv_wr,
 ) -> i32 {
-    use crate::qp::{RecvWr, Sge};
     // SAFETY: a live QP of ours.
     let h = unsafe { qp_handle(ibqp) };
+    // SAFETY: the consumer's WR list is live for the call; bad is its output.
+    unsafe { post_recv_list(wr, bad, h.caps.max_recv_sge, |w, s| h.qp.post_recv(w, s)) }
+}
+
+/// Walks a kernel receive WR list, converting each WR and handing it to `post`.
+///
+/// # Safety
+/// `wr` is null or a live WR list; `bad` is null or writable.
+unsafe fn post_recv_list(
+    mut wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+    max_sge: u32,
+    post: impl Fn(crate::qp::RecvWr, &[crate::qp::Sge]) -> Result,
+) -> i32 {
+    use crate::qp::{RecvWr, Sge};
     while !wr.is_null() {
         // SAFETY: the consumer's WR list is live for the call.
         let w = unsafe { &*wr };
         let n = usize::try_from(w.num_sge).unwrap_or(usize::MAX);
         let r = (|| -> Result {
-            if n > h.caps.max_recv_sge.max(1) as usize || (n > 0 && w.sg_list.is_null()) {
+            if n > max_sge.max(1) as usize || (n > 0 && w.sg_list.is_null()) {
                 return Err(EINVAL);
             }
             let raw: &[bindings::ib_sge] = if n == 0 {
@@ -1051,7 +1078,7 @@ unsafe extern "C" fn post_recv(
             }
             // SAFETY: reading the wr_id member of the union the consumer set.
             let wr_id = unsafe { w.__bindgen_anon_1.wr_id };
-            h.qp.post_recv(
+            post(
                 RecvWr {
                     wr_id,
                     num_sge: n as u32,
@@ -1070,4 +1097,125 @@ unsafe extern "C" fn post_recv(
         wr = w.next;
     }
     0
+}
+
+/// What an `ib_srq` carries for us.
+pub(crate) struct SrqHandle {
+    srq: kernel::sync::Arc<crate::srq::Srq>,
+}
+
+type SrqObj = DrvObj<bindings::ib_srq, SrqHandle>;
+
+/// # Safety
+/// `ibsrq` is a live SRQ created by [`create_srq`].
+unsafe fn srq_handle<'a>(ibsrq: *mut bindings::ib_srq) -> &'a SrqHandle {
+    // SAFETY: by the contract the SRQ is an SrqObj with initialised data.
+    unsafe { &(*ibsrq.cast::<SrqObj>()).data }
+}
+
+unsafe extern "C" fn create_srq(
+    ibsrq: *mut bindings::ib_srq,
+    init: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> i32 {
+    // SAFETY: the core passes a live init attr and the SRQ it allocated (size_ib_srq).
+    let init = unsafe { &mut *init };
+    if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+        return super::eopnotsupp().to_errno();
+    }
+    let mut udata = Udata(udata, PhantomData);
+    let a = &mut init.attr;
+    let slots = a.max_wr.max(1).next_power_of_two();
+    if slots > crate::qp::MAX_QP_WR || a.max_sge > crate::qp::MAX_SGE {
+        return EINVAL.to_errno();
+    }
+    let mut resp = bindings::rrxe_create_srq_resp::default();
+    let mut user = None;
+    if udata.is_user() {
+        let Some(uctx) = UContext::from_udata(&udata) else {
+            return EINVAL.to_errno();
+        };
+        let slot = (crate::uwqe::RECV_HDR as u32 + a.max_sge.max(1) * crate::uwqe::SGE as u32)
+            .max(32)
+            .next_power_of_two();
+        match super::Queue::new(slots.trailing_zeros(), slot, Some(&uctx)) {
+            Ok(q) => {
+                resp.rq = q.info();
+                user = Some(q);
+            }
+            Err(e) => return e.to_errno(),
+        }
+    }
+    a.max_wr = slots;
+    // SAFETY: ibsrq is live and non-null.
+    let ptr = super::SrqPtr(unsafe { core::ptr::NonNull::new_unchecked(ibsrq) });
+    let srq = match crate::srq::Srq::new(slots, a.max_sge, a.srq_limit, ptr, user) {
+        Ok(s) => s,
+        Err(e) => return e.to_errno(),
+    };
+    if udata.is_user() {
+        if let Err(e) = udata.respond(&resp) {
+            return e.to_errno();
+        }
+    }
+    // SAFETY: the SRQ object is ours to initialise.
+    unsafe {
+        core::ptr::write(
+            addr_of_mut!((*ibsrq.cast::<SrqObj>()).data),
+            SrqHandle { srq },
+        )
+    };
+    0
+}
+
+unsafe extern "C" fn modify_srq(
+    ibsrq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+    mask: bindings::ib_srq_attr_mask,
+    _udata: *mut bindings::ib_udata,
+) -> i32 {
+    // SAFETY: a live SRQ of ours; attr is the caller's.
+    let (h, attr) = unsafe { (srq_handle(ibsrq), &*attr) };
+    if mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
+        // Resizing is not supported.
+        return super::eopnotsupp().to_errno();
+    }
+    if mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0 {
+        return errno(h.srq.set_limit(attr.srq_limit));
+    }
+    0
+}
+
+unsafe extern "C" fn query_srq(
+    ibsrq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+) -> i32 {
+    // SAFETY: a live SRQ of ours; attr is the caller's output.
+    let (h, attr) = unsafe { (srq_handle(ibsrq), &mut *attr) };
+    let (max_wr, max_sge, limit) = h.srq.attrs();
+    attr.max_wr = max_wr;
+    attr.max_sge = max_sge;
+    attr.srq_limit = limit;
+    0
+}
+
+unsafe extern "C" fn destroy_srq(
+    ibsrq: *mut bindings::ib_srq,
+    _udata: *mut bindings::ib_udata,
+) -> i32 {
+    // SAFETY: called once, after the core made sure no QP uses the SRQ.
+    unsafe { core::ptr::drop_in_place(addr_of_mut!((*ibsrq.cast::<SrqObj>()).data)) };
+    0
+}
+
+unsafe extern "C" fn post_srq_recv(
+    ibsrq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> i32 {
+    // SAFETY: a live SRQ of ours.
+    let h = unsafe { srq_handle(ibsrq) };
+    let (_, max_sge, _) = h.srq.attrs();
+    // SAFETY: the consumer's WR list is live for the call; bad is its output.
+    unsafe { post_recv_list(wr, bad, max_sge, |w, s| h.srq.post_recv(w, s)) }
 }

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Shared receive queues: receive WQEs several QPs take from, with the limit event.
+
+use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::{Queue, SrqPtr};
+use crate::qp::{Claim, RecvWr, Sge, WrRing, MAX_QP_WR, MAX_SGE};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// A shared receive queue.
+#[pin_data]
+pub(crate) struct Srq {
+    #[pin]
+    ring: IrqSpinLock<WrRing<RecvWr>>,
+    max_wr: u32,
+    max_sge: u32,
+    /// Armed limit (0: disarmed): fire the event when fewer WQEs than this are posted.
+    limit: AtomicU32,
+    ib: SrqPtr,
+    /// User SRQs: the queue shared with the process.
+    user: Option<Queue>,
+    error: AtomicBool,
+}
+
+impl Srq {
+    /// A new SRQ of `max_wr` WQEs with `max_sge` SGEs each.
+    pub(crate) fn new(
+        max_wr: u32,
+        max_sge: u32,
+        limit: u32,
+        ib: SrqPtr,
+        user: Option<Queue>,
+    ) -> Result<Arc<Srq>> {
+        if max_wr == 0 || max_wr > MAX_QP_WR || max_sge > MAX_SGE || limit > max_wr {
+            return Err(EINVAL);
+        }
+        let ring = WrRing::new(max_wr, max_sge.max(1), 0)?;
+        Arc::pin_init(
+            pin_init!(Srq {
+                ring <- new_irq_spinlock!(ring, "rrxe_srq"),
+                max_wr,
+                max_sge,
+                limit: AtomicU32::new(limit),
+                ib,
+                user,
+                error: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// (max_wr, max_sge, armed limit).
+    pub(crate) fn attrs(&self) -> (u32, u32, u32) {
+        (
+            self.max_wr,
+            self.max_sge,
+            self.limit.load(Ordering::Acquire),
+        )
+    }
+
+    /// Arms the limit event (0 disarms).
+    pub(crate) fn set_limit(&self, limit: u32) -> Result {
+        if limit > self.max_wr {
+            return Err(EINVAL);
+        }
+        self.limit.store(limit, Ordering::Release);
+        Ok(())
+    }
+
+    /// Posts a receive WQE (kernel consumers).
+    pub(crate) fn post_recv(&self, wr: RecvWr, sges: &[Sge]) -> Result {
+        if sges.len() > self.max_sge as usize {
+            return Err(EINVAL);
+        }
+        let mut r = self.ring.lock();
+        if r.full() {
+            return Err(ENOMEM);
+        }
+        r.push(wr, sges, None)
+    }
+
+    /// Moves the next WQE into a QP's claim slot (process context).
+    pub(crate) fn take_into(&self, dst: &mut Option<Claim>) -> Option<RecvWr> {
+        if let Some(u) = &self.user {
+            if !self.error.load(Ordering::Acquire)
+                && crate::qp::pull_recv_queue(u, &self.ring, self.max_sge).is_err()
+            {
+                self.error.store(true, Ordering::Release);
+                u.error_flag().store(1, Ordering::Release);
+                self.ib.error();
+            }
+        }
+        let (wr, left) = self.ring.lock().pop_into(dst)?;
+        let lim = self.limit.load(Ordering::Acquire);
+        if lim != 0
+            && left < lim
+            && self
+                .limit
+                .compare_exchange(lim, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            self.ib.limit_reached();
+        }
+        Some(wr)
+    }
+}
