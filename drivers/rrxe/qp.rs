@@ -112,6 +112,90 @@ pub(crate) enum SendKind {
     Invalid,
 }
 
+/// The transport operation and completion opcode of a send work request. `opcode` is an
+/// `ib_wr_opcode`, whose transport values are those of `ib_uverbs_wr_opcode` (and so of the
+/// rrxe ABI); `ex` holds the immediate data in wire order or the rkey to invalidate.
+pub(crate) fn transport_op(
+    opcode: u32,
+    ex: u32,
+    rdma: proto::RemoteAddr,
+    atomic: proto::RemoteAddr,
+    compare_add: u64,
+    swap: u64,
+) -> Option<(proto::SendOp, u32)> {
+    use proto::SendOp;
+    // Immediate data is stored in wire (big-endian) byte order; proto takes its value.
+    let imm = u32::from_be(ex);
+    Some(match opcode {
+        b::ib_wr_opcode_IB_WR_SEND => (
+            SendOp::Send {
+                imm: None,
+                inv_rkey: None,
+            },
+            b::ib_wc_opcode_IB_WC_SEND,
+        ),
+        b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (
+            SendOp::Send {
+                imm: Some(imm),
+                inv_rkey: None,
+            },
+            b::ib_wc_opcode_IB_WC_SEND,
+        ),
+        b::ib_wr_opcode_IB_WR_SEND_WITH_INV => (
+            SendOp::Send {
+                imm: None,
+                inv_rkey: Some(ex),
+            },
+            b::ib_wc_opcode_IB_WC_SEND,
+        ),
+        b::ib_wr_opcode_IB_WR_RDMA_WRITE => (
+            SendOp::Write {
+                remote: rdma,
+                imm: None,
+            },
+            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        ),
+        b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
+            SendOp::Write {
+                remote: rdma,
+                imm: Some(imm),
+            },
+            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        ),
+        b::ib_wr_opcode_IB_WR_RDMA_READ => (
+            SendOp::Read { remote: rdma },
+            b::ib_wc_opcode_IB_WC_RDMA_READ,
+        ),
+        b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => (
+            SendOp::CompareSwap {
+                remote: atomic,
+                compare: compare_add,
+                swap,
+            },
+            b::ib_wc_opcode_IB_WC_COMP_SWAP,
+        ),
+        b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (
+            SendOp::FetchAdd {
+                remote: atomic,
+                add: compare_add,
+            },
+            b::ib_wc_opcode_IB_WC_FETCH_ADD,
+        ),
+        _ => return None,
+    })
+}
+
+const _: () = assert!(
+    b::ib_wr_opcode_IB_WR_SEND == b::RRXE_WR_SEND
+        && b::ib_wr_opcode_IB_WR_SEND_WITH_IMM == b::RRXE_WR_SEND_WITH_IMM
+        && b::ib_wr_opcode_IB_WR_SEND_WITH_INV == b::RRXE_WR_SEND_WITH_INV
+        && b::ib_wr_opcode_IB_WR_RDMA_WRITE == b::RRXE_WR_RDMA_WRITE
+        && b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM == b::RRXE_WR_RDMA_WRITE_WITH_IMM
+        && b::ib_wr_opcode_IB_WR_RDMA_READ == b::RRXE_WR_RDMA_READ
+        && b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP == b::RRXE_WR_ATOMIC_CMP_AND_SWP
+        && b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD == b::RRXE_WR_ATOMIC_FETCH_AND_ADD
+);
+
 /// A posted send work request, as the driver keeps it.
 #[derive(Clone, Copy)]
 pub(crate) struct SendWr {

@@ -7,7 +7,7 @@
 
 use crate::ah::AhTable;
 use crate::glue::bindings as b;
-use crate::proto::{RemoteAddr, SendOp, UdDest};
+use crate::proto::{RemoteAddr, UdDest};
 use crate::qp::{SendKind, SendWr, Sge};
 use core::mem::{offset_of, size_of};
 
@@ -106,7 +106,6 @@ pub(crate) fn decode_send(
     let flags = u32_at(bytes, OFF_FLAGS)?;
     let num_sge = u32_at(bytes, OFF_NUM_SGE)?;
     let inline_len = u32_at(bytes, OFF_INLINE)?;
-    // Immediate data is stored in wire (big-endian) byte order; proto takes its value.
     let ex = u32_at(bytes, OFF_EX)?;
     let inline = flags & F_INLINE != 0;
     let (len, n, inl) = if inline {
@@ -132,63 +131,14 @@ pub(crate) fn decode_send(
         va: u64_at(bytes, OFF_AT_VA)?,
         rkey: u32_at(bytes, OFF_AT_RKEY)?,
     };
-    let (op, wc) = match opcode {
-        b::RRXE_WR_SEND => (
-            SendOp::Send {
-                imm: None,
-                inv_rkey: None,
-            },
-            b::ib_wc_opcode_IB_WC_SEND,
-        ),
-        b::RRXE_WR_SEND_WITH_IMM => (
-            SendOp::Send {
-                imm: Some(u32::from_be(ex)),
-                inv_rkey: None,
-            },
-            b::ib_wc_opcode_IB_WC_SEND,
-        ),
-        b::RRXE_WR_SEND_WITH_INV => (
-            SendOp::Send {
-                imm: None,
-                inv_rkey: Some(ex),
-            },
-            b::ib_wc_opcode_IB_WC_SEND,
-        ),
-        b::RRXE_WR_RDMA_WRITE => (
-            SendOp::Write {
-                remote: rdma,
-                imm: None,
-            },
-            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        ),
-        b::RRXE_WR_RDMA_WRITE_WITH_IMM => (
-            SendOp::Write {
-                remote: rdma,
-                imm: Some(u32::from_be(ex)),
-            },
-            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        ),
-        b::RRXE_WR_RDMA_READ => (
-            SendOp::Read { remote: rdma },
-            b::ib_wc_opcode_IB_WC_RDMA_READ,
-        ),
-        b::RRXE_WR_ATOMIC_CMP_AND_SWP => (
-            SendOp::CompareSwap {
-                remote: atomic,
-                compare: u64_at(bytes, OFF_AT_CMP)?,
-                swap: u64_at(bytes, OFF_AT_SWAP)?,
-            },
-            b::ib_wc_opcode_IB_WC_COMP_SWAP,
-        ),
-        b::RRXE_WR_ATOMIC_FETCH_AND_ADD => (
-            SendOp::FetchAdd {
-                remote: atomic,
-                add: u64_at(bytes, OFF_AT_CMP)?,
-            },
-            b::ib_wc_opcode_IB_WC_FETCH_ADD,
-        ),
-        _ => return None,
-    };
+    let (op, wc) = crate::qp::transport_op(
+        opcode,
+        ex,
+        rdma,
+        atomic,
+        u64_at(bytes, OFF_AT_CMP)?,
+        u64_at(bytes, OFF_AT_SWAP)?,
+    )?;
     let ud = if lim.ud {
         let av = lim.ahs.get(u32_at(bytes, OFF_UD_AH)?, lim.pd)?;
         Some((

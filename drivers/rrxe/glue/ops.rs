@@ -835,7 +835,7 @@ unsafe fn post_one_send(
     h: &QpHandle,
     wr: *const bindings::ib_send_wr,
 ) -> Result {
-    use crate::proto::{RemoteAddr, SendOp, UdDest};
+    use crate::proto::{RemoteAddr, UdDest};
     use crate::qp::{SendKind, SendWr, Sge};
     let mut k = bindings::rrxe_kwr::default();
     // SAFETY: wr is live (contract).
@@ -866,57 +866,6 @@ unsafe fn post_one_send(
         rkey: k.rkey,
     };
     let (kind, wc) = match k.opcode {
-        bindings::ib_wr_opcode_IB_WR_SEND => (
-            SendKind::Transport(SendOp::Send {
-                imm: None,
-                inv_rkey: None,
-            }),
-            bindings::ib_wc_opcode_IB_WC_SEND,
-        ),
-        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (
-            SendKind::Transport(SendOp::Send {
-                imm: Some(u32::from_be(k.ex)),
-                inv_rkey: None,
-            }),
-            bindings::ib_wc_opcode_IB_WC_SEND,
-        ),
-        bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => (
-            SendKind::Transport(SendOp::Send {
-                imm: None,
-                inv_rkey: Some(k.ex),
-            }),
-            bindings::ib_wc_opcode_IB_WC_SEND,
-        ),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (
-            SendKind::Transport(SendOp::Write { remote, imm: None }),
-            bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        ),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
-            SendKind::Transport(SendOp::Write {
-                remote,
-                imm: Some(u32::from_be(k.ex)),
-            }),
-            bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        ),
-        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (
-            SendKind::Transport(SendOp::Read { remote }),
-            bindings::ib_wc_opcode_IB_WC_RDMA_READ,
-        ),
-        bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => (
-            SendKind::Transport(SendOp::CompareSwap {
-                remote,
-                compare: k.compare_add,
-                swap: k.swap,
-            }),
-            bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
-        ),
-        bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (
-            SendKind::Transport(SendOp::FetchAdd {
-                remote,
-                add: k.compare_add,
-            }),
-            bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
-        ),
         bindings::ib_wr_opcode_IB_WR_LOCAL_INV => (
             SendKind::LocalInv { key: k.ex },
             bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
@@ -950,7 +899,11 @@ unsafe fn post_one_send(
             }
             (SendKind::RegMr(fr), bindings::ib_wc_opcode_IB_WC_REG_MR)
         }
-        _ => return Err(EINVAL),
+        op => {
+            let (op, wc) = crate::qp::transport_op(op, k.ex, remote, remote, k.compare_add, k.swap)
+                .ok_or(EINVAL)?;
+            (SendKind::Transport(op), wc)
+        }
     };
     let mut ud = None;
     if matches!(qp.kind, crate::qp::QpKind::Ud | crate::qp::QpKind::Gsi) {
