@@ -46,6 +46,7 @@ pub(crate) fn recv(mut skb: SkBuff) {
     }
     if !proto::icrc::verify(&KernelCrc32, ip_pkt, v6) {
         counters.inc(Counter::IcrcErrors);
+        crate::glue::dbg(&dev, c"ICRC error: dropped", ib.len() as u64, 0);
         return;
     }
     let pkt = match proto::parse_packet(ib) {
@@ -68,7 +69,7 @@ pub(crate) fn recv(mut skb: SkBuff) {
 }
 
 /// Transmit errors.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 #[allow(dead_code)] // transmit is used by the QP datapath (issue #4)
 pub(crate) enum TxError {
     /// No memory for the skb (retry later).

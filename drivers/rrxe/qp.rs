@@ -797,6 +797,12 @@ impl Qp {
 
     /// Moves the QP to the error state from the work (a corrupt user queue).
     fn set_error_async(&self) {
+        crate::glue::dbg(
+            self.dev.get(),
+            c"user queue corrupt: QP to error",
+            u64::from(self.qpn),
+            0,
+        );
         self.want_error.store(true, Ordering::Release);
         if let Some(u) = &self.user {
             u.sq.error_flag().store(1, Ordering::Release);
@@ -1205,6 +1211,12 @@ impl Qp {
                     if !proto.send_queue().is_empty() {
                         break;
                     }
+                    crate::glue::dbg(
+                        self.dev.get(),
+                        c"malformed user send WQE: QP to error",
+                        u64::from(self.qpn),
+                        wr.wr_id,
+                    );
                     self.complete_send(&wr, b::ib_wc_status_IB_WC_LOC_QP_OP_ERR, 0);
                     {
                         let mut sq = self.sq.lock();
@@ -1367,7 +1379,15 @@ impl Sink<'_> {
         };
         match crate::net::transmit(ndev, &av, self.sport, &tx.hdrs, len, fill) {
             Ok(()) => counters.inc(Counter::SentPkts),
-            Err(_) => counters.inc(Counter::TxDrops),
+            Err(e) => {
+                counters.inc(Counter::TxDrops);
+                crate::glue::dbg(
+                    qp.dev.get(),
+                    c"transmit failed",
+                    u64::from(qp.qpn),
+                    e as u64,
+                );
+            }
         }
     }
 

@@ -722,3 +722,12 @@ void rrxe_glue_srq_event(struct ib_srq *srq, int event)
 	if (srq->event_handler)
 		srq->event_handler(&ev, srq->srq_context);
 }
+
+/*
+ * Error-path diagnostics: dynamic debug (enable with
+ * echo 'module rrxe +p' > /sys/kernel/debug/dynamic_debug/control), rate-limited.
+ */
+void rrxe_glue_dbg(const char *dev, const char *what, u64 a, u64 b)
+{
+	net_dbg_ratelimited("rrxe %s: %s (%llx, %llx)\n", dev, what, a, b);
+}

@@ -162,6 +162,7 @@ struct ib_event;
 void rrxe_glue_qp_event(struct ib_qp *qp, int event);
 struct ib_srq;
 void rrxe_glue_srq_event(struct ib_srq *srq, int event);
+void rrxe_glue_dbg(const char *dev, const char *what, u64 a, u64 b);
 
 /* --- implemented in Rust, called from C --- */
 void rrxe_rs_udp_recv(struct sk_buff *skb);

@@ -40,6 +40,13 @@ use kernel::prelude::*;
 use kernel::sync::Mutex;
 use kernel::types::Opaque;
 
+/// A rate-limited dynamic-debug message on an error path: `what` happened on device `dev`,
+/// with two values for context.
+pub(crate) fn dbg(dev: &IbDev, what: &core::ffi::CStr, a: u64, b: u64) {
+    // SAFETY: both strings are NUL-terminated and live for the call.
+    unsafe { bindings::rrxe_glue_dbg(dev.name().as_char_ptr(), what.as_ptr().cast(), a, b) };
+}
+
 /// `EOPNOTSUPP` (the kernel crate of 6.12 has no constant for it).
 pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-95)
@@ -319,6 +326,7 @@ impl CqPtr {
             }
             crate::cq::Posted::Ok { notify: false } => {}
             crate::cq::Posted::Overflow => {
+                // The QP (or the consumer's ring) cannot go on: report it.
                 // SAFETY: live CQ.
                 unsafe {
                     bindings::rrxe_glue_cq_event(
