@@ -6,12 +6,15 @@
 //! and calls back into `abi::entry` to create devices and contexts.
 //!
 //! Layout: [`abi`] is the FFI layer (C mirrors, imports, entry points; all the `unsafe`);
-//! [`device`] and [`context`] are the safe logic. Later steps add pd/mr/cq/qp/srq/ah modules
-//! (and a shared-queue module for the mmap'd rings of `include/rdma/rrxe-abi.h`) the same
-//! way: a thin `abi::entry` shell over safe logic.
+//! [`device`], [`context`], [`ring`] (the shared-queue protocol), [`wqe`] (entry encoding)
+//! and [`wq`] (posting and polling) are the safe logic; `abi::objects` holds the verbs
+//! objects as thin shells over them.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod abi;
 pub mod context;
 pub mod device;
+pub mod ring;
+pub mod wq;
+pub mod wqe;

@@ -625,6 +625,267 @@ fn checks() -> Vec<Check> {
                 drv_payload
             }
         ),
+        layout!(Public, pthread_cond_t as "pthread_cond_t" {}),
+        layout!(Public, ibv_pd { context, handle }),
+        layout!(
+            Public,
+            ibv_mr {
+                context,
+                pd,
+                addr,
+                length,
+                handle,
+                lkey,
+                rkey
+            }
+        ),
+        layout!(
+            Public,
+            ibv_comp_channel {
+                context,
+                fd,
+                refcnt
+            }
+        ),
+        layout!(
+            Public,
+            ibv_cq {
+                context,
+                channel,
+                cq_context,
+                handle,
+                cqe,
+                mutex,
+                cond,
+                comp_events_completed,
+                async_events_completed
+            }
+        ),
+        layout!(
+            Public,
+            ibv_srq {
+                context,
+                srq_context,
+                pd,
+                handle,
+                mutex,
+                cond,
+                events_completed
+            }
+        ),
+        layout!(
+            Public,
+            ibv_qp {
+                context,
+                qp_context,
+                pd,
+                send_cq,
+                recv_cq,
+                srq,
+                handle,
+                qp_num,
+                state,
+                qp_type,
+                mutex,
+                cond,
+                events_completed
+            }
+        ),
+        layout!(
+            Public,
+            ibv_ah {
+                context,
+                pd,
+                handle
+            }
+        ),
+        layout!(Public, ibv_mw { context, pd, rkey, handle, type_ => "type" }),
+        layout!(Public, ibv_sge { addr, length, lkey }),
+        layout!(
+            Public,
+            ibv_mw_bind_info {
+                mr,
+                addr,
+                length,
+                mw_access_flags
+            }
+        ),
+        layout!(Public, ibv_send_wr {
+            wr_id, next, sg_list, num_sge, opcode, send_flags,
+            imm => "imm_data",
+            wr.rdma.remote_addr => "wr.rdma.remote_addr",
+            wr.rdma.rkey => "wr.rdma.rkey",
+            wr.atomic.remote_addr => "wr.atomic.remote_addr",
+            wr.atomic.compare_add => "wr.atomic.compare_add",
+            wr.atomic.swap => "wr.atomic.swap",
+            wr.atomic.rkey => "wr.atomic.rkey",
+            wr.ud.ah => "wr.ud.ah",
+            wr.ud.remote_qpn => "wr.ud.remote_qpn",
+            wr.ud.remote_qkey => "wr.ud.remote_qkey",
+            qp_type => "qp_type.xrc.remote_srqn",
+            ext.bind_mw.mw => "bind_mw.mw",
+            ext.bind_mw.rkey => "bind_mw.rkey",
+            ext.bind_mw.bind_info => "bind_mw.bind_info",
+            ext.tso.hdr => "tso.hdr",
+            ext.tso.hdr_sz => "tso.hdr_sz",
+            ext.tso.mss => "tso.mss",
+        }),
+        layout!(
+            Public,
+            ibv_recv_wr {
+                wr_id,
+                next,
+                sg_list,
+                num_sge
+            }
+        ),
+        layout!(Public, ibv_wc {
+            wr_id, status, opcode, vendor_err, byte_len, imm => "imm_data", qp_num, src_qp,
+            wc_flags, pkey_index, slid, sl, dlid_path_bits
+        }),
+        layout!(
+            Public,
+            ibv_qp_cap {
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data
+            }
+        ),
+        layout!(
+            Public,
+            ibv_qp_init_attr {
+                qp_context,
+                send_cq,
+                recv_cq,
+                srq,
+                cap,
+                qp_type,
+                sq_sig_all
+            }
+        ),
+        layout!(
+            Public,
+            ibv_srq_attr {
+                max_wr,
+                max_sge,
+                srq_limit
+            }
+        ),
+        layout!(Public, ibv_srq_init_attr { srq_context, attr }),
+        layout!(Public, ib_uverbs_alloc_pd_resp { pd_handle }),
+        layout!(
+            Public,
+            ib_uverbs_reg_mr_resp {
+                mr_handle,
+                lkey,
+                rkey
+            }
+        ),
+        layout!(Public, ib_uverbs_create_cq_resp { cq_handle, cqe }),
+        layout!(Public, ib_uverbs_resize_cq_resp { cqe, reserved }),
+        layout!(
+            Public,
+            ib_uverbs_create_qp_resp {
+                qp_handle,
+                qpn,
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data,
+                reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_create_srq_resp {
+                srq_handle,
+                max_wr,
+                max_sge,
+                srqn
+            }
+        ),
+        layout!(Public, ib_uverbs_create_ah_resp { ah_handle }),
+        layout!(Public, ib_uverbs_alloc_mw_resp { mw_handle, rkey }),
+        layout!(Public, ib_uverbs_rereg_mr_resp { lkey, rkey }),
+        layout!(
+            Public,
+            ib_uverbs_post_send {
+                response,
+                qp_handle,
+                wr_count,
+                sge_count,
+                wqe_size
+            }
+        ),
+        layout!(Public, ib_uverbs_post_send_resp { bad_wr }),
+        layout!(Public, ib_uverbs_send_wr {}),
+        // Constants, as the size of a char array.
+        Check {
+            set: Set::Public,
+            c_type: "char[IB_USER_VERBS_CMD_POST_SEND]".into(),
+            size: IB_USER_VERBS_CMD_POST_SEND as usize,
+            align: 1,
+            fields: vec![],
+        },
+        layout!(Private, ibv_post_send { hdr, core_payload }),
+        layout!(Private, ibv_alloc_pd as "struct ibv_alloc_pd" { hdr, core_payload }),
+        layout!(Private, ibv_reg_mr as "struct ibv_reg_mr" { hdr, core_payload }),
+        layout!(Private, ibv_rereg_mr as "struct ibv_rereg_mr" { hdr, core_payload }),
+        layout!(Private, ibv_create_cq as "struct ibv_create_cq" { hdr, core_payload }),
+        layout!(Private, ibv_resize_cq as "struct ibv_resize_cq" { hdr, core_payload }),
+        layout!(Private, ibv_create_qp as "struct ibv_create_qp" { hdr, core_payload }),
+        layout!(Private, ibv_query_qp as "struct ibv_query_qp" { hdr, core_payload }),
+        layout!(Private, ibv_modify_qp as "struct ibv_modify_qp" { hdr, core_payload }),
+        layout!(Private, ibv_create_srq as "struct ibv_create_srq" { hdr, core_payload }),
+        layout!(Private, ibv_modify_srq as "struct ibv_modify_srq" { hdr, core_payload }),
+        layout!(Private, ibv_query_srq as "struct ibv_query_srq" { hdr, core_payload }),
+        layout!(Private, ibv_alloc_mw as "struct ibv_alloc_mw" { hdr, core_payload }),
+        layout!(
+            Private,
+            verbs_mr {
+                ibv_mr,
+                mr_type,
+                access
+            }
+        ),
+        layout!(
+            Private,
+            urrxe_create_cq_resp {
+                ibv_resp,
+                drv_payload
+            }
+        ),
+        layout!(
+            Private,
+            urrxe_resize_cq_resp {
+                ibv_resp,
+                drv_payload
+            }
+        ),
+        layout!(
+            Private,
+            urrxe_create_qp_resp {
+                ibv_resp,
+                drv_payload
+            }
+        ),
+        layout!(
+            Private,
+            urrxe_create_srq_resp {
+                ibv_resp,
+                drv_payload
+            }
+        ),
+        layout!(
+            Private,
+            urrxe_create_ah_resp {
+                ibv_resp,
+                drv_payload
+            }
+        ),
         layout!(Rrxe, rrxe_send_wqe {
             ex.imm_data => "ex.imm_data",
             ex.invalidate_rkey => "ex.invalidate_rkey",
@@ -890,7 +1151,12 @@ fn rdma_core_source() {
     let preamble = format!(
         "#include <infiniband/driver.h>\n{RRXE_PREAMBLE}#include <kernel-abi/rrxe-abi.h>\n\
          DECLARE_DRV_CMD(urrxe_get_context, IB_USER_VERBS_CMD_GET_CONTEXT, empty,\n\
-         \t\trrxe_alloc_ucontext_resp);\n"
+         \t\trrxe_alloc_ucontext_resp);\n\
+         DECLARE_DRV_CMD(urrxe_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, empty, rrxe_create_cq_resp);\n\
+         DECLARE_DRV_CMD(urrxe_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, empty, rrxe_resize_cq_resp);\n\
+         DECLARE_DRV_CMD(urrxe_create_qp, IB_USER_VERBS_CMD_CREATE_QP, empty, rrxe_create_qp_resp);\n\
+         DECLARE_DRV_CMD(urrxe_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty, rrxe_create_srq_resp);\n\
+         DECLARE_DRV_CMD(urrxe_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty, rrxe_create_ah_resp);\n"
     );
     match c_layout(&dir, &preamble, &sel, &args) {
         Ok(c) => {

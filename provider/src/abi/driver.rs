@@ -11,8 +11,10 @@
 use core::ffi::{c_char, c_int, c_uint, c_void};
 
 use super::verbs::{
-    ibv_context, ibv_device, ibv_device_attr_ex, ibv_node_type, ibv_port_attr,
-    ibv_query_device_ex_input, verbs_context, OpaqueFn, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX,
+    ibv_ah, ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr_ex,
+    ibv_mr, ibv_node_type, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr,
+    ibv_query_device_ex_input, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr, ibv_srq_init_attr,
+    ibv_wc, verbs_context, OpaqueFn, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX,
 };
 
 /// `VERBS_MATCH_SENTINEL`: ends a match table.
@@ -126,7 +128,7 @@ pub struct verbs_context_ops {
     pub alloc_mw: OpaqueFn,
     pub alloc_null_mr: OpaqueFn,
     pub alloc_parent_domain: OpaqueFn,
-    pub alloc_pd: OpaqueFn,
+    pub alloc_pd: Option<unsafe extern "C" fn(*mut ibv_context) -> *mut ibv_pd>,
     pub alloc_td: OpaqueFn,
     pub async_event: OpaqueFn,
     pub attach_counters_point_flow: OpaqueFn,
@@ -134,30 +136,33 @@ pub struct verbs_context_ops {
     pub bind_mw: OpaqueFn,
     pub close_xrcd: OpaqueFn,
     pub cq_event: OpaqueFn,
-    pub create_ah: OpaqueFn,
+    pub create_ah: Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut ibv_ah>,
     pub create_counters: OpaqueFn,
-    pub create_cq: OpaqueFn,
+    pub create_cq: Option<
+        unsafe extern "C" fn(*mut ibv_context, c_int, *mut ibv_comp_channel, c_int) -> *mut ibv_cq,
+    >,
     pub create_cq_ex: OpaqueFn,
     pub create_flow: OpaqueFn,
     pub create_flow_action_esp: OpaqueFn,
-    pub create_qp: OpaqueFn,
+    pub create_qp: Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp>,
     pub create_qp_ex: OpaqueFn,
     pub create_rwq_ind_table: OpaqueFn,
-    pub create_srq: OpaqueFn,
+    pub create_srq:
+        Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_srq_init_attr) -> *mut ibv_srq>,
     pub create_srq_ex: OpaqueFn,
     pub create_wq: OpaqueFn,
     pub dealloc_mw: OpaqueFn,
-    pub dealloc_pd: OpaqueFn,
+    pub dealloc_pd: Option<unsafe extern "C" fn(*mut ibv_pd) -> c_int>,
     pub dealloc_td: OpaqueFn,
-    pub dereg_mr: OpaqueFn,
-    pub destroy_ah: OpaqueFn,
+    pub dereg_mr: Option<unsafe extern "C" fn(*mut verbs_mr) -> c_int>,
+    pub destroy_ah: Option<unsafe extern "C" fn(*mut ibv_ah) -> c_int>,
     pub destroy_counters: OpaqueFn,
-    pub destroy_cq: OpaqueFn,
+    pub destroy_cq: Option<unsafe extern "C" fn(*mut ibv_cq) -> c_int>,
     pub destroy_flow: OpaqueFn,
     pub destroy_flow_action: OpaqueFn,
-    pub destroy_qp: OpaqueFn,
+    pub destroy_qp: Option<unsafe extern "C" fn(*mut ibv_qp) -> c_int>,
     pub destroy_rwq_ind_table: OpaqueFn,
-    pub destroy_srq: OpaqueFn,
+    pub destroy_srq: Option<unsafe extern "C" fn(*mut ibv_srq) -> c_int>,
     pub destroy_wq: OpaqueFn,
     pub detach_mcast: OpaqueFn,
     pub free_context: Option<unsafe extern "C" fn(*mut ibv_context)>,
@@ -168,17 +173,21 @@ pub struct verbs_context_ops {
     pub import_pd: OpaqueFn,
     pub modify_cq: OpaqueFn,
     pub modify_flow_action_esp: OpaqueFn,
-    pub modify_qp: OpaqueFn,
+    pub modify_qp: Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int) -> c_int>,
     pub modify_qp_rate_limit: OpaqueFn,
-    pub modify_srq: OpaqueFn,
+    pub modify_srq: Option<unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, c_int) -> c_int>,
     pub modify_wq: OpaqueFn,
     pub open_qp: OpaqueFn,
     pub open_xrcd: OpaqueFn,
-    pub poll_cq: OpaqueFn,
-    pub post_recv: OpaqueFn,
-    pub post_send: OpaqueFn,
+    pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int>,
+    pub post_recv:
+        Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int>,
+    pub post_send:
+        Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int>,
     pub post_srq_ops: OpaqueFn,
-    pub post_srq_recv: OpaqueFn,
+    pub post_srq_recv: Option<
+        unsafe extern "C" fn(*mut ibv_srq, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int,
+    >,
     pub query_device_ex: Option<
         unsafe extern "C" fn(
             *mut ibv_context,
@@ -189,15 +198,18 @@ pub struct verbs_context_ops {
     >,
     pub query_ece: OpaqueFn,
     pub query_port: Option<unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr) -> c_int>,
-    pub query_qp: OpaqueFn,
+    pub query_qp: Option<
+        unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr) -> c_int,
+    >,
     pub query_qp_data_in_order: OpaqueFn,
     pub query_rt_values: OpaqueFn,
-    pub query_srq: OpaqueFn,
+    pub query_srq: Option<unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr) -> c_int>,
     pub read_counters: OpaqueFn,
     pub reg_dm_mr: OpaqueFn,
     pub reg_dmabuf_mr: OpaqueFn,
-    pub reg_mr: OpaqueFn,
-    pub req_notify_cq: OpaqueFn,
+    pub reg_mr:
+        Option<unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr>,
+    pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
     pub rereg_mr: OpaqueFn,
     pub resize_cq: OpaqueFn,
     pub set_ece: OpaqueFn,
@@ -286,4 +298,13 @@ impl verbs_context_ops {
         unimport_mr: None,
         unimport_pd: None,
     };
+}
+
+/// `struct verbs_mr`: `ibv_mr` plus what libibverbs records of it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct verbs_mr {
+    pub ibv_mr: super::verbs::ibv_mr,
+    pub mr_type: c_int,
+    pub access: c_int,
 }

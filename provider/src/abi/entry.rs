@@ -14,6 +14,7 @@ use super::driver::{
     VERBS_MATCH_SENTINEL,
 };
 use super::ffi;
+use super::objects;
 use super::rrxe::{urrxe_get_context, urrxe_get_context_resp};
 use super::uverbs::{ib_uverbs_ex_query_device_resp, ibv_query_port};
 use super::verbs::{
@@ -89,6 +90,27 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     query_device_ex: Some(rrxe_query_device_ex),
     query_port: Some(rrxe_query_port),
     free_context: Some(rrxe_free_context),
+    alloc_pd: Some(objects::alloc_pd),
+    dealloc_pd: Some(objects::dealloc_pd),
+    reg_mr: Some(objects::reg_mr),
+    dereg_mr: Some(objects::dereg_mr),
+    create_cq: Some(objects::create_cq),
+    poll_cq: Some(objects::poll_cq),
+    req_notify_cq: Some(objects::req_notify_cq),
+    destroy_cq: Some(objects::destroy_cq),
+    create_qp: Some(objects::create_qp),
+    query_qp: Some(objects::query_qp),
+    modify_qp: Some(objects::modify_qp),
+    destroy_qp: Some(objects::destroy_qp),
+    post_send: Some(objects::post_send),
+    post_recv: Some(objects::post_recv),
+    create_srq: Some(objects::create_srq),
+    modify_srq: Some(objects::modify_srq),
+    query_srq: Some(objects::query_srq),
+    destroy_srq: Some(objects::destroy_srq),
+    post_srq_recv: Some(objects::post_srq_recv),
+    create_ah: Some(objects::create_ah),
+    destroy_ah: Some(objects::destroy_ah),
     ..verbs_context_ops::EMPTY
 };
 
@@ -338,11 +360,14 @@ mod tests {
     }
 
     #[test]
-    fn context_ops_set_only_this_steps_verbs() {
-        assert!(CONTEXT_OPS.query_device_ex.is_some());
-        assert!(CONTEXT_OPS.query_port.is_some());
-        assert!(CONTEXT_OPS.free_context.is_some());
-        assert!(CONTEXT_OPS.alloc_pd.is_none() && CONTEXT_OPS.create_qp.is_none());
+    fn context_ops_cover_the_data_path() {
+        let o = &CONTEXT_OPS;
+        assert!(o.query_device_ex.is_some() && o.query_port.is_some());
+        assert!(o.free_context.is_some());
+        assert!(o.alloc_pd.is_some() && o.reg_mr.is_some() && o.create_cq.is_some());
+        assert!(o.create_qp.is_some() && o.post_send.is_some() && o.post_recv.is_some());
+        assert!(o.poll_cq.is_some() && o.req_notify_cq.is_some());
+        assert!(o.create_srq.is_some() && o.post_srq_recv.is_some() && o.create_ah.is_some());
     }
 
     #[test]

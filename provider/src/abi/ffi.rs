@@ -3,15 +3,9 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
-use super::driver::verbs_context_ops;
-use super::driver::verbs_device_ops;
-use super::uverbs::{
-    ib_uverbs_ex_query_device_resp, ib_uverbs_get_context_resp, ibv_get_context, ibv_query_port,
-};
-use super::verbs::{
-    ibv_context, ibv_device, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input,
-    verbs_context,
-};
+use super::driver::{verbs_context_ops, verbs_device_ops, verbs_mr};
+use super::uverbs::*;
+use super::verbs::*;
 
 #[link(name = "ibverbs")]
 extern "C" {
@@ -67,4 +61,105 @@ extern "C" {
     /// libibverbs' logger (`verbs_log()` expands to it); prints when `level` is at most
     /// `VERBS_LOG_LEVEL`.
     pub fn __verbs_log(ctx: *mut verbs_context, level: u32, fmt: *const c_char, ...);
+}
+
+// The verbs objects (driver.h). Each returns 0 or an errno value.
+#[link(name = "ibverbs")]
+extern "C" {
+    pub fn ibv_cmd_alloc_pd(
+        context: *mut ibv_context,
+        pd: *mut ibv_pd,
+        cmd: *mut ibv_alloc_pd,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_alloc_pd_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_dealloc_pd(pd: *mut ibv_pd) -> c_int;
+
+    pub fn ibv_cmd_reg_mr(
+        pd: *mut ibv_pd,
+        addr: *mut c_void,
+        length: usize,
+        hca_va: u64,
+        access: c_int,
+        vmr: *mut verbs_mr,
+        cmd: *mut ibv_reg_mr,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_reg_mr_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_dereg_mr(vmr: *mut verbs_mr) -> c_int;
+
+    pub fn ibv_cmd_create_cq(
+        context: *mut ibv_context,
+        cqe: c_int,
+        channel: *mut ibv_comp_channel,
+        comp_vector: c_int,
+        cq: *mut ibv_cq,
+        cmd: *mut ibv_create_cq,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_create_cq_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
+    pub fn ibv_cmd_destroy_cq(cq: *mut ibv_cq) -> c_int;
+
+    pub fn ibv_cmd_create_qp(
+        pd: *mut ibv_pd,
+        qp: *mut ibv_qp,
+        attr: *mut ibv_qp_init_attr,
+        cmd: *mut ibv_create_qp,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_create_qp_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_query_qp(
+        qp: *mut ibv_qp,
+        attr: *mut ibv_qp_attr,
+        attr_mask: c_int,
+        init_attr: *mut ibv_qp_init_attr,
+        cmd: *mut ibv_query_qp,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_modify_qp(
+        qp: *mut ibv_qp,
+        attr: *mut ibv_qp_attr,
+        attr_mask: c_int,
+        cmd: *mut ibv_modify_qp,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_destroy_qp(qp: *mut ibv_qp) -> c_int;
+
+    pub fn ibv_cmd_create_srq(
+        pd: *mut ibv_pd,
+        srq: *mut ibv_srq,
+        attr: *mut ibv_srq_init_attr,
+        cmd: *mut ibv_create_srq,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_create_srq_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_modify_srq(
+        srq: *mut ibv_srq,
+        attr: *mut ibv_srq_attr,
+        attr_mask: c_int,
+        cmd: *mut ibv_modify_srq,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_query_srq(
+        srq: *mut ibv_srq,
+        attr: *mut ibv_srq_attr,
+        cmd: *mut ibv_query_srq,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_destroy_srq(srq: *mut ibv_srq) -> c_int;
+
+    pub fn ibv_cmd_create_ah(
+        pd: *mut ibv_pd,
+        ah: *mut ibv_ah,
+        attr: *mut ibv_ah_attr,
+        resp: *mut ib_uverbs_create_ah_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_destroy_ah(ah: *mut ibv_ah) -> c_int;
 }

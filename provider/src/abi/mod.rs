@@ -14,6 +14,8 @@
 pub mod driver;
 pub mod entry;
 pub mod ffi;
+pub mod objects;
+pub mod queue;
 pub mod rrxe;
 pub mod uverbs;
 pub mod verbs;

@@ -2,7 +2,11 @@
 //! and the `DECLARE_DRV_CMD` wrappers the provider builds from it. `tests/layout.rs` checks
 //! every size and offset against the header.
 
-use super::uverbs::{empty, ib_uverbs_get_context_resp, ibv_get_context, DrvCmd, DrvResp};
+use super::uverbs::{
+    empty, ib_uverbs_create_ah_resp, ib_uverbs_create_cq_resp, ib_uverbs_create_qp_resp,
+    ib_uverbs_create_srq_resp, ib_uverbs_get_context_resp, ib_uverbs_resize_cq_resp,
+    ibv_get_context, DrvCmd, DrvResp,
+};
 
 /// `RRXE_UVERBS_ABI_VERSION`: the uverbs ABI version of every rrxe device, and the
 /// `abi_version` of [`rrxe_alloc_ucontext_resp`].
@@ -207,3 +211,14 @@ pub struct rrxe_create_ah_resp {
 pub type urrxe_get_context = DrvCmd<ibv_get_context, empty>;
 /// Its response: 8 bytes of core response + 8 bytes of udata out.
 pub type urrxe_get_context_resp = DrvResp<ib_uverbs_get_context_resp, rrxe_alloc_ucontext_resp>;
+
+/// CREATE_CQ's response with rrxe's queue description as udata out.
+pub type urrxe_create_cq_resp = DrvResp<ib_uverbs_create_cq_resp, rrxe_create_cq_resp>;
+/// RESIZE_CQ's response with the new queue.
+pub type urrxe_resize_cq_resp = DrvResp<ib_uverbs_resize_cq_resp, rrxe_resize_cq_resp>;
+/// CREATE_QP's response with the SQ and RQ descriptions.
+pub type urrxe_create_qp_resp = DrvResp<ib_uverbs_create_qp_resp, rrxe_create_qp_resp>;
+/// CREATE_SRQ's response with the SRQ's queue.
+pub type urrxe_create_srq_resp = DrvResp<ib_uverbs_create_srq_resp, rrxe_create_srq_resp>;
+/// CREATE_AH's response with the AH number UD send WQEs name.
+pub type urrxe_create_ah_resp = DrvResp<ib_uverbs_create_ah_resp, rrxe_create_ah_resp>;

@@ -254,3 +254,165 @@ impl<R: Default, P: Default> DrvResp<R, P> {
         size_of::<Self>()
     }
 }
+
+/// `struct ib_uverbs_alloc_pd_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_alloc_pd_resp {
+    pub pd_handle: u32,
+}
+
+/// `struct ib_uverbs_reg_mr_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_reg_mr_resp {
+    pub mr_handle: u32,
+    pub lkey: u32,
+    pub rkey: u32,
+}
+
+/// `struct ib_uverbs_create_cq_resp` (8-aligned by its `__aligned_u64 driver_data[]`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_create_cq_resp {
+    pub cq_handle: u32,
+    pub cqe: u32,
+}
+
+/// `struct ib_uverbs_resize_cq_resp` (8-aligned like the create response).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_resize_cq_resp {
+    pub cqe: u32,
+    pub reserved: u32,
+}
+
+/// `struct ib_uverbs_create_qp_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_create_qp_resp {
+    pub qp_handle: u32,
+    pub qpn: u32,
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+    pub reserved: u32,
+}
+
+/// `struct ib_uverbs_create_srq_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_create_srq_resp {
+    pub srq_handle: u32,
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub srqn: u32,
+}
+
+/// `struct ib_uverbs_create_ah_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_create_ah_resp {
+    pub ah_handle: u32,
+}
+
+/// `struct ib_uverbs_alloc_mw_resp`.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_alloc_mw_resp {
+    pub mw_handle: u32,
+    pub rkey: u32,
+}
+
+/// `struct ib_uverbs_rereg_mr_resp`.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_rereg_mr_resp {
+    pub lkey: u32,
+    pub rkey: u32,
+}
+
+/// `struct ib_uverbs_post_send` (without the flexible `send_wr[]`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_post_send {
+    pub response: u64,
+    pub qp_handle: u32,
+    pub wr_count: u32,
+    pub sge_count: u32,
+    pub wqe_size: u32,
+}
+
+/// `struct ib_uverbs_post_send_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_post_send_resp {
+    pub bad_wr: u32,
+}
+
+/// `struct ib_uverbs_send_wr`, only by size: the smallest `wqe_size` the kernel accepts in
+/// a POST_SEND, even with no work requests.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug)]
+pub struct ib_uverbs_send_wr {
+    pub opaque: [u8; 56],
+}
+/// `sizeof(struct ib_uverbs_send_wr)`.
+pub const IB_UVERBS_SEND_WR_SIZE: u32 = core::mem::size_of::<ib_uverbs_send_wr>() as u32;
+/// `IB_USER_VERBS_CMD_POST_SEND` of `enum ib_uverbs_write_cmds`.
+pub const IB_USER_VERBS_CMD_POST_SEND: u32 = 28;
+
+/// The POST_SEND write() command with zero work requests: rrxe's doorbell.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ibv_post_send {
+    pub hdr: ib_uverbs_cmd_hdr,
+    pub core_payload: ib_uverbs_post_send,
+}
+
+/// A write (non-extended) command of kern-abi.h whose core request this provider never
+/// reads or writes itself (libibverbs fills it): the header and `N` bytes of core payload,
+/// 8-aligned as every such `ib_uverbs_*` request with an `__aligned_u64` is. The sizes are
+/// checked against kern-abi.h in `tests/layout.rs`.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug)]
+pub struct OpaqueCmd<const N: usize> {
+    pub hdr: ib_uverbs_cmd_hdr,
+    pub core_payload: [u8; N],
+}
+
+impl<const N: usize> Default for OpaqueCmd<N> {
+    fn default() -> Self {
+        Self {
+            hdr: ib_uverbs_cmd_hdr::default(),
+            core_payload: [0; N],
+        }
+    }
+}
+
+/// `struct ibv_alloc_pd`.
+pub type ibv_alloc_pd = OpaqueCmd<8>;
+/// `struct ibv_reg_mr`.
+pub type ibv_reg_mr = OpaqueCmd<40>;
+/// `struct ibv_rereg_mr`.
+pub type ibv_rereg_mr = OpaqueCmd<48>;
+/// `struct ibv_create_cq`.
+pub type ibv_create_cq = OpaqueCmd<32>;
+/// `struct ibv_resize_cq`.
+pub type ibv_resize_cq = OpaqueCmd<16>;
+/// `struct ibv_create_qp`.
+pub type ibv_create_qp = OpaqueCmd<56>;
+/// `struct ibv_query_qp`.
+pub type ibv_query_qp = OpaqueCmd<16>;
+/// `struct ibv_modify_qp`.
+pub type ibv_modify_qp = OpaqueCmd<112>;
+/// `struct ibv_create_srq`.
+pub type ibv_create_srq = OpaqueCmd<32>;
+/// `struct ibv_modify_srq`.
+pub type ibv_modify_srq = OpaqueCmd<16>;
+/// `struct ibv_query_srq`.
+pub type ibv_query_srq = OpaqueCmd<16>;
+/// `struct ibv_alloc_mw`.
+pub type ibv_alloc_mw = OpaqueCmd<16>;

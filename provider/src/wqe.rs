@@ -1,0 +1,488 @@
+//! Work queue and completion entries of `include/rdma/rrxe-abi.h`: validating verbs work
+//! requests against a queue's limits, encoding them into slot bytes, and decoding CQEs.
+//! Byte offsets are named once here and checked against the C header in
+//! `tests/layout.rs` (through the `#[repr(C)]` mirrors).
+
+// Logic only: the FFI layer (`crate::abi`) holds all unsafe code.
+#![deny(unsafe_code)]
+
+use crate::abi::rrxe::*;
+use crate::abi::verbs::ibv_wc;
+
+/// Size of `struct rrxe_send_wqe`.
+pub const SEND_HDR: usize = 72;
+/// Size of `struct rrxe_recv_wqe`.
+pub const RECV_HDR: usize = 16;
+/// Size of `struct rrxe_sge`.
+pub const SGE: usize = 16;
+/// Size of `struct ib_uverbs_wc` in a CQ slot.
+pub const CQE: usize = 48;
+/// Largest slot a send or receive entry needs (72 + 32 SGEs, or 72 + 512 inline bytes,
+/// rounded up to the kernel's power of two).
+pub const MAX_WQE: usize = 1024;
+
+/// Field offsets in `struct rrxe_send_wqe`.
+pub mod off {
+    pub const WR_ID: usize = 0;
+    pub const OPCODE: usize = 8;
+    pub const SEND_FLAGS: usize = 12;
+    pub const NUM_SGE: usize = 16;
+    pub const INLINE_LEN: usize = 20;
+    pub const EX: usize = 24;
+    pub const WR: usize = 32;
+    pub const RDMA_ADDR: usize = WR;
+    pub const RDMA_RKEY: usize = WR + 8;
+    pub const ATOMIC_ADDR: usize = WR;
+    pub const ATOMIC_COMPARE_ADD: usize = WR + 8;
+    pub const ATOMIC_SWAP: usize = WR + 16;
+    pub const ATOMIC_RKEY: usize = WR + 24;
+    pub const UD_AH: usize = WR;
+    pub const UD_QPN: usize = WR + 4;
+    pub const UD_QKEY: usize = WR + 8;
+}
+
+/// `IBV_WR_*` values of the legacy `ibv_send_wr` the provider accepts (the same numbers as
+/// `RRXE_WR_*`).
+const IBV_WR_MAX_LEGACY: u32 = RRXE_WR_SEND_WITH_INV;
+
+/// The transport a QP uses (what its work requests may do).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Rc,
+    Uc,
+    Ud,
+}
+
+/// Why a work request is refused (the verbs call fails with `EINVAL`, or `ENOMEM` when the
+/// queue is full, and reports the request as bad).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrError {
+    /// Opcode unknown or not allowed on this QP type.
+    Opcode,
+    /// More SGEs than the queue was created for.
+    TooManySge,
+    /// More inline data than the QP supports.
+    InlineTooLong,
+    /// UD: no address handle.
+    NoAh,
+    /// The queue is full.
+    Full,
+    /// The queue is corrupt or the QP/SRQ failed: nothing more can be posted.
+    Broken,
+}
+
+impl WrError {
+    /// The errno the verbs call returns.
+    pub fn errno(self) -> i32 {
+        match self {
+            Self::Full => libc::ENOMEM,
+            Self::Broken => libc::EIO,
+            _ => libc::EINVAL,
+        }
+    }
+}
+
+/// One scatter/gather element.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// A send work request, already read out of the caller's `ibv_send_wr`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SendWr {
+    pub wr_id: u64,
+    /// `IBV_WR_*`.
+    pub opcode: u32,
+    /// `IBV_SEND_*`.
+    pub send_flags: u32,
+    /// Immediate data (network order, as stored) or rkey to invalidate.
+    pub ex: u32,
+    pub remote_addr: u64,
+    pub rkey: u32,
+    pub compare_add: u64,
+    pub swap: u64,
+    /// UD: the AH number (0: none given).
+    pub ah_num: u32,
+    pub remote_qpn: u32,
+    pub remote_qkey: u32,
+}
+
+/// A send queue's limits.
+#[derive(Clone, Copy, Debug)]
+pub struct SendLimits {
+    pub transport: Transport,
+    pub max_sge: u32,
+    pub max_inline: u32,
+    pub slot_size: usize,
+}
+
+fn put32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn put64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn get16(b: &[u8], off: usize) -> u16 {
+    u16::from_ne_bytes([b[off], b[off + 1]])
+}
+
+fn get32(b: &[u8], off: usize) -> u32 {
+    u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+fn get64(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_ne_bytes(a)
+}
+
+/// Checks that `opcode` may be posted on `t`.
+fn opcode_allowed(t: Transport, opcode: u32) -> bool {
+    match t {
+        Transport::Ud => matches!(opcode, RRXE_WR_SEND | RRXE_WR_SEND_WITH_IMM),
+        Transport::Uc => matches!(
+            opcode,
+            RRXE_WR_SEND
+                | RRXE_WR_SEND_WITH_IMM
+                | RRXE_WR_RDMA_WRITE
+                | RRXE_WR_RDMA_WRITE_WITH_IMM
+                | RRXE_WR_LOCAL_INV
+        ),
+        Transport::Rc => opcode <= IBV_WR_MAX_LEGACY && opcode != RRXE_WR_BIND_MW,
+    }
+}
+
+/// Encodes a send WQE into `out` (at least `lim.slot_size` bytes). `payload` is either the
+/// SGE list or, for an inline send (`IBV_SEND_INLINE` on a request that carries data), the
+/// data pieces the SGEs point at, which the caller has gathered. Returns the entry's length.
+pub fn encode_send(
+    wr: &SendWr,
+    sges: &[Sge],
+    inline: Option<&[&[u8]]>,
+    lim: &SendLimits,
+    out: &mut [u8],
+) -> Result<usize, WrError> {
+    if !opcode_allowed(lim.transport, wr.opcode) {
+        return Err(WrError::Opcode);
+    }
+    if lim.transport == Transport::Ud && wr.ah_num == 0 {
+        return Err(WrError::NoAh);
+    }
+    let out = out.get_mut(..lim.slot_size).ok_or(WrError::InlineTooLong)?;
+    out[..SEND_HDR].fill(0);
+    put64(out, off::WR_ID, wr.wr_id);
+    put32(out, off::OPCODE, wr.opcode);
+    put32(out, off::EX, wr.ex);
+    let len = if let Some(pieces) = inline {
+        let total: usize = pieces.iter().map(|p| p.len()).sum();
+        if total > lim.max_inline as usize || SEND_HDR + total > lim.slot_size {
+            return Err(WrError::InlineTooLong);
+        }
+        let mut at = SEND_HDR;
+        for p in pieces {
+            out[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        put32(out, off::SEND_FLAGS, wr.send_flags | RRXE_SEND_INLINE);
+        put32(out, off::INLINE_LEN, total as u32);
+        at
+    } else {
+        if sges.len() > lim.max_sge as usize || SEND_HDR + sges.len() * SGE > lim.slot_size {
+            return Err(WrError::TooManySge);
+        }
+        put32(out, off::SEND_FLAGS, wr.send_flags & !RRXE_SEND_INLINE);
+        put32(out, off::NUM_SGE, sges.len() as u32);
+        for (i, s) in sges.iter().enumerate() {
+            let o = SEND_HDR + i * SGE;
+            put64(out, o, s.addr);
+            put32(out, o + 8, s.length);
+            put32(out, o + 12, s.lkey);
+        }
+        SEND_HDR + sges.len() * SGE
+    };
+    match wr.opcode {
+        _ if lim.transport == Transport::Ud => {
+            put32(out, off::UD_AH, wr.ah_num);
+            put32(out, off::UD_QPN, wr.remote_qpn);
+            put32(out, off::UD_QKEY, wr.remote_qkey);
+        }
+        RRXE_WR_ATOMIC_CMP_AND_SWP | RRXE_WR_ATOMIC_FETCH_AND_ADD => {
+            put64(out, off::ATOMIC_ADDR, wr.remote_addr);
+            put64(out, off::ATOMIC_COMPARE_ADD, wr.compare_add);
+            put64(out, off::ATOMIC_SWAP, wr.swap);
+            put32(out, off::ATOMIC_RKEY, wr.rkey);
+        }
+        _ => {
+            put64(out, off::RDMA_ADDR, wr.remote_addr);
+            put32(out, off::RDMA_RKEY, wr.rkey);
+        }
+    }
+    Ok(len)
+}
+
+/// Encodes a receive WQE into `out`; returns its length.
+pub fn encode_recv(
+    wr_id: u64,
+    sges: &[Sge],
+    max_sge: u32,
+    slot_size: usize,
+    out: &mut [u8],
+) -> Result<usize, WrError> {
+    let len = RECV_HDR + sges.len() * SGE;
+    if sges.len() > max_sge as usize || len > slot_size || len > out.len() {
+        return Err(WrError::TooManySge);
+    }
+    out[..RECV_HDR].fill(0);
+    put64(out, 0, wr_id);
+    put32(out, 8, sges.len() as u32);
+    for (i, s) in sges.iter().enumerate() {
+        let o = RECV_HDR + i * SGE;
+        put64(out, o, s.addr);
+        put32(out, o + 8, s.length);
+        put32(out, o + 12, s.lkey);
+    }
+    Ok(len)
+}
+
+/// Kernel `ib_wc_flags` bits as rrxe.ko writes them into `ib_uverbs_wc.wc_flags` (the same
+/// values the kernel's own uverbs poll path copies out unchanged).
+mod kflags {
+    pub const GRH: u32 = 1 << 0;
+    pub const WITH_IMM: u32 = 1 << 1;
+    pub const WITH_INVALIDATE: u32 = 1 << 2;
+    pub const IP_CSUM_OK: u32 = 1 << 3;
+}
+
+/// `IBV_WC_*` flags of libibverbs.
+pub mod ibv_wc_flags {
+    pub const GRH: u32 = 1 << 0;
+    pub const WITH_IMM: u32 = 1 << 1;
+    pub const IP_CSUM_OK: u32 = 1 << 2;
+    pub const WITH_INV: u32 = 1 << 3;
+}
+
+/// Decodes a CQ slot (`struct ib_uverbs_wc`, at least [`CQE`] bytes) into an `ibv_wc`.
+pub fn decode_cqe(b: &[u8]) -> ibv_wc {
+    let kf = get32(b, 36);
+    let mut flags = 0;
+    for (k, u) in [
+        (kflags::GRH, ibv_wc_flags::GRH),
+        (kflags::WITH_IMM, ibv_wc_flags::WITH_IMM),
+        (kflags::WITH_INVALIDATE, ibv_wc_flags::WITH_INV),
+        (kflags::IP_CSUM_OK, ibv_wc_flags::IP_CSUM_OK),
+    ] {
+        if kf & k != 0 {
+            flags |= u;
+        }
+    }
+    ibv_wc {
+        wr_id: get64(b, 0),
+        status: get32(b, 8) as i32,
+        opcode: get32(b, 12) as i32,
+        vendor_err: get32(b, 16),
+        byte_len: get32(b, 20),
+        imm: get32(b, 24),
+        qp_num: get32(b, 28),
+        src_qp: get32(b, 32),
+        wc_flags: flags,
+        pkey_index: get16(b, 40),
+        slid: get16(b, 42),
+        sl: b[44],
+        dlid_path_bits: b[45],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lim(t: Transport) -> SendLimits {
+        SendLimits {
+            transport: t,
+            max_sge: 4,
+            max_inline: 64,
+            slot_size: 256,
+        }
+    }
+
+    #[test]
+    fn send_with_sges_layout() {
+        let wr = SendWr {
+            wr_id: 0x1122334455667788,
+            opcode: RRXE_WR_RDMA_WRITE_WITH_IMM,
+            send_flags: RRXE_SEND_SIGNALED,
+            ex: 0xdeadbeef,
+            remote_addr: 0x1000,
+            rkey: 0x77,
+            ..Default::default()
+        };
+        let sges = [
+            Sge {
+                addr: 1,
+                length: 2,
+                lkey: 3,
+            },
+            Sge {
+                addr: 4,
+                length: 5,
+                lkey: 6,
+            },
+        ];
+        let mut out = [0xffu8; MAX_WQE];
+        let n = encode_send(&wr, &sges, None, &lim(Transport::Rc), &mut out).unwrap();
+        assert_eq!(n, SEND_HDR + 2 * SGE);
+        assert_eq!(get64(&out, off::WR_ID), wr.wr_id);
+        assert_eq!(get32(&out, off::OPCODE), RRXE_WR_RDMA_WRITE_WITH_IMM);
+        assert_eq!(get32(&out, off::SEND_FLAGS), RRXE_SEND_SIGNALED);
+        assert_eq!(get32(&out, off::NUM_SGE), 2);
+        assert_eq!(get32(&out, off::INLINE_LEN), 0);
+        assert_eq!(get32(&out, off::EX), 0xdeadbeef);
+        assert_eq!(get64(&out, off::RDMA_ADDR), 0x1000);
+        assert_eq!(get32(&out, off::RDMA_RKEY), 0x77);
+        assert_eq!(get64(&out, SEND_HDR + SGE), 4);
+        assert_eq!(get32(&out, SEND_HDR + SGE + 8), 5);
+        assert_eq!(get32(&out, SEND_HDR + SGE + 12), 6);
+    }
+
+    #[test]
+    fn inline_gathers_pieces() {
+        let wr = SendWr {
+            opcode: RRXE_WR_SEND,
+            send_flags: RRXE_SEND_INLINE,
+            ..Default::default()
+        };
+        let mut out = [0u8; MAX_WQE];
+        let pieces: [&[u8]; 2] = [b"hello ", b"world"];
+        let n = encode_send(&wr, &[], Some(&pieces), &lim(Transport::Rc), &mut out).unwrap();
+        assert_eq!(n, SEND_HDR + 11);
+        assert_eq!(&out[SEND_HDR..n], b"hello world");
+        assert_eq!(get32(&out, off::INLINE_LEN), 11);
+        assert_eq!(get32(&out, off::NUM_SGE), 0);
+        let big = [0u8; 65];
+        assert_eq!(
+            encode_send(&wr, &[], Some(&[&big]), &lim(Transport::Rc), &mut out),
+            Err(WrError::InlineTooLong)
+        );
+    }
+
+    #[test]
+    fn atomics_and_ud_fields() {
+        let mut out = [0u8; MAX_WQE];
+        let wr = SendWr {
+            opcode: RRXE_WR_ATOMIC_CMP_AND_SWP,
+            remote_addr: 0x2000,
+            compare_add: 5,
+            swap: 9,
+            rkey: 0x42,
+            ..Default::default()
+        };
+        encode_send(&wr, &[], None, &lim(Transport::Rc), &mut out).unwrap();
+        assert_eq!(get64(&out, off::ATOMIC_ADDR), 0x2000);
+        assert_eq!(get64(&out, off::ATOMIC_COMPARE_ADD), 5);
+        assert_eq!(get64(&out, off::ATOMIC_SWAP), 9);
+        assert_eq!(get32(&out, off::ATOMIC_RKEY), 0x42);
+
+        let ud = SendWr {
+            opcode: RRXE_WR_SEND,
+            ah_num: 3,
+            remote_qpn: 0x55,
+            remote_qkey: 0x11111111,
+            ..Default::default()
+        };
+        encode_send(&ud, &[], None, &lim(Transport::Ud), &mut out).unwrap();
+        assert_eq!(get32(&out, off::UD_AH), 3);
+        assert_eq!(get32(&out, off::UD_QPN), 0x55);
+        assert_eq!(get32(&out, off::UD_QKEY), 0x11111111);
+        let no_ah = SendWr { ah_num: 0, ..ud };
+        assert_eq!(
+            encode_send(&no_ah, &[], None, &lim(Transport::Ud), &mut out),
+            Err(WrError::NoAh)
+        );
+    }
+
+    #[test]
+    fn opcodes_checked_per_transport() {
+        let mut out = [0u8; MAX_WQE];
+        for (t, op, ok) in [
+            (Transport::Ud, RRXE_WR_RDMA_WRITE, false),
+            (Transport::Ud, RRXE_WR_SEND_WITH_IMM, true),
+            (Transport::Uc, RRXE_WR_RDMA_READ, false),
+            (Transport::Uc, RRXE_WR_ATOMIC_FETCH_AND_ADD, false),
+            (Transport::Uc, RRXE_WR_RDMA_WRITE_WITH_IMM, true),
+            (Transport::Rc, RRXE_WR_RDMA_READ, true),
+            (Transport::Rc, RRXE_WR_SEND_WITH_INV, true),
+            (Transport::Rc, 10, false),
+            (Transport::Rc, u32::MAX, false),
+        ] {
+            let wr = SendWr {
+                opcode: op,
+                ah_num: 1,
+                ..Default::default()
+            };
+            let r = encode_send(&wr, &[], None, &lim(t), &mut out);
+            assert_eq!(r.is_ok(), ok, "{t:?} {op}");
+            if !ok {
+                assert_eq!(r, Err(WrError::Opcode));
+                assert_eq!(WrError::Opcode.errno(), libc::EINVAL);
+            }
+        }
+    }
+
+    #[test]
+    fn sge_limits() {
+        let mut out = [0u8; MAX_WQE];
+        let wr = SendWr {
+            opcode: RRXE_WR_SEND,
+            ..Default::default()
+        };
+        let sges = [Sge::default(); 5];
+        assert_eq!(
+            encode_send(&wr, &sges, None, &lim(Transport::Rc), &mut out),
+            Err(WrError::TooManySge)
+        );
+        assert_eq!(
+            encode_recv(1, &sges, 4, 256, &mut out),
+            Err(WrError::TooManySge)
+        );
+        let n = encode_recv(7, &sges[..4], 4, 256, &mut out).unwrap();
+        assert_eq!(n, RECV_HDR + 4 * SGE);
+        assert_eq!(get64(&out, 0), 7);
+        assert_eq!(get32(&out, 8), 4);
+        // The slot bounds SGEs too.
+        assert_eq!(
+            encode_recv(1, &sges[..4], 4, 64, &mut out),
+            Err(WrError::TooManySge)
+        );
+        assert_eq!(WrError::Full.errno(), libc::ENOMEM);
+    }
+
+    #[test]
+    fn cqe_decode_translates_flags() {
+        let mut b = [0u8; 64];
+        b[..8].copy_from_slice(&42u64.to_ne_bytes());
+        b[8..12].copy_from_slice(&5u32.to_ne_bytes()); // IBV_WC_WR_FLUSH_ERR
+        b[12..16].copy_from_slice(&128u32.to_ne_bytes()); // IBV_WC_RECV
+        b[20..24].copy_from_slice(&1000u32.to_ne_bytes());
+        b[24..28].copy_from_slice(&0x12345678u32.to_ne_bytes());
+        b[28..32].copy_from_slice(&17u32.to_ne_bytes());
+        b[32..36].copy_from_slice(&99u32.to_ne_bytes());
+        b[36..40].copy_from_slice(&(kflags::GRH | kflags::WITH_INVALIDATE).to_ne_bytes());
+        let wc = decode_cqe(&b);
+        assert_eq!(wc.wr_id, 42);
+        assert_eq!((wc.status, wc.opcode), (5, 128));
+        assert_eq!(wc.byte_len, 1000);
+        assert_eq!(wc.imm, 0x12345678);
+        assert_eq!((wc.qp_num, wc.src_qp), (17, 99));
+        assert_eq!(wc.wc_flags, ibv_wc_flags::GRH | ibv_wc_flags::WITH_INV);
+        b[36..40].copy_from_slice(&(kflags::WITH_IMM | kflags::IP_CSUM_OK).to_ne_bytes());
+        assert_eq!(
+            decode_cqe(&b).wc_flags,
+            ibv_wc_flags::WITH_IMM | ibv_wc_flags::IP_CSUM_OK
+        );
+    }
+}
