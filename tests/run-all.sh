@@ -67,6 +67,8 @@ note "build: rrxe_ktest.ko (kernel-verbs test module)"
 if make -s -C tests/kverbs >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/kverbs (rrxe_ktest.ko)"; fi
 note "build: librrxe-rdmav34.so"
 if make -s provider >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make provider"; fi
+note "build: tests/user (user-verbs test programs)"
+if make -s -C tests/user >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/user"; fi
 
 out=$ROOT/qemu/out
 mkdir -p "$out"

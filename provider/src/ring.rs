@@ -107,6 +107,11 @@ impl<M: RingMem> Producer<M> {
         n
     }
 
+    /// Drops every staged entry (nothing was visible to the consumer).
+    pub fn discard(&mut self) {
+        self.prod = self.published;
+    }
+
     /// Whether the kernel marked the queue's owner as failed.
     pub fn in_error(&self) -> bool {
         self.mem.error().load(Ordering::Acquire) != 0

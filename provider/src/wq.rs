@@ -58,6 +58,164 @@ impl<M: RingMem> SendQueue<M> {
     pub fn publish(&mut self) -> bool {
         self.ring.publish() != 0
     }
+
+    /// Drops what was staged and not published.
+    pub fn discard(&mut self) {
+        self.ring.discard();
+    }
+}
+
+/// The work request being built by the `ibv_wr_*` calls: the opcode call starts it, the
+/// setters complete it, the next opcode call (or `ibv_wr_complete`) stages it.
+#[derive(Clone, Debug, Default)]
+struct Building {
+    wr: SendWr,
+    sges: Vec<Sge>,
+    /// `Some` once `set_inline_data(_list)` gave the data (copied: the caller's buffers may be
+    /// reused as soon as the call returns).
+    inline: Option<Vec<u8>>,
+}
+
+/// A batch of send work requests posted through the extended API (`ibv_wr_start`, the
+/// opcode calls and setters, `ibv_wr_complete` or `ibv_wr_abort`). Either every request of
+/// the batch reaches the queue or none does: the first error is kept and reported by
+/// [`WrBatch::complete`], which then drops the batch.
+#[derive(Debug, Default)]
+pub struct WrBatch {
+    active: bool,
+    cur: Option<Building>,
+    err: Option<WrError>,
+}
+
+impl WrBatch {
+    fn fail(&mut self, e: WrError) {
+        if self.err.is_none() {
+            self.err = Some(e);
+        }
+    }
+
+    /// `ibv_wr_start`.
+    pub fn start(&mut self) {
+        *self = Self {
+            active: true,
+            ..Self::default()
+        };
+    }
+
+    /// Whether a batch is open.
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// Stages the request being built, if any.
+    fn flush<M: RingMem>(&mut self, sq: &mut SendQueue<M>) {
+        let Some(b) = self.cur.take() else { return };
+        if self.err.is_some() {
+            return;
+        }
+        let r = match &b.inline {
+            Some(data) => sq.stage(&b.wr, &[], Some(&[data.as_slice()])),
+            None => sq.stage(&b.wr, &b.sges, None),
+        };
+        if let Err(e) = r {
+            self.fail(e);
+        }
+    }
+
+    /// An opcode call (`ibv_wr_send`, `ibv_wr_rdma_write`, ...): a new request. The
+    /// previous one is staged first.
+    pub fn begin<M: RingMem>(&mut self, sq: &mut SendQueue<M>, wr: SendWr) {
+        if !self.active {
+            // Nothing to report it to: ibv_wr_complete of a batch never started fails.
+            return;
+        }
+        self.flush(sq);
+        self.cur = Some(Building {
+            wr,
+            ..Building::default()
+        });
+    }
+
+    /// Marks the batch failed with `e` (an opcode the QP cannot do).
+    pub fn reject(&mut self, e: WrError) {
+        if self.active {
+            self.fail(e);
+            self.cur = None;
+        }
+    }
+
+    fn current(&mut self) -> Option<&mut Building> {
+        if !self.active {
+            return None;
+        }
+        if self.cur.is_none() {
+            self.fail(WrError::Sequence);
+        }
+        self.cur.as_mut()
+    }
+
+    /// `ibv_wr_set_sge` / `ibv_wr_set_sge_list`.
+    pub fn set_sges(&mut self, sges: &[Sge]) {
+        if let Some(b) = self.current() {
+            b.sges.clear();
+            b.sges.extend_from_slice(sges);
+            b.inline = None;
+            b.wr.send_flags &= !crate::abi::rrxe::RRXE_SEND_INLINE;
+        }
+    }
+
+    /// `ibv_wr_set_inline_data` / `ibv_wr_set_inline_data_list`: the bytes are copied now.
+    pub fn set_inline(&mut self, pieces: &[&[u8]], max_inline: u32) {
+        let total: usize = pieces.iter().map(|p| p.len()).sum();
+        if total > max_inline as usize {
+            self.fail(WrError::InlineTooLong);
+            return;
+        }
+        if let Some(b) = self.current() {
+            let mut v = Vec::with_capacity(total);
+            for p in pieces {
+                v.extend_from_slice(p);
+            }
+            b.inline = Some(v);
+            b.sges.clear();
+            b.wr.send_flags |= crate::abi::rrxe::RRXE_SEND_INLINE;
+        }
+    }
+
+    /// `ibv_wr_set_ud_addr`.
+    pub fn set_ud(&mut self, ah_num: u32, remote_qpn: u32, remote_qkey: u32) {
+        if let Some(b) = self.current() {
+            b.wr.ah_num = ah_num;
+            b.wr.remote_qpn = remote_qpn;
+            b.wr.remote_qkey = remote_qkey;
+        }
+    }
+
+    /// `ibv_wr_complete`: stages the last request and publishes the batch (`Ok(true)`: ring
+    /// the doorbell), or drops all of it and reports the first error.
+    pub fn complete<M: RingMem>(&mut self, sq: &mut SendQueue<M>) -> Result<bool, WrError> {
+        if !self.active {
+            return Err(WrError::Sequence);
+        }
+        self.flush(sq);
+        let err = self.err;
+        *self = Self::default();
+        match err {
+            Some(e) => {
+                sq.discard();
+                Err(e)
+            }
+            None => Ok(sq.publish()),
+        }
+    }
+
+    /// `ibv_wr_abort`: nothing of the batch is posted.
+    pub fn abort<M: RingMem>(&mut self, sq: &mut SendQueue<M>) {
+        if self.active {
+            sq.discard();
+        }
+        *self = Self::default();
+    }
 }
 
 /// A receive queue (a QP's RQ or an SRQ).
@@ -256,6 +414,92 @@ mod tests {
             mem.consumer().load(Ordering::Relaxed),
             start.wrapping_add(4)
         );
+    }
+
+    fn read_slot(mem: &HeapRing, i: u32) -> Vec<u8> {
+        let mut b = vec![0u8; mem.slot_size()];
+        mem.read_slot(i & (mem.slots() - 1), &mut b);
+        b
+    }
+
+    #[test]
+    fn wr_batch_posts_all_or_nothing() {
+        use crate::abi::rrxe::{RRXE_SEND_INLINE, RRXE_WR_RDMA_WRITE};
+        let (mem, mut q) = sq(2);
+        let mut b = WrBatch::default();
+        // Outside a batch nothing happens and completing fails.
+        b.begin(&mut q, SendWr::default());
+        assert_eq!(b.complete(&mut q), Err(WrError::Sequence));
+        assert!(!b.active());
+
+        b.start();
+        let w = SendWr {
+            wr_id: 7,
+            opcode: RRXE_WR_SEND,
+            ..Default::default()
+        };
+        b.begin(&mut q, w);
+        b.set_sges(&[Sge {
+            addr: 0x1000,
+            length: 64,
+            lkey: 5,
+        }]);
+        let w2 = SendWr {
+            wr_id: 8,
+            opcode: RRXE_WR_RDMA_WRITE,
+            rkey: 9,
+            remote_addr: 0x2000,
+            ..Default::default()
+        };
+        b.begin(&mut q, w2);
+        b.set_inline(&[b"ab", b"cd"], 64);
+        // Staged, not visible, until complete.
+        assert_eq!(mem.producer().load(Ordering::Relaxed), 0);
+        assert_eq!(b.complete(&mut q), Ok(true));
+        assert_eq!(mem.producer().load(Ordering::Relaxed), 2);
+        let s0 = read_slot(&mem, 0);
+        assert_eq!(&s0[..8], &7u64.to_ne_bytes());
+        assert_eq!(&s0[16..20], &1u32.to_ne_bytes()); // one SGE
+        let s1 = read_slot(&mem, 1);
+        assert_eq!(&s1[..8], &8u64.to_ne_bytes());
+        let flags = u32::from_ne_bytes(s1[12..16].try_into().unwrap());
+        assert_ne!(flags & RRXE_SEND_INLINE, 0);
+        assert_eq!(&s1[20..24], &4u32.to_ne_bytes()); // inline length
+        assert_eq!(&s1[wqe::SEND_HDR..wqe::SEND_HDR + 4], b"abcd");
+
+        // A failing request drops the whole batch, and the first error is reported.
+        b.start();
+        b.begin(&mut q, w);
+        b.set_sges(&[Sge::default(); 5]); // the queue takes 4
+        b.begin(&mut q, w);
+        b.set_inline(&[&[0u8; 65]], 64);
+        assert_eq!(b.complete(&mut q), Err(WrError::TooManySge));
+        assert_eq!(mem.producer().load(Ordering::Relaxed), 2);
+        // The slots are reused by the next batch.
+        b.start();
+        b.begin(&mut q, w);
+        assert_eq!(b.complete(&mut q), Ok(true));
+        assert_eq!(mem.producer().load(Ordering::Relaxed), 3);
+
+        // A setter before any opcode, an unsupported opcode, abort.
+        b.start();
+        b.set_sges(&[]);
+        assert_eq!(b.complete(&mut q), Err(WrError::Sequence));
+        b.start();
+        b.reject(WrError::Unsupported);
+        assert_eq!(b.complete(&mut q), Err(WrError::Unsupported));
+        b.start();
+        b.begin(&mut q, w);
+        b.begin(&mut q, w);
+        b.abort(&mut q);
+        assert_eq!(mem.producer().load(Ordering::Relaxed), 3);
+        // A full queue: 4 slots, 3 used by the kernel's view (consumer 0).
+        b.start();
+        b.begin(&mut q, w);
+        b.begin(&mut q, w);
+        assert_eq!(b.complete(&mut q), Err(WrError::Full));
+        assert_eq!(WrError::Full.errno(), libc::ENOMEM);
+        assert_eq!(WrError::Unsupported.errno(), libc::EOPNOTSUPP);
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub enum WrError {
     Full,
     /// The queue is corrupt or the QP/SRQ failed: nothing more can be posted.
     Broken,
+    /// An operation this device does not implement (or the QP was not created for).
+    Unsupported,
+    /// `ibv_wr_*` outside `ibv_wr_start` .. `ibv_wr_complete`, or a setter before an opcode.
+    Sequence,
 }
 
 impl WrError {
@@ -77,6 +81,7 @@ impl WrError {
         match self {
             Self::Full => libc::ENOMEM,
             Self::Broken => libc::EIO,
+            Self::Unsupported => libc::EOPNOTSUPP,
             _ => libc::EINVAL,
         }
     }

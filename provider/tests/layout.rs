@@ -830,6 +830,93 @@ fn checks() -> Vec<Check> {
             align: 1,
             fields: vec![],
         },
+        constant(
+            Set::Public,
+            "IBV_QP_INIT_ATTR_PD",
+            IBV_QP_INIT_ATTR_PD as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_INIT_ATTR_CREATE_FLAGS",
+            IBV_QP_INIT_ATTR_CREATE_FLAGS as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_INIT_ATTR_SEND_OPS_FLAGS",
+            IBV_QP_INIT_ATTR_SEND_OPS_FLAGS as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_RDMA_WRITE",
+            IBV_QP_EX_WITH_RDMA_WRITE,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM",
+            IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+        ),
+        constant(Set::Public, "IBV_QP_EX_WITH_SEND", IBV_QP_EX_WITH_SEND),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_SEND_WITH_IMM",
+            IBV_QP_EX_WITH_SEND_WITH_IMM,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_RDMA_READ",
+            IBV_QP_EX_WITH_RDMA_READ,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP",
+            IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD",
+            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_LOCAL_INV",
+            IBV_QP_EX_WITH_LOCAL_INV,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_BIND_MW",
+            IBV_QP_EX_WITH_BIND_MW,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_EX_WITH_SEND_WITH_INV",
+            IBV_QP_EX_WITH_SEND_WITH_INV,
+        ),
+        constant(
+            Set::Public,
+            "IBV_CQ_INIT_ATTR_MASK_FLAGS",
+            IBV_CQ_INIT_ATTR_MASK_FLAGS as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_CREATE_CQ_ATTR_SINGLE_THREADED",
+            IBV_CREATE_CQ_ATTR_SINGLE_THREADED as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_WC_EX_WITH_BYTE_LEN",
+            IBV_WC_EX_WITH_BYTE_LEN,
+        ),
+        constant(Set::Public, "IBV_WC_EX_WITH_IMM", IBV_WC_EX_WITH_IMM),
+        constant(Set::Public, "IBV_WC_EX_WITH_QP_NUM", IBV_WC_EX_WITH_QP_NUM),
+        constant(Set::Public, "IBV_WC_EX_WITH_SRC_QP", IBV_WC_EX_WITH_SRC_QP),
+        constant(Set::Public, "IBV_WC_EX_WITH_SLID", IBV_WC_EX_WITH_SLID),
+        constant(Set::Public, "IBV_WC_EX_WITH_SL", IBV_WC_EX_WITH_SL),
+        constant(
+            Set::Public,
+            "IBV_WC_EX_WITH_DLID_PATH_BITS",
+            IBV_WC_EX_WITH_DLID_PATH_BITS,
+        ),
+        constant(Set::Private, "VERBS_QP_EX", VERBS_QP_EX as u64),
         layout!(Private, ibv_post_send { hdr, core_payload }),
         layout!(Private, ibv_alloc_pd as "struct ibv_alloc_pd" { hdr, core_payload }),
         layout!(Private, ibv_reg_mr as "struct ibv_reg_mr" { hdr, core_payload }),
@@ -886,6 +973,176 @@ fn checks() -> Vec<Check> {
                 drv_payload
             }
         ),
+        layout!(Public, ibv_data_buf { addr, length }),
+        layout!(
+            Public,
+            ibv_rx_hash_conf {
+                rx_hash_function,
+                rx_hash_key_len,
+                rx_hash_key,
+                rx_hash_fields_mask
+            }
+        ),
+        layout!(
+            Public,
+            ibv_qp_init_attr_ex {
+                qp_context,
+                send_cq,
+                recv_cq,
+                srq,
+                cap,
+                qp_type,
+                sq_sig_all,
+                comp_mask,
+                pd,
+                xrcd,
+                create_flags,
+                max_tso_header,
+                rwq_ind_tbl,
+                rx_hash_conf,
+                source_qpn,
+                send_ops_flags
+            }
+        ),
+        layout!(
+            Public,
+            ibv_cq_init_attr_ex {
+                cqe,
+                cq_context,
+                channel,
+                comp_vector,
+                wc_flags,
+                comp_mask,
+                flags,
+                parent_domain
+            }
+        ),
+        layout!(Public, ibv_poll_cq_attr { comp_mask }),
+        layout!(Public, ibv_wc_tm_info { tag, priv_ => "priv" }),
+        layout!(
+            Public,
+            ibv_cq_ex {
+                context,
+                channel,
+                cq_context,
+                handle,
+                cqe,
+                mutex,
+                cond,
+                comp_events_completed,
+                async_events_completed,
+                comp_mask,
+                status,
+                wr_id,
+                start_poll,
+                next_poll,
+                end_poll,
+                read_opcode,
+                read_vendor_err,
+                read_byte_len,
+                read_imm_data,
+                read_qp_num,
+                read_src_qp,
+                read_wc_flags,
+                read_slid,
+                read_sl,
+                read_dlid_path_bits,
+                read_completion_ts,
+                read_cvlan,
+                read_flow_tag,
+                read_tm_info,
+                read_completion_wallclock_ns
+            }
+        ),
+        // 56.1's ibv_qp_ex; 44.0's ends before wr_flush (checked by offsets below).
+        layout!(
+            Private,
+            ibv_qp_ex {
+                qp_base,
+                comp_mask,
+                wr_id,
+                wr_flags,
+                wr_atomic_cmp_swp,
+                wr_atomic_fetch_add,
+                wr_bind_mw,
+                wr_local_inv,
+                wr_rdma_read,
+                wr_rdma_write,
+                wr_rdma_write_imm,
+                wr_send,
+                wr_send_imm,
+                wr_send_inv,
+                wr_send_tso,
+                wr_set_ud_addr,
+                wr_set_xrc_srqn,
+                wr_set_inline_data,
+                wr_set_inline_data_list,
+                wr_set_sge,
+                wr_set_sge_list,
+                wr_start,
+                wr_complete,
+                wr_abort,
+                wr_atomic_write,
+                wr_flush
+            }
+        ),
+        Check {
+            set: Set::InstalledOnly,
+            c_type: "struct ibv_qp_ex".into(),
+            size: offset_of!(ibv_qp_ex, wr_flush),
+            align: align_of::<ibv_qp_ex>(),
+            fields: vec![
+                ("qp_base".into(), offset_of!(ibv_qp_ex, qp_base)),
+                ("wr_id".into(), offset_of!(ibv_qp_ex, wr_id)),
+                ("wr_flags".into(), offset_of!(ibv_qp_ex, wr_flags)),
+                ("wr_send".into(), offset_of!(ibv_qp_ex, wr_send)),
+                (
+                    "wr_set_sge_list".into(),
+                    offset_of!(ibv_qp_ex, wr_set_sge_list),
+                ),
+                ("wr_start".into(), offset_of!(ibv_qp_ex, wr_start)),
+                ("wr_complete".into(), offset_of!(ibv_qp_ex, wr_complete)),
+                ("wr_abort".into(), offset_of!(ibv_qp_ex, wr_abort)),
+                (
+                    "wr_atomic_write".into(),
+                    offset_of!(ibv_qp_ex, wr_atomic_write),
+                ),
+            ],
+        },
+        layout!(
+            Private,
+            verbs_qp {
+                qp_ex,
+                comp_mask,
+                xrcd
+            }
+        ),
+        layout!(Private, verbs_cq { cq_ex }),
+        layout!(Private, ibv_create_cq_ex as "struct ibv_create_cq_ex" { hdr, core_payload }),
+        layout!(
+            Public,
+            ib_uverbs_ex_cmd_hdr {
+                response,
+                provider_in_words,
+                provider_out_words,
+                cmd_hdr_reserved
+            }
+        ),
+        layout!(
+            Public,
+            ib_uverbs_ex_create_cq_resp {
+                base,
+                comp_mask,
+                response_length
+            }
+        ),
+        layout!(
+            Private,
+            urrxe_create_cq_ex_resp {
+                ibv_resp,
+                drv_payload
+            }
+        ),
         layout!(Rrxe, rrxe_send_wqe {
             ex.imm_data => "ex.imm_data",
             ex.invalidate_rkey => "ex.invalidate_rkey",
@@ -906,6 +1163,17 @@ fn checks() -> Vec<Check> {
             wr.raw => "wr.raw",
         }),
     ]
+}
+
+/// A constant, checked as the size of a char array of that many elements.
+fn constant(set: Set, name: &str, value: u64) -> Check {
+    Check {
+        set,
+        c_type: format!("char[{name}]"),
+        size: value as usize,
+        align: 1,
+        fields: vec![],
+    }
 }
 
 /// The C program printing the layout of `checks` after `preamble`.
@@ -1153,6 +1421,7 @@ fn rdma_core_source() {
          DECLARE_DRV_CMD(urrxe_get_context, IB_USER_VERBS_CMD_GET_CONTEXT, empty,\n\
          \t\trrxe_alloc_ucontext_resp);\n\
          DECLARE_DRV_CMD(urrxe_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, empty, rrxe_create_cq_resp);\n\
+         DECLARE_DRV_CMD(urrxe_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ, empty, rrxe_create_cq_resp);\n\
          DECLARE_DRV_CMD(urrxe_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, empty, rrxe_resize_cq_resp);\n\
          DECLARE_DRV_CMD(urrxe_create_qp, IB_USER_VERBS_CMD_CREATE_QP, empty, rrxe_create_qp_resp);\n\
          DECLARE_DRV_CMD(urrxe_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty, rrxe_create_srq_resp);\n\

@@ -141,11 +141,21 @@ pub struct verbs_context_ops {
     pub create_cq: Option<
         unsafe extern "C" fn(*mut ibv_context, c_int, *mut ibv_comp_channel, c_int) -> *mut ibv_cq,
     >,
-    pub create_cq_ex: OpaqueFn,
+    pub create_cq_ex: Option<
+        unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut super::verbs::ibv_cq_init_attr_ex,
+        ) -> *mut super::verbs::ibv_cq_ex,
+    >,
     pub create_flow: OpaqueFn,
     pub create_flow_action_esp: OpaqueFn,
     pub create_qp: Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp>,
-    pub create_qp_ex: OpaqueFn,
+    pub create_qp_ex: Option<
+        unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut super::verbs::ibv_qp_init_attr_ex,
+        ) -> *mut ibv_qp,
+    >,
     pub create_rwq_ind_table: OpaqueFn,
     pub create_srq:
         Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_srq_init_attr) -> *mut ibv_srq>,
@@ -307,4 +317,23 @@ pub struct verbs_mr {
     pub ibv_mr: super::verbs::ibv_mr,
     pub mr_type: c_int,
     pub access: c_int,
+}
+
+/// `enum verbs_qp_mask`.
+pub const VERBS_QP_EX: u32 = 1 << 1;
+
+/// `struct verbs_qp`: the union of `ibv_qp` and `ibv_qp_ex` is `qp_ex` here (`ibv_qp` is
+/// its first member, `qp_base`).
+#[repr(C)]
+pub struct verbs_qp {
+    pub qp_ex: super::verbs::ibv_qp_ex,
+    pub comp_mask: u32,
+    pub xrcd: *mut c_void,
+}
+
+/// `struct verbs_cq`: the union of `ibv_cq` and `ibv_cq_ex` is `cq_ex` here (`ibv_cq` is
+/// its prefix).
+#[repr(C)]
+pub struct verbs_cq {
+    pub cq_ex: super::verbs::ibv_cq_ex,
 }

@@ -3,7 +3,7 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
-use super::driver::{verbs_context_ops, verbs_device_ops, verbs_mr};
+use super::driver::{verbs_context_ops, verbs_cq, verbs_device_ops, verbs_mr, verbs_qp};
 use super::uverbs::*;
 use super::verbs::*;
 
@@ -99,6 +99,25 @@ extern "C" {
         cmd: *mut ibv_create_cq,
         cmd_size: usize,
         resp: *mut ib_uverbs_create_cq_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_create_cq_ex(
+        context: *mut ibv_context,
+        cq_attr: *const ibv_cq_init_attr_ex,
+        cq: *mut verbs_cq,
+        cmd: *mut ibv_create_cq_ex,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_ex_create_cq_resp,
+        resp_size: usize,
+        cmd_flags: u32,
+    ) -> c_int;
+    pub fn ibv_cmd_create_qp_ex(
+        context: *mut ibv_context,
+        qp: *mut verbs_qp,
+        attr_ex: *mut ibv_qp_init_attr_ex,
+        cmd: *mut ibv_create_qp,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_create_qp_resp,
         resp_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;

@@ -6,18 +6,19 @@
 //! this provider created and has not destroyed; work request lists, SGE arrays and the
 //! memory of inline SGEs are valid for the duration of the call.
 
-use core::ffi::{c_int, c_void};
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_uint, c_void};
 use core::mem::size_of;
 use core::ptr;
 use std::sync::Mutex;
 
-use super::driver::verbs_mr;
+use super::driver::{verbs_cq, verbs_mr, verbs_qp, VERBS_QP_EX};
 use super::ffi;
 use super::queue::{MapError, MappedQueue};
 use super::rrxe::*;
 use super::uverbs::*;
 use super::verbs::*;
-use crate::wq::{CompletionQueue, RecvQueue, SendQueue};
+use crate::wq::{CompletionQueue, RecvQueue, SendQueue, WrBatch};
 use crate::wqe::{SendLimits, SendWr, Sge, Transport, WrError};
 
 fn set_errno(err: c_int) {
@@ -134,12 +135,71 @@ pub(super) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
 // ---------------------------------------------------------------------------------------
 // CQ
 
-/// The provider's CQ.
+/// A lock held from one FFI call to another (`ibv_start_poll` .. `ibv_end_poll`,
+/// `ibv_wr_start` .. `ibv_wr_complete`), which no Rust guard can span: a plain pthread mutex.
+pub struct SessionLock(UnsafeCell<libc::pthread_mutex_t>);
+
+// SAFETY: a pthread mutex is made to be shared between threads.
+unsafe impl Sync for SessionLock {}
+
+impl SessionLock {
+    /// Puts the lock in its initial state (it was allocated zeroed; not yet shared).
+    fn init(&mut self) {
+        *self.0.get_mut() = libc::PTHREAD_MUTEX_INITIALIZER;
+    }
+
+    fn lock(&self) {
+        // SAFETY: an initialised mutex that does not move (it lives in a Box).
+        unsafe { libc::pthread_mutex_lock(self.0.get()) };
+    }
+
+    /// Releases the lock; the caller holds it (the verbs call order guarantees it).
+    fn unlock(&self) {
+        // SAFETY: as in `lock`; unlocking a normal mutex the thread holds.
+        unsafe { libc::pthread_mutex_unlock(self.0.get()) };
+    }
+}
+
+/// The provider's CQ: a `verbs_cq`, so one object serves `ibv_create_cq` and
+/// `ibv_create_cq_ex`.
 #[repr(C)]
 pub struct RrxeCq {
-    pub ibcq: ibv_cq,
+    pub vcq: verbs_cq,
     /// Set once the queue is mapped.
     pub cq: Option<Mutex<CompletionQueue<MappedQueue>>>,
+    /// Held from `start_poll` to `end_poll`.
+    session: SessionLock,
+    /// The completion an extended poll is at (read under `session`).
+    cur: UnsafeCell<ibv_wc>,
+}
+
+/// The work completion flags an extended CQ can report (no timestamps, VLANs, flow tags or
+/// tag matching).
+const CQ_EX_WC_FLAGS: u64 = IBV_WC_EX_WITH_BYTE_LEN
+    | IBV_WC_EX_WITH_IMM
+    | IBV_WC_EX_WITH_QP_NUM
+    | IBV_WC_EX_WITH_SRC_QP
+    | IBV_WC_EX_WITH_SLID
+    | IBV_WC_EX_WITH_SL
+    | IBV_WC_EX_WITH_DLID_PATH_BITS;
+
+/// Maps the CQ the kernel described and finishes `cq`; on failure destroys the kernel CQ.
+fn finish_cq(ctx: *mut ibv_context, mut cq: Box<RrxeCq>, q: &rrxe_queue_info) -> *mut RrxeCq {
+    // SAFETY: `ctx` is live.
+    let fd = unsafe { (*ctx).cmd_fd };
+    match MappedQueue::map(fd, q) {
+        Ok(q) => {
+            cq.cq = Some(Mutex::new(CompletionQueue::new(q)));
+            cq.session.init();
+            Box::into_raw(cq)
+        }
+        Err(e) => {
+            // SAFETY: the CQ was just created and nobody else knows it.
+            unsafe { ffi::ibv_cmd_destroy_cq(ptr::addr_of_mut!(cq.vcq).cast()) };
+            set_errno(map_errno(e));
+            ptr::null_mut()
+        }
+    }
 }
 
 pub(super) unsafe extern "C" fn create_cq(
@@ -148,18 +208,20 @@ pub(super) unsafe extern "C" fn create_cq(
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
 ) -> *mut ibv_cq {
-    // SAFETY: ibv_cq is plain data and `None` is all-zero.
+    // SAFETY: plain data, `None`s and a pthread mutex (initialised in finish_cq): all-zero
+    // is valid.
     let mut cq: Box<RrxeCq> = unsafe { zeroed_box() };
     let mut cmd = ibv_create_cq::default();
     let mut resp = urrxe_create_cq_resp::new();
-    // SAFETY: `ctx` is live; buffers as given; the response is a DECLARE_DRV_CMD layout.
+    // SAFETY: `ctx` is live; buffers as given; the response is a DECLARE_DRV_CMD layout;
+    // `ibv_cq` is the prefix of the `verbs_cq`.
     let ret = unsafe {
         ffi::ibv_cmd_create_cq(
             ctx,
             cqe,
             channel,
             comp_vector,
-            &mut cq.ibcq,
+            ptr::addr_of_mut!(cq.vcq).cast(),
             &mut cmd,
             size_of::<ibv_create_cq>(),
             ptr::addr_of_mut!(resp).cast(),
@@ -170,35 +232,94 @@ pub(super) unsafe extern "C" fn create_cq(
         set_errno(ret);
         return ptr::null_mut();
     }
-    // SAFETY: `ctx` is live.
-    let fd = unsafe { (*ctx).cmd_fd };
-    match MappedQueue::map(fd, &resp.drv_payload.cq) {
-        Ok(q) => {
-            cq.cq = Some(Mutex::new(CompletionQueue::new(q)));
-            Box::into_raw(cq).cast()
-        }
-        Err(e) => {
-            // SAFETY: the CQ was just created and nobody else knows it.
-            unsafe { ffi::ibv_cmd_destroy_cq(&mut cq.ibcq) };
-            set_errno(map_errno(e));
-            ptr::null_mut()
-        }
+    finish_cq(ctx, cq, &resp.drv_payload.cq).cast()
+}
+
+pub(super) unsafe extern "C" fn create_cq_ex(
+    ctx: *mut ibv_context,
+    attr: *mut ibv_cq_init_attr_ex,
+) -> *mut ibv_cq_ex {
+    if attr.is_null() {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
     }
+    // SAFETY: the caller's live attributes.
+    let mut a = unsafe { *attr };
+    let flags = if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 {
+        a.flags
+    } else {
+        0
+    };
+    if a.comp_mask & !IBV_CQ_INIT_ATTR_MASK_FLAGS != 0
+        || flags & !IBV_CREATE_CQ_ATTR_SINGLE_THREADED != 0
+        || a.wc_flags & !CQ_EX_WC_FLAGS != 0
+    {
+        set_errno(libc::EOPNOTSUPP);
+        return ptr::null_mut();
+    }
+    // The single-threaded hint is the provider's alone: the kernel is told nothing.
+    a.comp_mask = 0;
+    a.flags = 0;
+    // SAFETY: as in create_cq.
+    let mut cq: Box<RrxeCq> = unsafe { zeroed_box() };
+    let mut cmd = ibv_create_cq_ex::default();
+    let mut resp = urrxe_create_cq_ex_resp::new();
+    // SAFETY: `ctx` is live; buffers as given; the response is a DECLARE_DRV_CMD layout.
+    let ret = unsafe {
+        ffi::ibv_cmd_create_cq_ex(
+            ctx,
+            &a,
+            &mut cq.vcq,
+            &mut cmd,
+            size_of::<ibv_create_cq_ex>(),
+            ptr::addr_of_mut!(resp).cast(),
+            size_of::<urrxe_create_cq_ex_resp>(),
+            0,
+        )
+    };
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    let x = &mut cq.vcq.cq_ex;
+    x.start_poll = Some(cq_start_poll);
+    x.next_poll = Some(cq_next_poll);
+    x.end_poll = Some(cq_end_poll);
+    x.read_opcode = Some(cq_read_opcode);
+    x.read_vendor_err = Some(cq_read_vendor_err);
+    x.read_byte_len = Some(cq_read_byte_len);
+    x.read_imm_data = Some(cq_read_imm_data);
+    x.read_qp_num = Some(cq_read_qp_num);
+    x.read_src_qp = Some(cq_read_src_qp);
+    x.read_wc_flags = Some(cq_read_wc_flags);
+    x.read_slid = Some(cq_read_slid);
+    x.read_sl = Some(cq_read_sl);
+    x.read_dlid_path_bits = Some(cq_read_dlid_path_bits);
+    finish_cq(ctx, cq, &resp.drv_payload.cq).cast()
 }
 
 pub(super) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
     // SAFETY: a live CQ of ours.
     let ret = unsafe { ffi::ibv_cmd_destroy_cq(ibcq) };
     if ret == 0 {
-        // SAFETY: created by `create_cq` as a Box<RrxeCq>; dropping unmaps the queue.
+        // SAFETY: created by `create_cq(_ex)` as a Box<RrxeCq>; dropping unmaps the queue.
         drop(unsafe { Box::from_raw(ibcq.cast::<RrxeCq>()) });
     }
     ret
 }
 
+/// Our CQ behind a libibverbs CQ pointer.
+///
+/// # Safety
+/// `cq` is a live CQ this provider created.
+unsafe fn our_cq<'a, T>(cq: *mut T) -> &'a RrxeCq {
+    // SAFETY: the CQ structs are the first field of a Box<RrxeCq>.
+    unsafe { &*cq.cast::<RrxeCq>() }
+}
+
 pub(super) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, num: c_int, wc: *mut ibv_wc) -> c_int {
     // SAFETY: a live CQ of ours (shared: other threads may poll it too, hence the mutex).
-    let cq = unsafe { &*ibcq.cast::<RrxeCq>() };
+    let cq = unsafe { our_cq(ibcq) };
     let Some(q) = cq.cq.as_ref() else {
         return -1;
     };
@@ -213,6 +334,90 @@ pub(super) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, num: c_int, wc: *mut 
     }
 }
 
+/// Takes the next completion into `cur` and the CQ's `status`/`wr_id`: 0, `ENOENT` when
+/// there is none, `EIO` when the CQ is broken. The caller holds the session.
+///
+/// # Safety
+/// `ibcq` is a live extended CQ of ours.
+unsafe fn cq_take(ibcq: *mut ibv_cq_ex) -> c_int {
+    // SAFETY: per the contract.
+    let cq = unsafe { our_cq(ibcq) };
+    let Some(q) = cq.cq.as_ref() else {
+        return libc::EIO;
+    };
+    let mut wc = [ibv_wc::default()];
+    match lock(q).poll(&mut wc) {
+        Ok(1) => {
+            // SAFETY: the session is held: nobody else touches `cur` or the two fields.
+            unsafe {
+                *cq.cur.get() = wc[0];
+                (*ibcq).status = wc[0].status;
+                (*ibcq).wr_id = wc[0].wr_id;
+            }
+            0
+        }
+        Ok(_) => libc::ENOENT,
+        Err(_) => libc::EIO,
+    }
+}
+
+unsafe extern "C" fn cq_start_poll(ibcq: *mut ibv_cq_ex, attr: *mut ibv_poll_cq_attr) -> c_int {
+    // SAFETY: the caller's attributes, if any.
+    if !attr.is_null() && unsafe { (*attr).comp_mask } != 0 {
+        return libc::EINVAL;
+    }
+    // SAFETY: a live extended CQ of ours.
+    let cq = unsafe { our_cq(ibcq) };
+    cq.session.lock();
+    // SAFETY: as above; the session is held.
+    let r = unsafe { cq_take(ibcq) };
+    if r != 0 {
+        // No poll session follows a failed start (ibv_end_poll is not called).
+        cq.session.unlock();
+    }
+    r
+}
+
+unsafe extern "C" fn cq_next_poll(ibcq: *mut ibv_cq_ex) -> c_int {
+    // SAFETY: a live extended CQ of ours, inside a poll session.
+    unsafe { cq_take(ibcq) }
+}
+
+unsafe extern "C" fn cq_end_poll(ibcq: *mut ibv_cq_ex) {
+    // SAFETY: a live extended CQ of ours, inside a poll session (entries were consumed as
+    // they were read).
+    unsafe { our_cq(ibcq) }.session.unlock();
+}
+
+/// The completion a poll session is at.
+///
+/// # Safety
+/// `ibcq` is a live extended CQ of ours inside a poll session.
+unsafe fn cq_cur(ibcq: *mut ibv_cq_ex) -> ibv_wc {
+    // SAFETY: per the contract, `cur` is stable while the session is held.
+    unsafe { *our_cq(ibcq).cur.get() }
+}
+
+macro_rules! cq_reader {
+    ($name:ident -> $t:ty, |$w:ident| $e:expr) => {
+        unsafe extern "C" fn $name(ibcq: *mut ibv_cq_ex) -> $t {
+            // SAFETY: libibverbs calls readers inside a poll session on our CQ.
+            let $w = unsafe { cq_cur(ibcq) };
+            $e
+        }
+    };
+}
+cq_reader!(cq_read_opcode -> c_int, |w| w.opcode);
+cq_reader!(cq_read_vendor_err -> u32, |w| w.vendor_err);
+cq_reader!(cq_read_byte_len -> u32, |w| w.byte_len);
+cq_reader!(cq_read_imm_data -> u32, |w| w.imm);
+cq_reader!(cq_read_qp_num -> u32, |w| w.qp_num);
+cq_reader!(cq_read_src_qp -> u32, |w| w.src_qp);
+cq_reader!(cq_read_wc_flags -> c_uint, |w| w.wc_flags);
+cq_reader!(cq_read_slid -> u32, |w| u32::from(w.slid));
+cq_reader!(cq_read_sl -> u8, |w| w.sl);
+cq_reader!(cq_read_dlid_path_bits -> u8, |w| w.dlid_path_bits);
+
 pub(super) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
     // SAFETY: a live CQ of ours.
     unsafe { ffi::ibv_cmd_req_notify_cq(ibcq, solicited_only) }
@@ -221,13 +426,30 @@ pub(super) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only:
 // ---------------------------------------------------------------------------------------
 // QP
 
-/// The provider's QP.
+/// A QP's send side: the queue and the extended-API batch being built on it.
+pub struct Sq {
+    q: SendQueue<MappedQueue>,
+    batch: WrBatch,
+}
+
+/// The provider's QP: a `verbs_qp`, so `ibv_qp_to_qp_ex` works on QPs created with send
+/// ops flags.
 #[repr(C)]
 pub struct RrxeQp {
-    pub ibqp: ibv_qp,
-    pub sq: Option<Mutex<SendQueue<MappedQueue>>>,
+    pub vqp: verbs_qp,
+    pub sq: Option<Mutex<Sq>>,
     /// `None` with an SRQ.
     pub rq: Option<Mutex<RecvQueue<MappedQueue>>>,
+    /// The `IBV_QP_EX_WITH_*` operations the QP was created for (extended API only).
+    send_ops: u64,
+    /// Held from `ibv_wr_start` to `ibv_wr_complete`/`ibv_wr_abort`.
+    session: SessionLock,
+}
+
+impl RrxeQp {
+    fn ibqp(&self) -> &ibv_qp {
+        &self.vqp.qp_ex.qp_base
+    }
 }
 
 fn transport(qp_type: c_int) -> Option<Transport> {
@@ -239,39 +461,39 @@ fn transport(qp_type: c_int) -> Option<Transport> {
     }
 }
 
-pub(super) unsafe extern "C" fn create_qp(
-    pd: *mut ibv_pd,
-    attr: *mut ibv_qp_init_attr,
-) -> *mut ibv_qp {
-    // SAFETY: the caller passes a live init attr.
-    let Some(t) = transport(unsafe { (*attr).qp_type }) else {
-        set_errno(libc::EOPNOTSUPP);
-        return ptr::null_mut();
-    };
-    // SAFETY: ibv_qp is plain data and `None`s are all-zero.
-    let mut qp: Box<RrxeQp> = unsafe { zeroed_box() };
-    let mut cmd = ibv_create_qp::default();
-    let mut resp = urrxe_create_qp_resp::new();
-    // SAFETY: `pd` and `attr` are live; buffers as given.
-    let ret = unsafe {
-        ffi::ibv_cmd_create_qp(
-            pd,
-            &mut qp.ibqp,
-            attr,
-            &mut cmd,
-            size_of::<ibv_create_qp>(),
-            ptr::addr_of_mut!(resp).cast(),
-            urrxe_create_qp_resp::size(),
-        )
-    };
-    if ret != 0 {
-        set_errno(ret);
-        return ptr::null_mut();
+/// The extended-API operations each transport can do here.
+fn send_ops_for(t: Transport) -> u64 {
+    let send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    match t {
+        Transport::Ud => send,
+        Transport::Uc => {
+            send | IBV_QP_EX_WITH_RDMA_WRITE
+                | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+                | IBV_QP_EX_WITH_LOCAL_INV
+                | IBV_QP_EX_WITH_SEND_WITH_INV
+        }
+        Transport::Rc => {
+            send | IBV_QP_EX_WITH_RDMA_WRITE
+                | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+                | IBV_QP_EX_WITH_RDMA_READ
+                | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+                | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
+                | IBV_QP_EX_WITH_LOCAL_INV
+                | IBV_QP_EX_WITH_SEND_WITH_INV
+        }
     }
-    // SAFETY: `pd` is live; ibv_cmd_create_qp updated `attr.cap` to what the QP has.
-    let (fd, cap, has_srq) =
-        unsafe { ((*(*pd).context).cmd_fd, (*attr).cap, !(*attr).srq.is_null()) };
-    let drv = resp.drv_payload;
+}
+
+/// Maps the queues the kernel described and finishes `qp`; on failure destroys the kernel
+/// QP. `cap` is what the QP got.
+fn finish_qp(
+    fd: c_int,
+    mut qp: Box<RrxeQp>,
+    t: Transport,
+    cap: ibv_qp_cap,
+    has_srq: bool,
+    drv: &rrxe_create_qp_resp,
+) -> *mut ibv_qp {
     let setup = || -> Result<_, MapError> {
         let sq = MappedQueue::map(fd, &drv.sq)?;
         let rq = if has_srq || drv.rq.mmap_size == 0 {
@@ -289,17 +511,465 @@ pub(super) unsafe extern "C" fn create_qp(
                 max_inline: drv.max_inline,
                 slot_size: 0,
             };
-            qp.sq = Some(Mutex::new(SendQueue::new(sq, lim)));
+            qp.sq = Some(Mutex::new(Sq {
+                q: SendQueue::new(sq, lim),
+                batch: WrBatch::default(),
+            }));
             qp.rq = rq.map(|q| Mutex::new(RecvQueue::new(q, cap.max_recv_sge)));
+            qp.session.init();
             Box::into_raw(qp).cast()
         }
         Err(e) => {
             // SAFETY: the QP was just created and nobody else knows it.
-            unsafe { ffi::ibv_cmd_destroy_qp(&mut qp.ibqp) };
+            unsafe { ffi::ibv_cmd_destroy_qp(ptr::addr_of_mut!(qp.vqp).cast()) };
             set_errno(map_errno(e));
             ptr::null_mut()
         }
     }
+}
+
+pub(super) unsafe extern "C" fn create_qp(
+    pd: *mut ibv_pd,
+    attr: *mut ibv_qp_init_attr,
+) -> *mut ibv_qp {
+    // SAFETY: the caller passes a live init attr.
+    let Some(t) = transport(unsafe { (*attr).qp_type }) else {
+        set_errno(libc::EOPNOTSUPP);
+        return ptr::null_mut();
+    };
+    // SAFETY: plain data, `None`s, a zero u64 and a pthread mutex (initialised in
+    // finish_qp): all-zero is valid.
+    let mut qp: Box<RrxeQp> = unsafe { zeroed_box() };
+    let mut cmd = ibv_create_qp::default();
+    let mut resp = urrxe_create_qp_resp::new();
+    // SAFETY: `pd` and `attr` are live; buffers as given; `ibv_qp` is the QP's prefix.
+    let ret = unsafe {
+        ffi::ibv_cmd_create_qp(
+            pd,
+            ptr::addr_of_mut!(qp.vqp).cast(),
+            attr,
+            &mut cmd,
+            size_of::<ibv_create_qp>(),
+            ptr::addr_of_mut!(resp).cast(),
+            urrxe_create_qp_resp::size(),
+        )
+    };
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    // SAFETY: `pd` is live; ibv_cmd_create_qp updated `attr.cap` to what the QP has.
+    let (fd, cap, has_srq) =
+        unsafe { ((*(*pd).context).cmd_fd, (*attr).cap, !(*attr).srq.is_null()) };
+    finish_qp(fd, qp, t, cap, has_srq, &resp.drv_payload)
+}
+
+pub(super) unsafe extern "C" fn create_qp_ex(
+    ctx: *mut ibv_context,
+    attr: *mut ibv_qp_init_attr_ex,
+) -> *mut ibv_qp {
+    if attr.is_null() {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    // SAFETY: the caller's live attributes.
+    let a = unsafe { &mut *attr };
+    let Some(t) = transport(a.qp_type) else {
+        set_errno(libc::EOPNOTSUPP);
+        return ptr::null_mut();
+    };
+    let known =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    let create_flags = if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
+        a.create_flags
+    } else {
+        0
+    };
+    let send_ops = if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        a.send_ops_flags
+    } else {
+        0
+    };
+    if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    if a.comp_mask & !known != 0 || create_flags != 0 || send_ops & !send_ops_for(t) != 0 {
+        set_errno(libc::EOPNOTSUPP);
+        return ptr::null_mut();
+    }
+    // ibv_cmd_create_qp_ex knows no create flags: what is left is zero anyway.
+    let saved_mask = a.comp_mask;
+    a.comp_mask &= !IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    // SAFETY: as in create_qp.
+    let mut qp: Box<RrxeQp> = unsafe { zeroed_box() };
+    let mut cmd = ibv_create_qp::default();
+    let mut resp = urrxe_create_qp_resp::new();
+    // SAFETY: `ctx` and `attr` are live; buffers as given.
+    let ret = unsafe {
+        ffi::ibv_cmd_create_qp_ex(
+            ctx,
+            &mut qp.vqp,
+            a,
+            &mut cmd,
+            size_of::<ibv_create_qp>(),
+            ptr::addr_of_mut!(resp).cast(),
+            urrxe_create_qp_resp::size(),
+        )
+    };
+    a.comp_mask = saved_mask;
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    if send_ops != 0 {
+        qp.send_ops = send_ops;
+        qp.vqp.comp_mask |= VERBS_QP_EX;
+        let x = &mut qp.vqp.qp_ex;
+        x.wr_start = Some(wr_start);
+        x.wr_complete = Some(wr_complete);
+        x.wr_abort = Some(wr_abort);
+        x.wr_send = Some(wr_send);
+        x.wr_send_imm = Some(wr_send_imm);
+        x.wr_send_inv = Some(wr_send_inv);
+        x.wr_rdma_write = Some(wr_rdma_write);
+        x.wr_rdma_write_imm = Some(wr_rdma_write_imm);
+        x.wr_rdma_read = Some(wr_rdma_read);
+        x.wr_atomic_cmp_swp = Some(wr_atomic_cmp_swp);
+        x.wr_atomic_fetch_add = Some(wr_atomic_fetch_add);
+        x.wr_local_inv = Some(wr_local_inv);
+        x.wr_bind_mw = Some(wr_bind_mw);
+        x.wr_send_tso = Some(wr_send_tso);
+        x.wr_set_ud_addr = Some(wr_set_ud_addr);
+        x.wr_set_xrc_srqn = Some(wr_set_xrc_srqn);
+        x.wr_set_inline_data = Some(wr_set_inline_data);
+        x.wr_set_inline_data_list = Some(wr_set_inline_data_list);
+        x.wr_set_sge = Some(wr_set_sge);
+        x.wr_set_sge_list = Some(wr_set_sge_list);
+        x.wr_atomic_write = Some(wr_atomic_write);
+        x.wr_flush = Some(wr_flush);
+    }
+    // SAFETY: `ctx` is live.
+    let fd = unsafe { (*ctx).cmd_fd };
+    finish_qp(fd, qp, t, a.cap, !a.srq.is_null(), &resp.drv_payload)
+}
+
+// --- the extended send API (ibv_wr_*) ---
+
+/// Our QP behind an `ibv_qp_ex` pointer.
+///
+/// # Safety
+/// `qpx` is a live QP this provider created with send ops flags.
+unsafe fn our_qp<'a>(qpx: *mut ibv_qp_ex) -> &'a RrxeQp {
+    // SAFETY: the ibv_qp_ex is the first field of a Box<RrxeQp>.
+    unsafe { &*qpx.cast::<RrxeQp>() }
+}
+
+/// Runs `f` on the QP's batch and send queue.
+///
+/// # Safety
+/// As [`our_qp`].
+unsafe fn with_batch(
+    qpx: *mut ibv_qp_ex,
+    f: impl FnOnce(&mut WrBatch, &mut SendQueue<MappedQueue>),
+) {
+    // SAFETY: per the contract.
+    let qp = unsafe { our_qp(qpx) };
+    if let Some(sq) = qp.sq.as_ref() {
+        let mut g = lock(sq);
+        let Sq { q, batch } = &mut *g;
+        f(batch, q);
+    }
+}
+
+/// An opcode call: a new request with the caller's `wr_id` and `wr_flags`, if the QP was
+/// created for `op`.
+///
+/// # Safety
+/// As [`our_qp`].
+unsafe fn wr_begin(qpx: *mut ibv_qp_ex, op: u64, mut wr: SendWr) {
+    // SAFETY: per the contract.
+    let (qp, wr_id, flags) = unsafe { (our_qp(qpx), (*qpx).wr_id, (*qpx).wr_flags) };
+    wr.wr_id = wr_id;
+    // Inline data comes from ibv_wr_set_inline_data*, not from the flag.
+    wr.send_flags = flags & !RRXE_SEND_INLINE;
+    let allowed = qp.send_ops & op != 0;
+    // SAFETY: per the contract.
+    unsafe {
+        with_batch(qpx, |b, q| {
+            if allowed {
+                b.begin(q, wr)
+            } else {
+                b.reject(WrError::Unsupported)
+            }
+        })
+    };
+}
+
+/// An operation this device cannot do: the batch fails with `EOPNOTSUPP`.
+///
+/// # Safety
+/// As [`our_qp`].
+unsafe fn wr_unsupported(qpx: *mut ibv_qp_ex) {
+    // SAFETY: per the contract.
+    unsafe { with_batch(qpx, |b, _| b.reject(WrError::Unsupported)) };
+}
+
+unsafe extern "C" fn wr_start(qpx: *mut ibv_qp_ex) {
+    // SAFETY: libibverbs passes our QP.
+    unsafe { our_qp(qpx) }.session.lock();
+    // SAFETY: as above.
+    unsafe { with_batch(qpx, |b, _| b.start()) };
+}
+
+unsafe extern "C" fn wr_complete(qpx: *mut ibv_qp_ex) -> c_int {
+    // SAFETY: libibverbs passes our QP, inside ibv_wr_start .. ibv_wr_complete.
+    let qp = unsafe { our_qp(qpx) };
+    let mut r = Err(WrError::Sequence);
+    // SAFETY: as above.
+    unsafe { with_batch(qpx, |b, q| r = b.complete(q)) };
+    let ret = match r {
+        Ok(true) => {
+            let ibqp = qp.ibqp();
+            // SAFETY: a live QP's context.
+            doorbell(unsafe { (*ibqp.context).cmd_fd }, ibqp.handle)
+        }
+        Ok(false) => 0,
+        Err(e) => e.errno(),
+    };
+    qp.session.unlock();
+    ret
+}
+
+unsafe extern "C" fn wr_abort(qpx: *mut ibv_qp_ex) {
+    // SAFETY: libibverbs passes our QP, inside ibv_wr_start .. ibv_wr_abort.
+    unsafe { with_batch(qpx, |b, q| b.abort(q)) };
+    // SAFETY: as above.
+    unsafe { our_qp(qpx) }.session.unlock();
+}
+
+unsafe extern "C" fn wr_send(qpx: *mut ibv_qp_ex) {
+    let wr = SendWr {
+        opcode: RRXE_WR_SEND,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_SEND, wr) };
+}
+
+unsafe extern "C" fn wr_send_imm(qpx: *mut ibv_qp_ex, imm: u32) {
+    let wr = SendWr {
+        opcode: RRXE_WR_SEND_WITH_IMM,
+        ex: imm,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_SEND_WITH_IMM, wr) };
+}
+
+unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
+    let wr = SendWr {
+        opcode: RRXE_WR_SEND_WITH_INV,
+        ex: rkey,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_SEND_WITH_INV, wr) };
+}
+
+unsafe extern "C" fn wr_rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
+    let wr = SendWr {
+        opcode: RRXE_WR_RDMA_WRITE,
+        rkey,
+        remote_addr: addr,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_RDMA_WRITE, wr) };
+}
+
+unsafe extern "C" fn wr_rdma_write_imm(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, imm: u32) {
+    let wr = SendWr {
+        opcode: RRXE_WR_RDMA_WRITE_WITH_IMM,
+        rkey,
+        remote_addr: addr,
+        ex: imm,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, wr) };
+}
+
+unsafe extern "C" fn wr_rdma_read(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
+    let wr = SendWr {
+        opcode: RRXE_WR_RDMA_READ,
+        rkey,
+        remote_addr: addr,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_RDMA_READ, wr) };
+}
+
+unsafe extern "C" fn wr_atomic_cmp_swp(
+    qpx: *mut ibv_qp_ex,
+    rkey: u32,
+    addr: u64,
+    cmp: u64,
+    swap: u64,
+) {
+    let wr = SendWr {
+        opcode: RRXE_WR_ATOMIC_CMP_AND_SWP,
+        rkey,
+        remote_addr: addr,
+        compare_add: cmp,
+        swap,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, wr) };
+}
+
+unsafe extern "C" fn wr_atomic_fetch_add(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, add: u64) {
+    let wr = SendWr {
+        opcode: RRXE_WR_ATOMIC_FETCH_AND_ADD,
+        rkey,
+        remote_addr: addr,
+        compare_add: add,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, wr) };
+}
+
+unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
+    let wr = SendWr {
+        opcode: RRXE_WR_LOCAL_INV,
+        ex: rkey,
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_LOCAL_INV, wr) };
+}
+
+unsafe extern "C" fn wr_bind_mw(
+    qpx: *mut ibv_qp_ex,
+    _mw: *mut ibv_mw,
+    _rkey: u32,
+    _info: *const ibv_mw_bind_info,
+) {
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_unsupported(qpx) };
+}
+
+unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u16, _mss: u16) {
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_unsupported(qpx) };
+}
+
+unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, _srqn: u32) {
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_unsupported(qpx) };
+}
+
+unsafe extern "C" fn wr_atomic_write(
+    qpx: *mut ibv_qp_ex,
+    _rkey: u32,
+    _addr: u64,
+    _v: *const c_void,
+) {
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_unsupported(qpx) };
+}
+
+unsafe extern "C" fn wr_flush(
+    qpx: *mut ibv_qp_ex,
+    _rkey: u32,
+    _addr: u64,
+    _len: usize,
+    _t: u8,
+    _l: u8,
+) {
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_unsupported(qpx) };
+}
+
+unsafe extern "C" fn wr_set_ud_addr(qpx: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
+    let ah_num = if ah.is_null() {
+        0
+    } else {
+        // SAFETY: a live AH of ours (the verbs contract).
+        unsafe { (*ah.cast::<RrxeAh>()).ah_num }
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { with_batch(qpx, |b, _| b.set_ud(ah_num, qpn, qkey)) };
+}
+
+unsafe extern "C" fn wr_set_sge(qpx: *mut ibv_qp_ex, lkey: u32, addr: u64, length: u32) {
+    let sge = Sge { addr, length, lkey };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { with_batch(qpx, |b, _| b.set_sges(&[sge])) };
+}
+
+unsafe extern "C" fn wr_set_sge_list(qpx: *mut ibv_qp_ex, n: usize, list: *const ibv_sge) {
+    let mut buf = [Sge::default(); 32];
+    // SAFETY: the caller's array of `n` SGEs.
+    let sges = c_int::try_from(n)
+        .ok()
+        .and_then(|n| unsafe { sges(list, n, &mut buf) });
+    // SAFETY: libibverbs passes our QP.
+    unsafe {
+        with_batch(qpx, |b, _| match sges {
+            Some(s) => b.set_sges(s),
+            None => b.reject(WrError::TooManySge),
+        })
+    };
+}
+
+unsafe extern "C" fn wr_set_inline_data(qpx: *mut ibv_qp_ex, addr: *mut c_void, len: usize) {
+    let data: &[u8] = if len == 0 || addr.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's `len` readable bytes, valid for the call (copied now).
+        unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), len) }
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe {
+        with_batch(qpx, |b, q| {
+            let max = q.limits().max_inline;
+            b.set_inline(&[data], max)
+        })
+    };
+}
+
+unsafe extern "C" fn wr_set_inline_data_list(
+    qpx: *mut ibv_qp_ex,
+    n: usize,
+    list: *const ibv_data_buf,
+) {
+    if n > 32 || (n > 0 && list.is_null()) {
+        // SAFETY: libibverbs passes our QP.
+        unsafe { with_batch(qpx, |b, _| b.reject(WrError::InlineTooLong)) };
+        return;
+    }
+    let mut pieces: [&[u8]; 32] = [&[]; 32];
+    if n > 0 {
+        // SAFETY: the caller's array of `n` buffers.
+        let bufs = unsafe { core::slice::from_raw_parts(list, n) };
+        for (p, d) in pieces.iter_mut().zip(bufs) {
+            if d.length > 0 && !d.addr.is_null() {
+                // SAFETY: each buffer names `length` readable bytes for the call.
+                *p = unsafe { core::slice::from_raw_parts(d.addr.cast::<u8>(), d.length) };
+            }
+        }
+    }
+    // SAFETY: libibverbs passes our QP.
+    unsafe {
+        with_batch(qpx, |b, q| {
+            let max = q.limits().max_inline;
+            b.set_inline(&pieces[..n], max)
+        })
+    };
 }
 
 pub(super) unsafe extern "C" fn query_qp(
@@ -484,13 +1154,14 @@ pub(super) unsafe extern "C" fn post_send(
     let Some(sq) = qp.sq.as_ref() else {
         return libc::EINVAL;
     };
-    let mut sq = lock(sq);
+    let mut g = lock(sq);
+    let sq = &mut g.q;
     let mut err = 0;
     while !wr.is_null() {
         // SAFETY: the caller's list of valid work requests.
         let w = unsafe { &*wr };
         // SAFETY: as above.
-        if let Err(e) = unsafe { stage_send(&mut sq, w) } {
+        if let Err(e) = unsafe { stage_send(sq, w) } {
             err = e.errno();
             break;
         }
@@ -502,8 +1173,8 @@ pub(super) unsafe extern "C" fn post_send(
     }
     if sq.publish() {
         // SAFETY: a live QP's context.
-        let fd = unsafe { (*qp.ibqp.context).cmd_fd };
-        let db = doorbell(fd, qp.ibqp.handle);
+        let fd = unsafe { (*qp.ibqp().context).cmd_fd };
+        let db = doorbell(fd, qp.ibqp().handle);
         if err == 0 {
             err = db;
         }

@@ -416,3 +416,51 @@ pub type ibv_modify_srq = OpaqueCmd<16>;
 pub type ibv_query_srq = OpaqueCmd<16>;
 /// `struct ibv_alloc_mw`.
 pub type ibv_alloc_mw = OpaqueCmd<16>;
+
+/// `struct ib_uverbs_ex_cmd_hdr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_ex_cmd_hdr {
+    pub response: u64,
+    pub provider_in_words: u16,
+    pub provider_out_words: u16,
+    pub cmd_hdr_reserved: u32,
+}
+
+/// `struct ex_hdr` (kern-abi.h): the header of an extended command.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ex_hdr {
+    pub hdr: ib_uverbs_cmd_hdr,
+    pub ex_hdr: ib_uverbs_ex_cmd_hdr,
+}
+
+/// An extended (`DECLARE_CMD_EX`) command whose core request libibverbs fills: the
+/// header and `N` bytes of core payload.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug)]
+pub struct OpaqueExCmd<const N: usize> {
+    pub hdr: ex_hdr,
+    pub core_payload: [u8; N],
+}
+
+impl<const N: usize> Default for OpaqueExCmd<N> {
+    fn default() -> Self {
+        Self {
+            hdr: ex_hdr::default(),
+            core_payload: [0; N],
+        }
+    }
+}
+
+/// `struct ibv_create_cq_ex`.
+pub type ibv_create_cq_ex = OpaqueExCmd<32>;
+
+/// `struct ib_uverbs_ex_create_cq_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_ex_create_cq_resp {
+    pub base: ib_uverbs_create_cq_resp,
+    pub comp_mask: u32,
+    pub response_length: u32,
+}

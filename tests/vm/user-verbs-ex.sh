@@ -1,0 +1,32 @@
+#!/bin/bash
+# vms: 2
+# timeout: 300
+# The extended verbs through librrxe: tests/user/verbs_ex (ibv_create_cq_ex polling,
+# ibv_create_qp_ex with the ibv_wr_* API, refused operations, four threads posting on one
+# QP, each step checked on both sides), and ibv_rc_pingpong -N (the new post-send API).
+. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/user-common.sh"
+
+user_setup
+bin=$RRXE_ROOT/tests/user/verbs_ex
+if [ "$RRXE_VM" = 0 ]; then
+  out=$(timeout 200 "$bin" -d "$DEV" -g "$GID" -p 18701 2>&1); rc=$?
+else
+  out=$(retry 20 1 timeout 200 "$bin" -d "$DEV" -g "$GID" -p 18701 "$RRXE_PEER_IP" 2>&1); rc=$?
+fi
+# Its TAP lines become ours (renumbered), plus its exit status.
+while IFS= read -r l; do
+  case "$l" in
+    "ok "*) ok "verbs_ex ${l#ok * - }" ;;
+    "not ok "*) not_ok "verbs_ex ${l#not ok * - }" ;;
+    "Bail out!"*) not_ok "verbs_ex: $l" ;;
+    "1.."*) ;;
+    *) echo "# $l" ;;
+  esac
+done <<< "$out"
+if [ "$rc" = 0 ]; then ok "verbs_ex exit status 0"; else not_ok "verbs_ex exit status $rc"; fi
+pair "ibv_rc_pingpong -N (ibv_wr_* post API) 4 KiB x100, checked" 120 -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 100 -s 4096 -c -N -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 100 -s 4096 -c -N @PEER
+user_teardown
+tap_done
