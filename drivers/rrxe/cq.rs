@@ -101,6 +101,8 @@ impl Completion {
 }
 
 struct CqState {
+    /// The ring (replaced by a resize).
+    queue: Queue,
     /// Our producer index (the one in the queue header is only published).
     producer: u32,
     /// Armed notification flags.
@@ -126,7 +128,6 @@ pub(crate) enum Posted {
 pub(crate) struct Cq {
     #[pin]
     state: IrqSpinLock<CqState>,
-    queue: Queue,
     user: bool,
 }
 
@@ -140,28 +141,68 @@ impl Cq {
         if cqe == 0 || cqe > MAX_CQE {
             return Err(EINVAL);
         }
-        let slots = cqe.next_power_of_two();
         let user = uctx.is_some();
-        let slot = if user { USER_SLOT } else { KERNEL_SLOT };
-        let queue = Queue::new(slots.trailing_zeros(), slot, uctx)?;
+        let (queue, slots) = Self::ring(cqe, user, uctx)?;
         let init = try_pin_init!(Cq {
             state <- new_irq_spinlock!(
                 CqState {
+                    queue,
                     producer: 0,
                     notify: 0,
                     overflowed: false,
                 },
                 "rrxe_cq"
             ),
-            queue,
             user,
         });
         Ok((init, slots))
     }
 
-    /// The ring's layout, for the create response.
+    fn ring(cqe: u32, user: bool, uctx: Option<&UContext>) -> Result<(Queue, u32)> {
+        let slots = cqe.next_power_of_two();
+        let slot = if user { USER_SLOT } else { KERNEL_SLOT };
+        Ok((Queue::new(slots.trailing_zeros(), slot, uctx)?, slots))
+    }
+
+    /// The ring's layout, for the create and resize responses.
     pub(crate) fn queue_info(&self) -> crate::glue::bindings::rrxe_queue_info {
-        self.queue.info()
+        self.state.lock().queue.info()
+    }
+
+    /// Replaces the ring by one of at least `cqe` entries, moving the completions not yet
+    /// consumed to its start. `EINVAL` if they do not fit (or the size is out of range).
+    /// Returns the new number of entries. A user CQ's consumer must not poll during the
+    /// call (the provider holds its CQ lock) and maps the new ring afterwards.
+    pub(crate) fn resize(&self, cqe: u32, uctx: Option<&UContext>) -> Result<u32> {
+        if cqe == 0 || cqe > MAX_CQE {
+            return Err(EINVAL);
+        }
+        let (new, slots) = Self::ring(cqe, self.user, uctx)?;
+        let old = {
+            let mut st = self.state.lock();
+            let cons = st
+                .queue
+                .consumer()
+                .load(core::sync::atomic::Ordering::Acquire);
+            // Untrusted for a user CQ: more than a full ring apart is corruption.
+            let pending = st.producer.wrapping_sub(cons);
+            if pending > st.queue.slots() || pending > slots {
+                return Err(EINVAL);
+            }
+            let mut w = [0u64; 16];
+            let words = st.queue.slot_words().min(w.len());
+            for i in 0..pending {
+                st.queue.read_slot(cons.wrapping_add(i), &mut w[..words]);
+                new.write_slot(i, &w[..words]);
+            }
+            new.producer()
+                .store(pending, core::sync::atomic::Ordering::Release);
+            st.producer = pending;
+            core::mem::replace(&mut st.queue, new)
+        };
+        // Freed (or its mmap entry removed) outside the lock.
+        drop(old);
+        Ok(slots)
     }
 
     /// Adds a completion. `solicited`: the completion of a solicited receive.
@@ -171,25 +212,25 @@ impl Cq {
             return Posted::Overflow;
         }
         // Untrusted for a user CQ: bound the consumer index by what we produced.
-        let cons = self
+        let cons = st
             .queue
             .consumer()
             .load(core::sync::atomic::Ordering::Acquire);
         let used = st.producer.wrapping_sub(cons);
-        if used >= self.queue.slots() {
+        if used >= st.queue.slots() {
             st.overflowed = true;
-            self.queue
+            st.queue
                 .error_flag()
                 .store(1, core::sync::atomic::Ordering::Release);
             return Posted::Overflow;
         }
         if self.user {
-            self.queue.write_slot(st.producer, &c.encode_user());
+            st.queue.write_slot(st.producer, &c.encode_user());
         } else {
-            self.queue.write_slot(st.producer, &c.encode_kernel());
+            st.queue.write_slot(st.producer, &c.encode_kernel());
         }
         st.producer = st.producer.wrapping_add(1);
-        self.queue
+        st.queue
             .producer()
             .store(st.producer, core::sync::atomic::Ordering::Release);
         let notify =
@@ -203,19 +244,19 @@ impl Cq {
     /// Kernel CQs: takes up to `max` completions, passing each to `f`.
     pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &Completion)) -> usize {
         let st = self.state.lock();
-        let mut cons = self
+        let mut cons = st
             .queue
             .consumer()
             .load(core::sync::atomic::Ordering::Relaxed);
         let mut n = 0;
         while n < max && cons != st.producer {
             let mut w = [0u64; 9];
-            self.queue.read_slot(cons, &mut w);
+            st.queue.read_slot(cons, &mut w);
             f(n, &Completion::decode_kernel(&w));
             cons = cons.wrapping_add(1);
             n += 1;
         }
-        self.queue
+        st.queue
             .consumer()
             .store(cons, core::sync::atomic::Ordering::Release);
         n
@@ -226,7 +267,7 @@ impl Cq {
     pub(crate) fn req_notify(&self, flags: u32) -> bool {
         let mut st = self.state.lock();
         st.notify |= flags & (NOTIFY_NEXT | NOTIFY_SOLICITED);
-        let cons = self
+        let cons = st
             .queue
             .consumer()
             .load(core::sync::atomic::Ordering::Acquire);

@@ -244,6 +244,11 @@ impl MrTable {
         }
     }
 
+    /// Moves the region of `key` from PD `pd` to PD `new_pd` (re-registration).
+    pub(crate) fn set_pd(&self, key: u32, pd: usize, new_pd: usize) -> Result<(), AccessError> {
+        self.with(key, pd, |r| r.pd = new_pd)
+    }
+
     /// Runs `f` on the region of `key` in PD `pd`, under the table lock.
     pub(crate) fn with<R>(
         &self,
@@ -309,6 +314,15 @@ pub(crate) fn user_region(
         valid: true,
         backing: Backing::User(umem),
     })
+}
+
+/// What a re-registration needs of a user region: its access flags, iova, length and the
+/// user address it was registered at. `None` for other regions.
+pub(crate) fn user_extent(r: &Region) -> Option<(u32, u64, u64, u64)> {
+    match &r.backing {
+        Backing::User(u) => Some((r.access, r.iova, r.length, u.address())),
+        _ => None,
+    }
 }
 
 /// A fast-registration MR: invalid until a REG_MR work request; room for `max_pages`.

@@ -376,6 +376,11 @@ void rrxe_glue_umem_release(struct ib_umem *umem)
 	ib_umem_release(umem);
 }
 
+u64 rrxe_glue_umem_address(struct ib_umem *umem)
+{
+	return umem->address;
+}
+
 u32 rrxe_glue_umem_offset(struct ib_umem *umem)
 {
 	return ib_umem_offset(umem);
@@ -647,6 +652,20 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 		kfree_skb(skb);
 		return -EAFNOSUPPORT;
 #endif
+	}
+	if (dst->dev->flags & IFF_LOOPBACK) {
+		/*
+		 * Both ends on this host (the destination is one of our addresses): the packet
+		 * goes straight to our receive path, as if it had arrived on the netdev. The IP
+		 * layer would drop it there as a martian (a local source on a non-loopback
+		 * device). Receive runs with bottom halves off, as in softirq.
+		 */
+		dst_release(dst);
+		skb->pkt_type = PACKET_HOST;
+		local_bh_disable();
+		rrxe_rs_udp_recv(skb);
+		local_bh_enable();
+		return 0;
 	}
 	skb_dst_set(skb, dst);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));

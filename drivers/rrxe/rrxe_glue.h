@@ -135,6 +135,7 @@ struct ib_umem *rrxe_glue_umem_get(struct ib_device *dev, u64 start, u64 length,
 				   int *err);
 void rrxe_glue_umem_release(struct ib_umem *umem);
 u32 rrxe_glue_umem_offset(struct ib_umem *umem);
+u64 rrxe_glue_umem_address(struct ib_umem *umem);
 size_t rrxe_glue_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to_page);
 u64 *rrxe_glue_page_map_u64(struct page *page, u32 off);

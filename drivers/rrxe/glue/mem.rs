@@ -98,6 +98,12 @@ unsafe impl Sync for Umem {}
 
 impl Umem {
     /// Pins `[start, start + len)` of the calling process for `access` (IB_ACCESS_*).
+    /// The user address the pinned range starts at.
+    pub(crate) fn address(&self) -> u64 {
+        // SAFETY: the umem is live while we hold it.
+        unsafe { bindings::rrxe_glue_umem_address(self.umem.as_ptr()) }
+    }
+
     pub(crate) fn get(dev: &IbDev, start: u64, len: u64, access: i32) -> Result<Self> {
         let mut err = 0;
         // SAFETY: dev is live; ib_umem_get validates the user range and pins it.

@@ -475,6 +475,8 @@ pub(crate) unsafe trait UserAbi {}
 unsafe impl UserAbi for bindings::rrxe_alloc_ucontext_resp {}
 // SAFETY: one rrxe_queue_info: two __u64 then two __u32, no padding (see rrxe-abi.h).
 unsafe impl UserAbi for bindings::rrxe_create_cq_resp {}
+// SAFETY: one rrxe_queue_info of u64/u32 fields, no padding (checked by the provider's layout test).
+unsafe impl UserAbi for bindings::rrxe_resize_cq_resp {}
 // SAFETY: two __u32, no padding (see rrxe-abi.h).
 unsafe impl UserAbi for bindings::rrxe_create_ah_resp {}
 // SAFETY: one rrxe_queue_info then two __u32: 32 bytes, no padding.

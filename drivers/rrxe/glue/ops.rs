@@ -48,6 +48,7 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.destroy_cq = Some(destroy_cq);
     ops.poll_cq = Some(poll_cq);
     ops.req_notify_cq = Some(req_notify_cq);
+    ops.resize_cq = Some(resize_cq);
     ops.size_ib_cq = core::mem::size_of::<CqObj>();
     ops.create_qp = Some(create_qp);
     ops.destroy_qp = Some(destroy_qp);
@@ -72,6 +73,7 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.alloc_mr = Some(alloc_mr);
     ops.map_mr_sg = Some(map_mr_sg);
     ops.dereg_mr = Some(dereg_mr);
+    ops.rereg_user_mr = Some(rereg_user_mr);
     ops.size_ib_ucontext = core::mem::size_of::<bindings::ib_ucontext>();
     ops.size_ib_pd = core::mem::size_of::<bindings::ib_pd>();
     ops
@@ -314,6 +316,34 @@ unsafe extern "C" fn poll_cq(
     n as i32
 }
 
+unsafe extern "C" fn resize_cq(
+    ibcq: *mut bindings::ib_cq,
+    cqe: i32,
+    udata: *mut bindings::ib_udata,
+) -> i32 {
+    let Ok(cqe) = u32::try_from(cqe) else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: a live CQ; udata is null (kernel caller) or the command's driver udata.
+    let (cq, mut udata) = unsafe { (cq_data(ibcq), Udata(udata, PhantomData)) };
+    let uctx = UContext::from_udata(&udata);
+    let entries = match cq.resize(cqe, uctx.as_ref()) {
+        Ok(n) => n,
+        Err(e) => return e.to_errno(),
+    };
+    // SAFETY: the core serialises commands on this CQ object.
+    unsafe { (*ibcq).cqe = entries as i32 };
+    if udata.is_user() {
+        let resp = bindings::rrxe_resize_cq_resp {
+            cq: cq.queue_info(),
+        };
+        if let Err(e) = udata.respond(&resp) {
+            return e.to_errno();
+        }
+    }
+    0
+}
+
 /// IB_CQ_REPORT_MISSED_EVENTS.
 const REPORT_MISSED_EVENTS: u32 = 4;
 
@@ -401,6 +431,52 @@ unsafe extern "C" fn reg_user_mr(
         Ok(p) => p,
         Err(e) => err_ptr(e),
     }
+}
+
+/// `IB_MR_REREG_*`.
+const REREG_TRANS: i32 = 1;
+const REREG_PD: i32 = 2;
+const REREG_ACCESS: i32 = 4;
+
+/// Re-registration of a user MR. A new translation or new access flags make a new region
+/// (pinned again, with new keys: the core then destroys the old MR); a PD change alone is
+/// made in place.
+unsafe extern "C" fn rereg_user_mr(
+    ibmr: *mut bindings::ib_mr,
+    flags: i32,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: i32,
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    // SAFETY: the core passes a live MR of ours (its uobject locked for write) and a live PD.
+    let (dev, key, old_pd) = unsafe { (IbDev::from_raw((*ibmr).device), (*ibmr).lkey, (*ibmr).pd) };
+    let mrs = &dev.data().mrs;
+    let Ok(Some((cur_access, cur_iova, cur_len, cur_start))) =
+        mrs.with(key, old_pd as usize, |r| crate::mr::user_extent(r))
+    else {
+        return err_ptr(EINVAL);
+    };
+    if flags & (REREG_TRANS | REREG_ACCESS) != 0 {
+        let access = if flags & REREG_ACCESS != 0 {
+            access
+        } else {
+            cur_access as i32
+        };
+        let (start, length, iova) = if flags & REREG_TRANS != 0 {
+            (start, length, iova)
+        } else {
+            (cur_start, cur_len, cur_iova)
+        };
+        // SAFETY: arguments checked by the core as for reg_user_mr.
+        return unsafe { reg_user_mr(pd, start, length, iova, access, udata) };
+    }
+    if flags & REREG_PD != 0 && mrs.set_pd(key, old_pd as usize, pd as usize).is_err() {
+        return err_ptr(EINVAL);
+    }
+    core::ptr::null_mut()
 }
 
 unsafe extern "C" fn alloc_mr(
