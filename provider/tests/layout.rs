@@ -1054,9 +1054,9 @@ fn checks() -> Vec<Check> {
                 read_completion_wallclock_ns
             }
         ),
-        // 56.1's ibv_qp_ex; 44.0's ends before wr_flush (checked by offsets below).
+        // 44.0's ibv_qp_ex (56.1 appends wr_flush): the library the provider runs with.
         layout!(
-            Private,
+            InstalledOnly,
             ibv_qp_ex {
                 qp_base,
                 comp_mask,
@@ -1082,39 +1082,7 @@ fn checks() -> Vec<Check> {
                 wr_start,
                 wr_complete,
                 wr_abort,
-                wr_atomic_write,
-                wr_flush
-            }
-        ),
-        Check {
-            set: Set::InstalledOnly,
-            c_type: "struct ibv_qp_ex".into(),
-            size: offset_of!(ibv_qp_ex, wr_flush),
-            align: align_of::<ibv_qp_ex>(),
-            fields: vec![
-                ("qp_base".into(), offset_of!(ibv_qp_ex, qp_base)),
-                ("wr_id".into(), offset_of!(ibv_qp_ex, wr_id)),
-                ("wr_flags".into(), offset_of!(ibv_qp_ex, wr_flags)),
-                ("wr_send".into(), offset_of!(ibv_qp_ex, wr_send)),
-                (
-                    "wr_set_sge_list".into(),
-                    offset_of!(ibv_qp_ex, wr_set_sge_list),
-                ),
-                ("wr_start".into(), offset_of!(ibv_qp_ex, wr_start)),
-                ("wr_complete".into(), offset_of!(ibv_qp_ex, wr_complete)),
-                ("wr_abort".into(), offset_of!(ibv_qp_ex, wr_abort)),
-                (
-                    "wr_atomic_write".into(),
-                    offset_of!(ibv_qp_ex, wr_atomic_write),
-                ),
-            ],
-        },
-        layout!(
-            Private,
-            verbs_qp {
-                qp_ex,
-                comp_mask,
-                xrcd
+                wr_atomic_write
             }
         ),
         layout!(Private, verbs_cq { cq_ex }),
@@ -1163,6 +1131,20 @@ fn checks() -> Vec<Check> {
             wr.raw => "wr.raw",
         }),
     ]
+}
+
+/// driver.h's `verbs_qp` is a union of `ibv_qp`/`ibv_qp_ex` then `comp_mask` and `xrcd`;
+/// 44.0 ships no driver.h and 56.1's `ibv_qp_ex` is longer, so its layout is checked here
+/// from the installed `ibv_qp_ex` (compared with the header in `installed_headers`).
+#[test]
+fn verbs_qp_follows_installed_qp_ex() {
+    assert_eq!(offset_of!(verbs_qp, qp_ex), 0);
+    assert_eq!(offset_of!(verbs_qp, comp_mask), size_of::<ibv_qp_ex>());
+    assert_eq!(
+        offset_of!(verbs_qp, xrcd),
+        (size_of::<ibv_qp_ex>() + 4).next_multiple_of(8)
+    );
+    assert_eq!(size_of::<verbs_qp>(), offset_of!(verbs_qp, xrcd) + 8);
 }
 
 /// A constant, checked as the size of a char array of that many elements.

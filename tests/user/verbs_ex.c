@@ -478,6 +478,35 @@ int main(int argc, char **argv)
 	}
 	barrier();
 
+	/* 3b. Resizing the CQ keeps the completions not yet polled, in order. */
+	if (server)
+		post_recvs(3, 0, 64);
+	barrier();
+	if (!server) {
+		int ret, n, good;
+
+		ibv_wr_start(qpx);
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		for (int i = 0; i < 3; i++) {
+			qpx->wr_id = 31 + i;
+			ibv_wr_send(qpx);
+			ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 8);
+		}
+		ok(ibv_wr_complete(qpx) == 0, "three sends posted before the resize");
+		usleep(300000);
+		ret = ibv_resize_cq(ibv_cq_ex_to_cq(cq), 4 * QDEPTH);
+		ok(ret == 0 && cq->cqe >= 4 * QDEPTH, "ibv_resize_cq to %d entries (ret %d, cqe %d)",
+		   4 * QDEPTH, ret, cq->cqe);
+		n = poll_n(d, 3);
+		good = n == 3;
+		for (int i = 0; good && i < 3; i++)
+			good = d[i].wr_id == (uint64_t)31 + i && !d[i].status;
+		ok(good, "the three completions, in order, after the resize (got %d)", n);
+	} else {
+		ok(poll_n(d, 3) == 3, "three receives");
+	}
+	barrier();
+
 	/* 4. Threads posting on one QP at once (ibv_post_send), every message checked. */
 	if (server)
 		post_recvs(NTHREADS * PER_THREAD, 0, 4);
@@ -517,6 +546,64 @@ int main(int argc, char **argv)
 		   NTHREADS * PER_THREAD, NTHREADS, n);
 	}
 	barrier();
+
+	/*
+	 * 5. Re-registration: the server moves its MR to another buffer (new translation),
+	 * the client writes there with the key it is given; then the server drops remote
+	 * write access and the client's write fails with a remote access error.
+	 */
+	{
+		uint8_t *buf2 = aligned_alloc(4096, 8192);
+		struct { uint32_t rkey; uint64_t addr; } k;
+
+		if (!buf2)
+			die("buffer");
+		memset(buf2, 0, 8192);
+		if (server) {
+			int ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, buf2, 8192, 0);
+
+			ok(ret == 0, "ibv_rereg_mr to a new buffer (ret %d)", ret);
+			k.rkey = mr->rkey;
+			k.addr = (uintptr_t)buf2;
+			xfer(&k, sizeof(k), 1);
+		} else {
+			xfer(&k, sizeof(k), 0);
+			memcpy(buf, "re-registered!", 14);
+			ibv_wr_start(qpx);
+			qpx->wr_flags = IBV_SEND_SIGNALED;
+			qpx->wr_id = 51;
+			ibv_wr_rdma_write(qpx, k.rkey, k.addr + 100);
+			ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 14);
+			ok(ibv_wr_complete(qpx) == 0 && poll_n(d, 1) == 1 && !d[0].status,
+			   "rdma_write with the re-registered key");
+		}
+		barrier();
+		if (server) {
+			ok(!memcmp(buf2 + 100, "re-registered!", 14), "the write landed in the new buffer");
+			int ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+					       IBV_ACCESS_LOCAL_WRITE);
+
+			ok(ret == 0, "ibv_rereg_mr to local access only (ret %d)", ret);
+			k.rkey = mr->rkey;
+			xfer(&k, sizeof(k), 1);
+		} else {
+			xfer(&k, sizeof(k), 0);
+			ibv_wr_start(qpx);
+			qpx->wr_flags = IBV_SEND_SIGNALED;
+			qpx->wr_id = 52;
+			ibv_wr_rdma_write(qpx, k.rkey, k.addr + 200);
+			ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 14);
+			int ret = ibv_wr_complete(qpx), n = poll_n(d, 1);
+
+			ok(ret == 0 && n == 1 && d[0].status == IBV_WC_REM_ACCESS_ERR,
+			   "a write to a region without remote write access fails (status %d)",
+			   n == 1 ? d[0].status : -1);
+		}
+		barrier();
+		if (server)
+			ok(buf2[200] == 0, "and wrote nothing");
+		free(buf2);
+	}
 
 	ok(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0 &&
 	   ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "teardown");

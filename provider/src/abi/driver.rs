@@ -220,8 +220,10 @@ pub struct verbs_context_ops {
     pub reg_mr:
         Option<unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr>,
     pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
-    pub rereg_mr: OpaqueFn,
-    pub resize_cq: OpaqueFn,
+    pub rereg_mr: Option<
+        unsafe extern "C" fn(*mut verbs_mr, c_int, *mut ibv_pd, *mut c_void, usize, c_int) -> c_int,
+    >,
+    pub resize_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
     pub set_ece: OpaqueFn,
     pub unimport_dm: OpaqueFn,
     pub unimport_mr: OpaqueFn,
@@ -323,7 +325,8 @@ pub struct verbs_mr {
 pub const VERBS_QP_EX: u32 = 1 << 1;
 
 /// `struct verbs_qp`: the union of `ibv_qp` and `ibv_qp_ex` is `qp_ex` here (`ibv_qp` is
-/// its first member, `qp_base`).
+/// its first member, `qp_base`). With 44.0's `ibv_qp_ex` (see there), so `comp_mask` sits
+/// where the installed libibverbs reads it.
 #[repr(C)]
 pub struct verbs_qp {
     pub qp_ex: super::verbs::ibv_qp_ex,

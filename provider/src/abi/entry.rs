@@ -96,6 +96,8 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     dereg_mr: Some(objects::dereg_mr),
     create_cq: Some(objects::create_cq),
     create_cq_ex: Some(objects::create_cq_ex),
+    resize_cq: Some(objects::resize_cq),
+    rereg_mr: Some(objects::rereg_mr),
     poll_cq: Some(objects::poll_cq),
     req_notify_cq: Some(objects::req_notify_cq),
     destroy_cq: Some(objects::destroy_cq),

@@ -120,6 +120,27 @@ extern "C" {
         resp: *mut ib_uverbs_create_qp_resp,
         resp_size: usize,
     ) -> c_int;
+    pub fn ibv_cmd_rereg_mr(
+        vmr: *mut verbs_mr,
+        flags: u32,
+        addr: *mut c_void,
+        length: usize,
+        hca_va: u64,
+        access: c_int,
+        pd: *mut ibv_pd,
+        cmd: *mut ibv_rereg_mr,
+        cmd_sz: usize,
+        resp: *mut ib_uverbs_rereg_mr_resp,
+        resp_sz: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_resize_cq(
+        cq: *mut ibv_cq,
+        cqe: c_int,
+        cmd: *mut ibv_resize_cq,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_resize_cq_resp,
+        resp_size: usize,
+    ) -> c_int;
     pub fn ibv_cmd_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
     pub fn ibv_cmd_destroy_cq(cq: *mut ibv_cq) -> c_int;
 

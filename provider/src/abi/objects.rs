@@ -132,6 +132,35 @@ pub(super) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     ret
 }
 
+pub(super) unsafe extern "C" fn rereg_mr(
+    vmr: *mut verbs_mr,
+    flags: c_int,
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
+    let mut cmd = ibv_rereg_mr::default();
+    let mut resp = ib_uverbs_rereg_mr_resp::default();
+    // SAFETY: libibverbs passes a live MR of ours and checked arguments; buffers as given.
+    // The new keys land in the MR.
+    unsafe {
+        ffi::ibv_cmd_rereg_mr(
+            vmr,
+            flags as u32,
+            addr,
+            length,
+            addr as u64,
+            access,
+            pd,
+            &mut cmd,
+            size_of::<ibv_rereg_mr>(),
+            &mut resp,
+            size_of::<ib_uverbs_rereg_mr_resp>(),
+        )
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // CQ
 
@@ -296,6 +325,42 @@ pub(super) unsafe extern "C" fn create_cq_ex(
     x.read_sl = Some(cq_read_sl);
     x.read_dlid_path_bits = Some(cq_read_dlid_path_bits);
     finish_cq(ctx, cq, &resp.drv_payload.cq).cast()
+}
+
+pub(super) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_int {
+    // SAFETY: a live CQ of ours.
+    let cq = unsafe { our_cq(ibcq) };
+    let Some(q) = cq.cq.as_ref() else {
+        return libc::EINVAL;
+    };
+    // Nobody polls while the kernel moves the pending completions to the new ring.
+    let mut g = lock(q);
+    let mut cmd = ibv_resize_cq::default();
+    let mut resp = urrxe_resize_cq_resp::new();
+    // SAFETY: a live CQ; buffers as given; the response is a DECLARE_DRV_CMD layout.
+    let ret = unsafe {
+        ffi::ibv_cmd_resize_cq(
+            ibcq,
+            cqe,
+            &mut cmd,
+            size_of::<ibv_resize_cq>(),
+            ptr::addr_of_mut!(resp).cast(),
+            urrxe_resize_cq_resp::size(),
+        )
+    };
+    if ret != 0 {
+        return ret;
+    }
+    // SAFETY: a live CQ's context.
+    let fd = unsafe { (*(*ibcq).context).cmd_fd };
+    match MappedQueue::map(fd, &resp.drv_payload.cq) {
+        Ok(m) => {
+            // The old ring is unmapped as it drops.
+            *g = CompletionQueue::new(m);
+            0
+        }
+        Err(e) => map_errno(e),
+    }
 }
 
 pub(super) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
@@ -647,7 +712,6 @@ pub(super) unsafe extern "C" fn create_qp_ex(
         x.wr_set_sge = Some(wr_set_sge);
         x.wr_set_sge_list = Some(wr_set_sge_list);
         x.wr_atomic_write = Some(wr_atomic_write);
-        x.wr_flush = Some(wr_flush);
     }
     // SAFETY: `ctx` is live.
     let fd = unsafe { (*ctx).cmd_fd };
@@ -877,18 +941,6 @@ unsafe extern "C" fn wr_atomic_write(
     _rkey: u32,
     _addr: u64,
     _v: *const c_void,
-) {
-    // SAFETY: libibverbs passes our QP.
-    unsafe { wr_unsupported(qpx) };
-}
-
-unsafe extern "C" fn wr_flush(
-    qpx: *mut ibv_qp_ex,
-    _rkey: u32,
-    _addr: u64,
-    _len: usize,
-    _t: u8,
-    _l: u8,
 ) {
     // SAFETY: libibverbs passes our QP.
     unsafe { wr_unsupported(qpx) };

@@ -679,8 +679,9 @@ pub const IBV_QP_EX_WITH_LOCAL_INV: u64 = 1 << 7;
 pub const IBV_QP_EX_WITH_BIND_MW: u64 = 1 << 8;
 pub const IBV_QP_EX_WITH_SEND_WITH_INV: u64 = 1 << 9;
 
-/// `struct ibv_qp_ex`: rdma-core 56.1's (44.0's is the same without the final `wr_flush`;
-/// the provider allocates it, so the longer one serves both).
+/// `struct ibv_qp_ex` as the installed libibverbs (rdma-core 44.0) has it. rdma-core 45+
+/// appended `wr_flush`, which moves `verbs_qp.comp_mask` (where libibverbs looks for
+/// `VERBS_QP_EX`): the provider must use the layout of the library it runs with.
 #[repr(C)]
 pub struct ibv_qp_ex {
     pub qp_base: ibv_qp,
@@ -710,7 +711,6 @@ pub struct ibv_qp_ex {
     pub wr_complete: Option<unsafe extern "C" fn(*mut ibv_qp_ex) -> c_int>,
     pub wr_abort: Option<unsafe extern "C" fn(*mut ibv_qp_ex)>,
     pub wr_atomic_write: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64, *const c_void)>,
-    pub wr_flush: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64, usize, u8, u8)>,
 }
 
 /// `struct ibv_cq_init_attr_ex`.
