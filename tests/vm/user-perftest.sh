@@ -17,8 +17,8 @@ for cm in "" "-R"; do
     port=$((port + 1))
     # shellcheck disable=SC2086
     pair "$t $cm" 180 -- \
-      $t $cm -d rrxe0 -x @GID -p $port -F -- \
-      $t $cm -d rrxe0 -x @GID -p $port -F @PEER
+      $t $cm -d @DEV -x @GID -p $port -F -- \
+      $t $cm -d @DEV -x @GID -p $port -F @PEER
   done
 done
 user_teardown

@@ -8,23 +8,23 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-check "ibv_devinfo -d rrxe0 opens the device through librrxe" ibv_devinfo -d rrxe0
+check "ibv_devinfo -d @DEV opens the device through librrxe" ibv_devinfo -d rrxe0
 
 pair "ibv_rc_pingpong 4 KiB x100, checked" 120 -- \
-  ibv_rc_pingpong -d rrxe0 -g @GID -p 18601 -n 100 -s 4096 -c -- \
-  ibv_rc_pingpong -d rrxe0 -g @GID -p 18601 -n 100 -s 4096 -c @PEER
+  ibv_rc_pingpong -d @DEV -g @GID -p 18601 -n 100 -s 4096 -c -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p 18601 -n 100 -s 4096 -c @PEER
 pair "ibv_rc_pingpong 64 KiB x20, checked" 120 -- \
-  ibv_rc_pingpong -d rrxe0 -g @GID -p 18602 -n 20 -s 65536 -c -- \
-  ibv_rc_pingpong -d rrxe0 -g @GID -p 18602 -n 20 -s 65536 -c @PEER
+  ibv_rc_pingpong -d @DEV -g @GID -p 18602 -n 20 -s 65536 -c -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p 18602 -n 20 -s 65536 -c @PEER
 pair "ibv_uc_pingpong 1 KiB x100, checked" 120 -- \
-  ibv_uc_pingpong -d rrxe0 -g @GID -p 18603 -n 100 -s 1024 -c -- \
-  ibv_uc_pingpong -d rrxe0 -g @GID -p 18603 -n 100 -s 1024 -c @PEER
+  ibv_uc_pingpong -d @DEV -g @GID -p 18603 -n 100 -s 1024 -c -- \
+  ibv_uc_pingpong -d @DEV -g @GID -p 18603 -n 100 -s 1024 -c @PEER
 pair "ibv_ud_pingpong 512 B x100, checked" 120 -- \
-  ibv_ud_pingpong -d rrxe0 -g @GID -p 18604 -n 100 -s 512 -c -- \
-  ibv_ud_pingpong -d rrxe0 -g @GID -p 18604 -n 100 -s 512 -c @PEER
+  ibv_ud_pingpong -d @DEV -g @GID -p 18604 -n 100 -s 512 -c -- \
+  ibv_ud_pingpong -d @DEV -g @GID -p 18604 -n 100 -s 512 -c @PEER
 pair "ibv_srq_pingpong 4 QPs x100, checked" 180 -- \
-  ibv_srq_pingpong -d rrxe0 -g @GID -p 18605 -q 4 -n 100 -s 4096 -c -- \
-  ibv_srq_pingpong -d rrxe0 -g @GID -p 18605 -q 4 -n 100 -s 4096 -c @PEER
+  ibv_srq_pingpong -d @DEV -g @GID -p 18605 -q 4 -n 100 -s 4096 -c -- \
+  ibv_srq_pingpong -d @DEV -g @GID -p 18605 -q 4 -n 100 -s 4096 -c @PEER
 pair "rping -V -C 100" 120 -- \
   rping -s -a "$RRXE_MY_IP" -p 18606 -V -C 100 -- \
   rping -c -a @PEER -p 18606 -V -C 100

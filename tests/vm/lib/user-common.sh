@@ -4,24 +4,34 @@
 # until the server listens). Every pair uses its own port, so a client can never reach the
 # server of another step.
 
+# user_setup [rrxe|rxe]: this VM's RDMA device over eth0 (DEV), and its RoCE v2 GID index
+# (GID).
 user_setup() {
-  check "insmod rrxe.ko" load_rrxe
-  check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
-  GID=$(retry 20 0.3 gid_index_v4 rrxe0 "$RRXE_MY_IP") || GID=
-  if [ -n "$GID" ]; then ok "rrxe0 has a RoCE v2 GID for $RRXE_MY_IP (index $GID)"
-  else not_ok "rrxe0 has a RoCE v2 GID for $RRXE_MY_IP"; GID=0; fi
+  local kind=${1:-rrxe}
+  if [ "$kind" = rxe ]; then
+    DEV=rxe0
+    check "modprobe rdma_rxe" load_rxe
+    check "rdma link add rxe0 type rxe netdev eth0" rdma link add rxe0 type rxe netdev eth0
+  else
+    DEV=rrxe0
+    check "insmod rrxe.ko" load_rrxe
+    check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
+  fi
+  GID=$(retry 20 0.3 gid_index_v4 "$DEV" "$RRXE_MY_IP") || GID=
+  if [ -n "$GID" ]; then ok "$DEV has a RoCE v2 GID for $RRXE_MY_IP (index $GID)"
+  else not_ok "$DEV has a RoCE v2 GID for $RRXE_MY_IP"; GID=0; fi
 }
 
 # pair DESCRIPTION TIMEOUT -- SERVER ARGS... -- CLIENT ARGS...
 #   VM 0 runs SERVER ARGS, VM 1 runs CLIENT ARGS (retried while the server is not up yet).
-#   The literal words @GID and @PEER in the arguments become this VM's GID index and the
-#   peer's address. Each side checks its own exit status.
+#   The literal words @DEV, @GID and @PEER in the arguments become this VM's device, its GID
+#   index and the peer's address. Each side checks its own exit status.
 pair() {
   local desc=$1 t=$2 side=server; shift 3
   local srv=() cli=() a
   for a in "$@"; do
     if [ "$a" = "--" ]; then side=client; continue; fi
-    a=${a//@GID/$GID}; a=${a//@PEER/$RRXE_PEER_IP}
+    a=${a//@GID/$GID}; a=${a//@PEER/$RRXE_PEER_IP}; a=${a//@DEV/$DEV}
     if [ "$side" = server ]; then srv+=("$a"); else cli+=("$a"); fi
   done
   if [ "$RRXE_VM" = 0 ]; then
@@ -33,7 +43,7 @@ pair() {
 
 # user_teardown: the counters, then the link goes away cleanly.
 user_teardown() {
-  rdma statistic show link rrxe0/1 2>/dev/null | tr ' ' '\n' | paste -sd' ' | sed 's/^/# /'
-  check "rdma link delete rrxe0" rdma link delete rrxe0
-  check "rmmod rrxe" rmmod rrxe
+  rdma statistic show link "$DEV"/1 2>/dev/null | tr ' ' '\n' | paste -sd' ' | sed 's/^/# /'
+  check "rdma link delete $DEV" rdma link delete "$DEV"
+  if [ "$DEV" = rrxe0 ]; then check "rmmod rrxe" rmmod rrxe; fi
 }
