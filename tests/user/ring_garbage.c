@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A hostile process against rrxe's shared queues (TAP output, one host, loopback QPs):
+ * it writes garbage into the send queue, the receive queue and the completion queue
+ * the kernel shares with it (found through /proc/self/maps), rings the doorbell itself,
+ * and checks that the kernel answers with error completions and QPs/CQs in error, never
+ * with a crash, and that the device still works for everybody afterwards.
+ *
+ *   ring_garbage -d DEV -g GIDX
+ */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rrxe-abi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int tap_n, tap_fail;
+
+static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	tap_fail += !cond;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void die(const char *what)
+{
+	printf("Bail out! %s (%s)\n", what, strerror(errno));
+	exit(1);
+}
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static uint8_t buf[8192];
+static union ibv_gid gid;
+static int gidx;
+
+/* The uverbs mappings of this process, in address order. */
+#define MAXMAP 64
+struct mapping {
+	uintptr_t start, end;
+	unsigned long off;	/* the mmap offset: the kernel hands them out in creation order */
+};
+
+static int maps(struct mapping *m)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		die("/proc/self/maps");
+	while (n < MAXMAP && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "/dev/infiniband/uverbs"))
+			continue;
+		if (sscanf(line, "%lx-%lx %*s %lx", &m[n].start, &m[n].end, &m[n].off) == 3)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The mappings in `after` that are not in `before` (the queues just created). */
+static int new_maps(struct mapping *before, int nb, struct mapping *after, int na,
+		    struct mapping *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < na; i++) {
+		int seen = 0;
+
+		for (int j = 0; j < nb; j++)
+			seen |= before[j].start == after[i].start;
+		if (!seen)
+			out[n++] = after[i];
+	}
+	return n;
+}
+
+static volatile struct rrxe_queue_hdr *hdr(struct mapping *m)
+{
+	return (volatile struct rrxe_queue_hdr *)m->start;
+}
+
+static void garbage(struct mapping *m, unsigned seed)
+{
+	uint8_t *p = (uint8_t *)m->start + RRXE_QUEUE_HDR_SIZE;
+
+	srand(seed);
+	for (uintptr_t i = 0; i < m->end - m->start - RRXE_QUEUE_HDR_SIZE; i++)
+		p[i] = (uint8_t)rand();
+}
+
+/* The doorbell, as the provider rings it: POST_SEND with no work requests. */
+static int doorbell(struct ibv_qp *qp)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} c = {};
+	struct ib_uverbs_post_send_resp resp = {};
+
+	c.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	c.hdr.in_words = sizeof(c) / 4;
+	c.hdr.out_words = sizeof(resp) / 4;
+	c.cmd.response = (uintptr_t)&resp;
+	c.cmd.qp_handle = qp->handle;
+	c.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	return write(ctx->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 : -errno;
+}
+
+struct pair {
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct mapping cqm, sqm, rqm;
+};
+
+/* A CQ and an RC QP connected to itself, with their rings located. */
+static void make(struct pair *p)
+{
+	struct mapping b[MAXMAP], a[MAXMAP], n[MAXMAP];
+	int nb, na;
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr at = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+
+	nb = maps(b);
+	p->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	if (!p->cq)
+		die("ibv_create_cq");
+	na = maps(a);
+	if (new_maps(b, nb, a, na, n) != 1)
+		die("CQ ring not found in /proc/self/maps");
+	p->cqm = n[0];
+	nb = maps(b);
+	qa.send_cq = qa.recv_cq = p->cq;
+	p->qp = ibv_create_qp(pd, &qa);
+	if (!p->qp)
+		die("ibv_create_qp");
+	na = maps(a);
+	if (new_maps(b, nb, a, na, n) != 2)
+		die("SQ/RQ rings not found in /proc/self/maps");
+	/* The kernel creates the SQ before the RQ: the lower mmap offset is the SQ's. */
+	p->sqm = n[0].off < n[1].off ? n[0] : n[1];
+	p->rqm = n[0].off < n[1].off ? n[1] : n[0];
+	if (ibv_modify_qp(p->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		die("INIT");
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTR;
+	at.path_mtu = IBV_MTU_1024;
+	at.dest_qp_num = p->qp->qp_num;
+	at.max_dest_rd_atomic = 1;
+	at.min_rnr_timer = 1;
+	at.ah_attr.is_global = 1;
+	at.ah_attr.grh.dgid = gid;
+	at.ah_attr.grh.sgid_index = gidx;
+	at.ah_attr.grh.hop_limit = 64;
+	at.ah_attr.port_num = 1;
+	if (ibv_modify_qp(p->qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("RTR");
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 10;
+	at.retry_cnt = 2;
+	at.rnr_retry = 2;
+	at.max_rd_atomic = 1;
+	if (ibv_modify_qp(p->qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("RTS");
+}
+
+static void destroy(struct pair *p)
+{
+	ibv_destroy_qp(p->qp);
+	ibv_destroy_cq(p->cq);
+}
+
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	return ibv_query_qp(qp, &a, IBV_QP_STATE, &i) ? -1 : (int)a.qp_state;
+}
+
+/* Polls until `n` completions or `ms` milliseconds; returns how many, <0 on a poll error. */
+static int drain_for(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
+{
+	int got = 0;
+
+	for (int i = 0; i < ms && got < n; i++) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (r < 0)
+			return r;
+		got += r;
+		if (got < n)
+			usleep(1000);
+	}
+	return got;
+}
+
+static int drain(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	return drain_for(cq, wc, n, 5000);
+}
+
+/* A legit send to itself completes with the data in place. */
+static int works(struct pair *p, const char *what)
+{
+	struct ibv_sge rs = { (uintptr_t)buf + 4096, 64, mr->lkey }, ss = { (uintptr_t)buf, 64, mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *brw;
+	struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bsw;
+	struct ibv_wc wc[2];
+	int n;
+
+	snprintf((char *)buf, 64, "alive: %s", what);
+	memset(buf + 4096, 0, 64);
+	if (ibv_post_recv(p->qp, &rw, &brw) || ibv_post_send(p->qp, &sw, &bsw))
+		return 0;
+	n = drain(p->cq, wc, 2);
+	return n == 2 && !wc[0].status && !wc[1].status && !memcmp(buf, buf + 4096, 64);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = NULL;
+	struct ibv_device **list;
+	struct ibv_wc wc[64];
+	struct pair p;
+	int opt, n, bad;
+
+	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+		if (opt == 'd')
+			dev = optarg;
+		else if (opt == 'g')
+			gidx = atoi(optarg);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	list = ibv_get_device_list(NULL);
+	for (int i = 0; list && list[i]; i++)
+		if (!dev || !strcmp(ibv_get_device_name(list[i]), dev))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		die("no device");
+	pd = ibv_alloc_pd(ctx);
+	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!mr || ibv_query_gid(ctx, 1, gidx, &gid))
+		die("pd/mr/gid");
+
+	make(&p);
+	ok(works(&p, "before"), "a loopback QP works before the garbage");
+	destroy(&p);
+
+	/* 1. Random send WQEs, published by a producer index 3 ahead, then the doorbell. */
+	make(&p);
+	garbage(&p.sqm, 1);
+	hdr(&p.sqm)->producer = hdr(&p.sqm)->consumer + 3;
+	ok(doorbell(p.qp) == 0, "doorbell over 3 random send WQEs accepted");
+	n = drain(p.cq, wc, 3);
+	bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += wc[i].status != IBV_WC_SUCCESS;
+	ok(n >= 1 && bad >= 1, "random send WQEs complete in error (%d completions, %d errors)", n, bad);
+	ok(qp_state(p.qp) == IBV_QPS_ERR, "the QP is in the error state (%d)", qp_state(p.qp));
+	destroy(&p);
+
+	/* 2. An impossible producer index (far more than a full queue ahead). */
+	make(&p);
+	hdr(&p.sqm)->producer = hdr(&p.sqm)->consumer + 0x7fffffffu;
+	ok(doorbell(p.qp) == 0, "doorbell with an impossible producer index accepted");
+	usleep(200000);
+	ok(qp_state(p.qp) == IBV_QPS_ERR, "the QP is in the error state (%d)", qp_state(p.qp));
+	destroy(&p);
+
+	/* 3. Random receive WQEs, then a legit send that needs one. */
+	make(&p);
+	garbage(&p.rqm, 2);
+	hdr(&p.rqm)->producer = hdr(&p.rqm)->consumer + 4;
+	{
+		struct ibv_sge ss = { (uintptr_t)buf, 64, mr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 9, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+
+		ok(ibv_post_send(p.qp, &sw, &bsw) == 0, "a send to the QP with random receive WQEs");
+	}
+	n = drain(p.cq, wc, 2);
+	bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += wc[i].status != IBV_WC_SUCCESS;
+	ok(n >= 1 && bad >= 1, "it ends in error completions (%d completions, %d errors)", n, bad);
+	ok(qp_state(p.qp) == IBV_QPS_ERR, "the QP is in the error state (%d)", qp_state(p.qp));
+	destroy(&p);
+
+	/* 4. A CQ consumer index far ahead of the producer: the CQ reports overflow. */
+	make(&p);
+	hdr(&p.cqm)->consumer = hdr(&p.cqm)->producer + 1000;
+	{
+		struct ibv_sge ss = { (uintptr_t)buf, 64, mr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 9, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+
+		sw.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+		sw.wr.rdma.rkey = mr->rkey;
+		ibv_post_send(p.qp, &sw, &bsw);
+	}
+	usleep(300000);
+	ok(ibv_poll_cq(p.cq, 4, wc) < 0, "polling a CQ whose consumer index was corrupted fails");
+	ok(hdr(&p.cqm)->error != 0, "the CQ's error word is set");
+	destroy(&p);
+
+	/* 5. Garbage everywhere at once, repeatedly. */
+	for (unsigned round = 0; round < 20; round++) {
+		make(&p);
+		garbage(&p.sqm, 100 + round);
+		garbage(&p.rqm, 200 + round);
+		garbage(&p.cqm, 300 + round);
+		srand(400 + round);
+		hdr(&p.sqm)->producer = (uint32_t)rand();
+		hdr(&p.rqm)->producer = (uint32_t)rand();
+		hdr(&p.cqm)->consumer = (uint32_t)rand();
+		doorbell(p.qp);
+		usleep(20000);
+		drain_for(p.cq, wc, 1, 10);
+		destroy(&p);
+		printf("# round %u done\n", round);
+	}
+	ok(1, "20 rounds of random rings and indices survived");
+
+	make(&p);
+	ok(works(&p, "after"), "a new loopback QP still works after all of it");
+	destroy(&p);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("1..%d\n", tap_n);
+	return tap_fail ? 1 : 0;
+}
