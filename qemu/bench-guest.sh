@@ -1,0 +1,110 @@
+#!/bin/bash
+# Guest side of scripts/bench.sh (runs in both VMs): iperf3 TCP as the ceiling, then the
+# perftest runs for every stack in turn on the same link. VM 0 serves, VM 1 connects and
+# prints one machine-readable line per measurement:
+#   BENCH <stack> <test> <bytes> <qps> <value> <Gb/s|usec>
+# and, with PROFILE=1, the top of a cpu-clock profile of both VMs during ib_write_bw:
+#   PROFILE <stack> vm<N> <percent> <symbol>
+# Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE
+. "$RRXE_ROOT/qemu/guest-lib.sh"
+REPS=${1:-3} VOLUME=${2:-16} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0}
+say() { echo "# vm$RRXE_VM: $*"; }
+port=19000
+PERF=$(command -v perf || true)
+
+# run TIMEOUT -- SERVER... -- CLIENT...: VM 0 runs the server, VM 1 the client (retrying
+# until the server listens); the client's output goes to stdout. A fresh port every call.
+run() {
+  local t=$1 side=server srv=() cli=() a; shift 2
+  port=$((port + 1))
+  for a in "$@"; do
+    if [ "$a" = "--" ]; then side=client; continue; fi
+    a=${a//@PORT/$port}
+    if [ "$side" = server ]; then srv+=("$a"); else cli+=("$a"); fi
+  done
+  if [ "$RRXE_VM" = 0 ]; then
+    timeout "$t" "${srv[@]}" > /dev/null 2>&1
+  else
+    sleep 0.5
+    retry 30 1 timeout "$t" "${cli[@]}" 2>&1
+  fi
+}
+
+setup_stack() { # STACK -> DEV, CONN (how perftest connects)
+  case "$1" in
+    rrxe) load_rrxe && rdma link add rrxe0 type rrxe netdev eth0; DEV=rrxe0 ;;
+    rxe) load_rxe && rdma link add rxe0 type rxe netdev eth0; DEV=rxe0 ;;
+    siw) load_siw && rdma link add siw0 type siw netdev eth0; DEV=siw0 ;;
+  esac || { say "$1: setup failed"; return 1; }
+  if [ "$1" = siw ]; then
+    CONN=(-R)   # iWARP: rdma_cm only
+  else
+    local gid
+    gid=$(retry 20 0.3 gid_index_v4 "$DEV" "$RRXE_MY_IP") || { say "$DEV: no RoCE v2 GID"; return 1; }
+    CONN=(-x "$gid")
+  fi
+}
+teardown_stack() {
+  rdma link delete "$DEV" 2>/dev/null
+  case "$1" in rrxe) rmmod rrxe ;; rxe) rmmod rdma_rxe ;; siw) rmmod siw ;; esac 2>/dev/null
+}
+
+# bw STACK TEST BYTES QPS: the average bandwidth line of perftest -> BENCH. Each run moves
+# about VOLUME MiB (perftest's duration mode reports 0 here), 20..2000 messages per QP.
+bw() {
+  local stack=$1 test=$2 size=$3 q=$4 out v n
+  n=$(( VOLUME * 1048576 / size / q )); n=$(( n < 20 ? 20 : n > 2000 ? 2000 : n ))
+  out=$(run 300 -- \
+    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" --report_gbits -F -- \
+    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" --report_gbits -F "$RRXE_PEER_IP")
+  [ "$RRXE_VM" = 1 ] || return 0
+  v=$(echo "$out" | awk -v s="$size" '$1 == s && NF >= 4 {print $4}' | tail -n 1)
+  if [ -n "$v" ]; then echo "BENCH $stack $test $size $q $v Gb/s"; [ -n "${BENCH_DEBUG:-}" ] && echo "$out" | sed 's/^/#   /'
+  else say "FAILED: $test -s $size -q $q on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
+}
+# lat STACK TEST: t_typical of 2-byte latency -> BENCH.
+lat() {
+  local stack=$1 test=$2 out v
+  out=$(run 120 -- \
+    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 1000 -F -- \
+    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 1000 -F "$RRXE_PEER_IP")
+  [ "$RRXE_VM" = 1 ] || return 0
+  v=$(echo "$out" | awk '$1 == 2 && NF >= 5 {print $5}' | tail -n 1)
+  if [ -n "$v" ]; then echo "BENCH $stack $test 2 1 $v usec"
+  else say "FAILED: $test -s 2 on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
+}
+# profile STACK: a cpu-clock profile of both VMs while ib_write_bw 64 KiB runs.
+profile() {
+  local stack=$1
+  [ -x "$PERF" ] || { say "no perf binary: profile skipped"; return 0; }
+  (sleep 3; "$PERF" record -a -e cpu-clock -F 499 -o /run/tmp/perf.data -- sleep "$DUR" > /dev/null 2>&1) &
+  VOLUME=$((VOLUME * 3)) bw "$stack" ib_write_bw 65536 1 > /dev/null
+  wait
+  "$PERF" report -i /run/tmp/perf.data --stdio --sort sym --percent-limit 1 2>/dev/null |
+    awk -v s="$stack" -v vm="vm$RRXE_VM" '/^ +[0-9.]+%/ {p=$1; $1=""; $2=""; sub(/^ +/, ""); print "PROFILE", s, vm, p, $0}' | head -n 25
+}
+
+# The ceiling: TCP over the same link.
+sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0 2>/dev/null
+for r in $(seq "$REPS"); do
+  out=$(run $((DUR + 30)) -- iperf3 -s -1 -p @PORT -- iperf3 -c "$RRXE_PEER_IP" -p @PORT -t "$DUR" -f g)
+  [ "$RRXE_VM" = 1 ] || continue
+  v=$(echo "$out" | awk '/receiver/ {for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i - 1)}' | tail -n 1)
+  if [ -n "$v" ]; then echo "BENCH tcp iperf3 131072 1 $v Gb/s"; else say "FAILED: iperf3"; echo "$out" | tail -n 5; fi
+done
+
+for stack in $STACKS; do
+  setup_stack "$stack" || continue
+  say "--- $stack ($DEV)"
+  for r in $(seq "$REPS"); do
+    for t in ib_write_bw ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1; done
+    bw "$stack" ib_write_bw 65536 8
+    for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1; done
+    for t in ib_write_lat ib_send_lat ib_read_lat; do lat "$stack" "$t"; done
+  done
+  [ "$PROFILE" = 1 ] && [ "$stack" != siw ] && profile "$stack"
+  # The counters of the run, for the packets-per-message picture.
+  [ "$stack" = rrxe ] && rdma statistic show link "$DEV"/1 | tr ' ' '\n' | paste -sd' ' | sed "s/^/# vm$RRXE_VM counters: /"
+  teardown_stack "$stack"
+done
+exit 0

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Turns the benchmark's BENCH/PROFILE lines into a markdown report and a PNG chart.
+
+usage: bench-report.py RESULTS OUTDIR REPS SECONDS
+"""
+import statistics
+import sys
+from collections import defaultdict
+
+
+def fmt(v, unit):
+    if v is None:
+        return "–"
+    return f"{v:.3f}" if unit == "Gb/s" else f"{v:.1f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return "–"
+    return f"{a / b:.2f}×"
+
+
+def main():
+    path, outdir, reps, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    runs = defaultdict(list)
+    units = {}
+    profiles = defaultdict(list)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 7 and w[0] == "BENCH":
+                try:
+                    key = (w[1], w[2], int(w[3]), int(w[4]))
+                    runs[key].append(float(w[5]))
+                    units[key] = w[6]
+                except ValueError:
+                    continue
+            elif len(w) >= 5 and w[0] == "PROFILE":
+                profiles[(w[1], w[2])].append((w[3], " ".join(w[4:])))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    stacks = [s for s in ("rrxe", "rxe", "siw") if any(k[0] == s for k in med)]
+
+    def m(stack, test, size, q=1):
+        return med.get((stack, test, size, q))
+
+    out = []
+    out.append(f"Medians of {reps} run(s) each; two TCG VMs (-smp 1) over a QEMU socket link; "
+               f"whole benchmark {secs} s.\n")
+    hdr = "| test | unit | " + " | ".join(stacks) + " | rrxe/rxe |"
+    out.append(hdr)
+    out.append("|" + "---|" * (hdr.count("|") - 1))
+    tcp = m("tcp", "iperf3", 131072)
+    out.append("| iperf3 TCP (ceiling) | Gb/s | " + " | ".join(fmt(tcp, "Gb/s") for _ in stacks) + " | |")
+    rows = [("ib_write_bw 64 KiB", "ib_write_bw", 65536, 1),
+            ("ib_send_bw 64 KiB", "ib_send_bw", 65536, 1),
+            ("ib_read_bw 64 KiB", "ib_read_bw", 65536, 1),
+            ("ib_write_bw 64 KiB -q 8", "ib_write_bw", 65536, 8),
+            ("ib_write_lat 2 B (t_typical)", "ib_write_lat", 2, 1),
+            ("ib_send_lat 2 B (t_typical)", "ib_send_lat", 2, 1),
+            ("ib_read_lat 2 B (t_typical)", "ib_read_lat", 2, 1)]
+    for name, test, size, q in rows:
+        unit = "µs" if test.endswith("_lat") else "Gb/s"
+        cells = [fmt(m(s, test, size, q), "Gb/s" if unit == "Gb/s" else "usec") for s in stacks]
+        out.append(f"| {name} | {unit} | " + " | ".join(cells) + f" | {ratio(m('rrxe', test, size, q), m('rxe', test, size, q))} |")
+
+    sizes = sorted({k[2] for k in med if k[1] == "ib_write_bw" and k[3] == 1})
+    if sizes:
+        out.append("\nib_write_bw, -q 1, by message size (Gb/s):\n")
+        out.append("| bytes | " + " | ".join(stacks) + " | rrxe/rxe |")
+        out.append("|" + "---|" * (len(stacks) + 2))
+        for s in sizes:
+            out.append(f"| {s} | " + " | ".join(fmt(m(st, "ib_write_bw", s), "Gb/s") for st in stacks)
+                       + f" | {ratio(m('rrxe', 'ib_write_bw', s), m('rxe', 'ib_write_bw', s))} |")
+
+    def target(desc, ok):
+        return f"- {desc}: " + ("–" if ok is None else ("met" if ok else "MISSED"))
+
+    w, wx = m("rrxe", "ib_write_bw", 65536), m("rxe", "ib_write_bw", 65536)
+    lw, lx = m("rrxe", "ib_write_lat", 2), m("rxe", "ib_write_lat", 2)
+    q8 = m("rrxe", "ib_write_bw", 65536, 8)
+    out.append("\nTargets (ratios from this run):")
+    out.append(target(f"ib_write_bw 64 KiB ≥ 3× rxe ({ratio(w, wx)})",
+                      None if w is None or wx is None else w >= 3 * wx))
+    out.append(target(f"ib_write_bw 64 KiB ≥ 75 % of TCP ({ratio(w, tcp)})",
+                      None if w is None or tcp is None else w >= 0.75 * tcp))
+    out.append(target(f"ib_write_lat 2 B ≤ 0.5× rxe ({ratio(lw, lx)})",
+                      None if lw is None or lx is None else lw <= 0.5 * lx))
+    out.append(target(f"-q 8 aggregate ≥ -q 1 ({ratio(q8, w)})",
+                      None if q8 is None or w is None else q8 >= w))
+
+    spread = [(k, min(v), max(v)) for k, v in sorted(runs.items()) if len(v) > 1]
+    if spread:
+        out.append("\nSpread (min–max over the runs):")
+        for k, lo, hi in spread:
+            out.append(f"- {k[0]} {k[1]} {k[2]} B -q {k[3]}: {lo:g}–{hi:g} {units[k]}")
+
+    if profiles:
+        out.append("\nWhere the time goes (perf cpu-clock, all CPUs, during ib_write_bw 64 KiB):")
+        for (stack, vm), rows_ in sorted(profiles.items()):
+            role = "server/receiver" if vm == "vm0" else "client/sender"
+            out.append(f"\n{stack}, {vm} ({role}):\n")
+            out.append("```")
+            out.extend(f"{p:>7} {sym}" for p, sym in rows_[:15])
+            out.append("```")
+
+    text = "\n".join(out) + "\n"
+    sys.stdout.write(text)
+    with open(f"{outdir}/bench.md", "w", encoding="utf-8") as f:
+        f.write(text)
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no matplotlib: chart skipped)")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for st in stacks:
+        xs = [s for s in sizes if m(st, "ib_write_bw", s) is not None]
+        ax.plot(xs, [m(st, "ib_write_bw", s) for s in xs], marker="o", label=st)
+    if tcp is not None:
+        ax.axhline(tcp, linestyle="--", color="grey", label="iperf3 TCP")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("ib_write_bw, Gb/s (median)")
+    ax.set_title("RDMA WRITE bandwidth over one TCG link")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(f"{outdir}/bench.png", dpi=100)
+    print(f"chart: {outdir}/bench.png")
+
+
+if __name__ == "__main__":
+    main()

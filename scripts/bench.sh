@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The benchmark (a command, not a test): rrxe, the stock rdma_rxe and siw on the same two TCG
+# VMs in one run, iperf3 TCP on the same link as the ceiling. Prints a markdown table of
+# medians with rrxe/rxe ratios and writes it, the raw results and a PNG chart of bandwidth
+# against message size to the output directory.
+#
+#   scripts/bench.sh [--reps N] [--volume MiB] [--stacks "rrxe rxe siw"]
+#                    [--sizes "1024 4096 ..."] [--profile] [--out DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=3 VOLUME=16 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --reps) REPS=$2; shift 2 ;;
+    --volume) VOLUME=$2; shift 2 ;;
+    --stacks) STACKS=$2; shift 2 ;;
+    --sizes) SIZES=$2; shift 2 ;;
+    --profile) PROFILE=1; shift ;;
+    --out) OUT=$2; shift 2 ;;
+    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+bash scripts/setup.sh
+# The chart and the in-guest profiler are the benchmark's own needs, not the tests'.
+want=()
+dpkg-query -W -f='${Status}\n' python3-matplotlib 2>/dev/null | grep -q 'ok installed' || want+=(python3-matplotlib)
+if [ "$PROFILE" = 1 ] && ! command -v perf >/dev/null 2>&1; then want+=(linux-perf); fi
+if [ "${#want[@]}" -gt 0 ]; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null ||
+    echo "bench: could not install ${want[*]} (no chart/profile)"
+fi
+make -s modules
+make -s provider
+mkdir -p "$OUT"
+nst=$(echo "$STACKS" | wc -w) nsz=$(echo "$SIZES" | wc -w)
+# Under TCG a stack moves ~5 MB/s: a bandwidth run takes VOLUME/5 s plus ~10 s of setup.
+timeout=$(( (REPS * nst * (8 + nsz) + REPS) * (VOLUME / 4 + 30) + 900 ))
+echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, over: tcp $STACKS (timeout ${timeout}s)"
+start=$(date +%s)
+qemu/run-vms --vms 2 --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
+  "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" || echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
+cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|PROFILE) ' > "$OUT/results.txt" || true
+grep -ahE '^# vm[01]: FAILED|counters:' "$OUT"/bench-vm*.out || true
+/usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))"
