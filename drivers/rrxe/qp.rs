@@ -703,11 +703,9 @@ impl Qp {
         Ok(())
     }
 
-    /// The user's doorbell (a post_send with no work requests): read the shared send queue
-    /// and transmit right here, in the caller's system call (a bounded run, like the
-    /// work's; the rest is left to the work). Saves a context switch per post.
+    /// The user's doorbell (a post_send with no work requests): read the shared send queue.
     pub(crate) fn doorbell(&self) {
-        self.run();
+        self.kick();
     }
 
     /// User QPs: copies new entries of the shared send queue into the driver's ring,
