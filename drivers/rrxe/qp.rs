@@ -619,10 +619,11 @@ impl Qp {
         };
         let uninit = UniqueArc::<Qp>::new_uninit(GFP_KERNEL)?;
         let this: *const Qp = uninit.as_ptr();
-        // SAFETY: `this` is where the Qp is initialised below, before anything can queue the
-        // work or arm a timer (nothing references the QP yet); the Qp owns both and drops
-        // them (waiting for their callbacks) before its memory goes.
+        // The Qp is initialised at `this` below, before anything can queue the work or arm
+        // a timer (nothing references the QP yet); it owns both and drops them (waiting for
+        // their callbacks) before its memory goes.
         let (work, t0, t1) =
+            // SAFETY: `this` is initialised before first use and outlives work and timers.
             unsafe { (Work::new(this)?, Timer::new(this, 0)?, Timer::new(this, 1)?) };
         let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
         let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");

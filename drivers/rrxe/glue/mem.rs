@@ -270,10 +270,10 @@ impl Backing {
                     let mut chunk = buf.sub(done, n).ok_or(EINVAL)?;
                     let c = chunk.raw();
                     let p = (base + in_blk) as usize as *mut u8;
-                    // SAFETY: the block at `base` is page_size bytes of kernel memory the
-                    // consumer mapped with ib_map_mr_sg and keeps valid while registered;
-                    // in_blk + n <= page_size; c is valid for n bytes, written only for a
-                    // `From` buffer.
+                    // The block at `base` is page_size bytes of kernel memory the consumer
+                    // mapped with ib_map_mr_sg and keeps valid while registered.
+                    // SAFETY: in_blk + n <= page_size; c is valid for n bytes (written only
+                    // for a `From` buffer).
                     unsafe {
                         match dir {
                             Dir::ToMem => core::ptr::copy(c, p, n),

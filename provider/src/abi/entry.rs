@@ -215,10 +215,9 @@ unsafe extern "C" fn rrxe_alloc_context(
 
     let mut cmd = urrxe_get_context::new();
     let mut resp = urrxe_get_context_resp::new();
-    // SAFETY: `vctx` is initialised; `cmd`/`resp` are live buffers of the sizes passed, and
-    // start with the core command/response structs as kern-abi.h's DECLARE_DRV_CMD lays out.
-    // The pointers are taken from the whole structs, since libibverbs reads/writes the
-    // driver payload behind the core part.
+    // The pointers are taken from the whole structs: libibverbs reads/writes the driver
+    // payload behind the core part (kern-abi.h's DECLARE_DRV_CMD layout).
+    // SAFETY: `vctx` is initialised; `cmd`/`resp` are live buffers of the sizes passed.
     let ret = unsafe {
         ffi::ibv_cmd_get_context(
             vctx,
