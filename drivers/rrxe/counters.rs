@@ -54,6 +54,8 @@ counters! {
     RxDropBusy = c"rx_drop_busy",
     /// Packets dropped: could not linearise (memory).
     RxDropNoMem = c"rx_drop_no_mem",
+    /// Packets dropped: the QP's receive backlog was full (it could not keep up).
+    RxDropBacklog = c"rx_drop_qp_backlog",
     /// Packets that could not be sent (no memory, no route, bad local buffer).
     TxDrops = c"tx_drops",
     /// Link down events.

@@ -64,7 +64,7 @@ pub(crate) fn recv(mut skb: SkBuff) {
     match dev.data().qps.deliver(qpn, skb) {
         Ok(()) => {}
         Err(Some(_skb)) => counters.inc(Counter::RxDropNoQp),
-        Err(None) => counters.inc(Counter::RxDropNoMem),
+        Err(None) => counters.inc(Counter::RxDropBacklog),
     }
 }
 

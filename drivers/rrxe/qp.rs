@@ -1326,7 +1326,7 @@ impl Sink<'_> {
         let qp = self.qp;
         let counters = &qp.dev.get().data().counters;
         let Some(ndev) = self.ndev else {
-            counters.inc(Counter::RxDropNoMem);
+            counters.inc(Counter::TxDrops);
             return;
         };
         let av = match tx.ud_wqe {

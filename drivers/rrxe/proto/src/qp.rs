@@ -517,6 +517,10 @@ pub struct QpConfig {
     pub max_rd_atomic: u8,
     /// Max packets in flight (unacknowledged) as requester (clamped to 2^23-1).
     pub max_inflight: u32,
+    /// Response packets one READ request asks for at most: a longer READ WQE is
+    /// requested in chunks, the next one only when the responses of the previous one
+    /// have started to arrive (clamped to 1..=2^23-1).
+    pub read_chunk: u32,
 }
 
 impl Default for QpConfig {
@@ -542,6 +546,7 @@ impl QpConfig {
         min_rnr_timer: 12,
         max_rd_atomic: 16,
         max_inflight: 256,
+        read_chunk: 64,
     };
 }
 

@@ -18,9 +18,14 @@
 //! Emits the packet at `send_psn`; when `send_psn == next_psn` it assigns PSNs
 //! to the next WQE, subject to: RC window (`next_psn - una < max_inflight`),
 //! `max_rd_atomic` outstanding READ/atomic/FLUSH/ATOMIC WRITE WQEs, and the
-//! fence bit. A READ is one request packet but consumes `npkts` PSNs; a READ
-//! resumed at PSN `first + k` asks for the remaining bytes from offset
-//! `k * mtu`. UC/UD WQEs complete as soon as their last packet is emitted.
+//! fence bit. A READ consumes `npkts` PSNs (one per response packet) and is
+//! requested in chunks of `read_chunk` response packets, fixed from `first`:
+//! the request at PSN `first + k` asks for the bytes from offset `k * mtu` to the
+//! end of its chunk (a retransmission resumes the same way, inside one chunk). A chunk after the first goes out only
+//! while fewer than `read_chunk` earlier responses are outstanding and, when any
+//! are, only if another outstanding request stays within `max_rd_atomic`; so a
+//! responder never sends an unbounded burst (an 8 MiB READ is 8192 packets) at a
+//! receiver that cannot absorb it. UC/UD WQEs complete as soon as their last packet is emitted.
 //! The ACK-request bit is set on the last packet of each message and every
 //! [`ACK_EVERY`] packets.
 //!
@@ -429,6 +434,10 @@ impl<const S: usize> SendQueue<S> {
                 return false;
             };
             let k = self.send_psn.distance_from(e.first_psn);
+            if k > 0 && matches!(e.wqe.op, SendOp::Read { .. }) && !self.may_request_chunk() {
+                // Wait for responses of the previous chunk (they call poll_tx again).
+                return false;
+            }
             let (pkt, next, last) = self.build(&e, k);
             sink.push(Action::Send(pkt));
             *left -= 1;
@@ -448,6 +457,18 @@ impl<const S: usize> SendQueue<S> {
                 self.una = self.send_psn;
             }
         }
+    }
+
+    /// Whether the next chunk of a READ (at `send_psn`) may be requested now.
+    fn may_request_chunk(&self) -> bool {
+        let ahead = self.send_psn.distance_from(self.una);
+        ahead == 0
+            || (ahead < self.read_chunk()
+                && self.rd_atomic < u32::from(self.cfg.max_rd_atomic.max(1)))
+    }
+
+    fn read_chunk(&self) -> u32 {
+        self.cfg.read_chunk.clamp(1, PSN_HALF - 1)
     }
 
     fn bth(&self, op: Opcode, psn: Psn) -> Bth {
@@ -538,12 +559,24 @@ impl<const S: usize> SendQueue<S> {
             }
             SendOp::Read { remote } => {
                 let off = k.saturating_mul(mtu.bytes()).min(w.len);
+                // This request's responses: to the end of chunk k / read_chunk (chunks
+                // are fixed from the first PSN, so a resumed request always lies within
+                // one original request and the responder can replay it).
+                let c = self.read_chunk();
+                let end = (k / c).saturating_add(1).saturating_mul(c).min(e.npkts);
+                let pkts = end.saturating_sub(k).max(1);
+                let len = (w.len - off).min(pkts.saturating_mul(mtu.bytes()));
+                let next = if k.saturating_add(pkts) >= e.npkts {
+                    after
+                } else {
+                    psn.add(pkts)
+                };
                 let mut h = one(Opcode::RC_READ_REQUEST);
                 h.bth.ack_req = true;
                 h.reth = Some(Reth {
                     va: remote.va.wrapping_add(u64::from(off)),
                     rkey: remote.rkey,
-                    len: w.len - off,
+                    len,
                 });
                 (
                     TxPacket {
@@ -551,7 +584,7 @@ impl<const S: usize> SendQueue<S> {
                         payload: Payload::None,
                         ud_wqe: None,
                     },
-                    after,
+                    next,
                     true,
                 )
             }
@@ -802,11 +835,8 @@ impl<const S: usize> SendQueue<S> {
                 } else {
                     mtu
                 };
-                let pos_ok = if last {
-                    matches!(pos, Position::Last | Position::Only)
-                } else {
-                    matches!(pos, Position::First | Position::Middle)
-                };
+                // Chunks and resumed requests end (Last/Only) before the WQE does.
+                let pos_ok = !last || matches!(pos, Position::Last | Position::Only);
                 if !pos_ok || p.payload_len != want {
                     return RxStatus::Invalid;
                 }

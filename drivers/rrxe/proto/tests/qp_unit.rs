@@ -69,7 +69,11 @@ impl ResponderEnv for Env {
 type Q = Qp<16, 4>;
 
 fn qp(t: QpType, qpn: u32, dest: u32) -> Q {
-    let mut q = Q::new(QpConfig {
+    qp_with(t, qpn, dest, |_| {})
+}
+
+fn qp_with(t: QpType, qpn: u32, dest: u32, tweak: impl FnOnce(&mut QpConfig)) -> Q {
+    let mut cfg = QpConfig {
         qpn,
         qp_type: t,
         dest_qpn: dest,
@@ -81,7 +85,9 @@ fn qp(t: QpType, qpn: u32, dest: u32) -> Q {
         rnr_retry: 1,
         min_rnr_timer: 5,
         ..QpConfig::default()
-    });
+    };
+    tweak(&mut cfg);
+    let mut q = Q::new(cfg);
     let mut s = Sink::default();
     for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
         q.modify(
@@ -561,4 +567,65 @@ fn post_validation() {
         ),
         Err(ModifyError::InvalidTransition)
     );
+}
+
+#[test]
+fn large_read_requested_in_chunks() {
+    // 10 response packets (MTU 256), chunks of 4: requests for 4, 4 and 2 packets, the
+    // next one only once responses of the previous chunk are arriving.
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.read_chunk = 4);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    let wqe = SendWqe {
+        id: WqeId(7),
+        op: SendOp::Read {
+            remote: RemoteAddr {
+                va: 0x1000,
+                rkey: 5,
+            },
+        },
+        len: 2560,
+        signaled: true,
+        solicited: false,
+        fence: false,
+        ud: None,
+    };
+    a.post_send(wqe, &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let first = s.sent();
+    assert_eq!(first.len(), 1, "one request for the first chunk only");
+    assert_eq!(first[0].hdrs.reth.unwrap().len, 1024);
+    // The first chunk's responses, delivered one at a time.
+    let mut reqs = vec![(first[0].hdrs.bth.psn, first[0].hdrs.reth.unwrap())];
+    let mut pending: Vec<TxPacket> = first;
+    let mut done = vec![];
+    for _ in 0..100 {
+        let Some(r) = pending.first().copied() else {
+            break;
+        };
+        pending.remove(0);
+        let mut sb = Sink::default();
+        let (_, p) = wire(&r, 0);
+        b.on_packet(&p, &mut env, &mut sb);
+        b.poll_tx(100, &mut sb);
+        for resp in sb.sent() {
+            let mut sa = Sink::default();
+            let (_, rp) = wire(&resp, 9);
+            a.on_packet(&rp, &mut env, &mut sa);
+            a.poll_tx(100, &mut sa);
+            for q in sa.sent() {
+                reqs.push((q.hdrs.bth.psn, q.hdrs.reth.unwrap()));
+                pending.push(q);
+            }
+            done.extend(sa.completions());
+        }
+    }
+    let got: Vec<(u32, u64, u32)> = reqs.iter().map(|(p, r)| (p.get(), r.va, r.len)).collect();
+    assert_eq!(
+        got,
+        [(100, 0x1000, 1024), (104, 0x1400, 1024), (108, 0x1800, 512)]
+    );
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].status, WcStatus::Success);
 }
