@@ -383,7 +383,9 @@ impl MrTable {
                     pages: p, npages, ..
                 } => {
                     let dst = p.get_mut(..pages.len()).ok_or(AccessError::OutOfBounds)?;
-                    dst.copy_from_slice(pages);
+                    if !crate::proto::copy_exact(dst, pages) {
+                        return Err(AccessError::OutOfBounds);
+                    }
                     *npages = pages.len();
                     Ok(())
                 }

@@ -359,10 +359,10 @@ impl<T: Copy> WrRing<T> {
                 return Err(EINVAL);
             }
             let s = i * self.max_inline;
-            self.inline
-                .get_mut(s..s + data.len())
-                .ok_or(EINVAL)?
-                .copy_from_slice(data);
+            let dst = self.inline.get_mut(s..s + data.len()).ok_or(EINVAL)?;
+            if !proto::copy_exact(dst, data) {
+                return Err(EINVAL);
+            }
         }
         *self.wrs.get_mut(i).ok_or(EINVAL)? = Some(wr);
         self.prod = self.prod.wrapping_add(1);
@@ -1345,10 +1345,7 @@ impl Sink<'_> {
                 proto::Payload::Inline(v) => {
                     let n = buf.len().min(8);
                     match (buf.get_mut(..n), v.get(..n)) {
-                        (Some(d), Some(s)) => {
-                            d.copy_from_slice(s);
-                            true
-                        }
+                        (Some(d), Some(s)) => proto::copy_exact(d, s),
                         _ => false,
                     }
                 }
@@ -1365,10 +1362,7 @@ impl Sink<'_> {
                     if wr.inline {
                         let data = sq.inline(i, wr.len);
                         match data.get(offset as usize..offset as usize + buf.len()) {
-                            Some(s) => {
-                                buf.copy_from_slice(s);
-                                true
-                            }
+                            Some(s) => proto::copy_exact(buf, s),
                             None => false,
                         }
                     } else {
@@ -1427,7 +1421,7 @@ impl Sink<'_> {
             let h = p.ip_hdr;
             let at = GRH_LEN.saturating_sub(h.len());
             if let Some(d) = grh.get_mut(at..at + h.len()) {
-                d.copy_from_slice(h);
+                proto::copy_exact(d, h);
             }
             let sges = cl.sges.get(..wr.num_sge as usize).unwrap_or(&[]);
             let _ = qp.wr_buffer_copy(sges, 0, &mut Xfer::To(&grh));

@@ -103,7 +103,9 @@ impl<'a> Wr<'a> {
             .b
             .get_mut(self.pos..end)
             .ok_or(BuildError::BufferTooSmall)?;
-        d.copy_from_slice(v);
+        if !super::copy_exact(d, v) {
+            return Err(BuildError::BufferTooSmall);
+        }
         self.pos = end;
         Ok(())
     }

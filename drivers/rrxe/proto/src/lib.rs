@@ -46,3 +46,15 @@ pub use qp::{
 };
 pub use req::SqStats;
 pub use seg::{Mtu, Segment, Segments};
+
+/// `dst.copy_from_slice(src)` without its panic path (a kernel BUG): copies and returns
+/// `true` when the lengths are equal, copies nothing and returns `false` otherwise.
+pub fn copy_exact<T: Copy>(dst: &mut [T], src: &[T]) -> bool {
+    if dst.len() != src.len() {
+        return false;
+    }
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
+    }
+    true
+}
