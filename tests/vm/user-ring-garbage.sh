@@ -9,15 +9,6 @@
 
 user_setup
 out=$(timeout 200 "$RRXE_ROOT/tests/user/ring_garbage" -d "$DEV" -g "$GID" 2>&1); rc=$?
-while IFS= read -r l; do
-  case "$l" in
-    "ok "*) ok "ring_garbage: ${l#ok * - }" ;;
-    "not ok "*) not_ok "ring_garbage: ${l#not ok * - }" ;;
-    "Bail out!"*) not_ok "ring_garbage: $l" ;;
-    "1.."*) ;;
-    *) echo "# $l" ;;
-  esac
-done <<< "$out"
-if [ "$rc" = 0 ]; then ok "ring_garbage exit status 0"; else not_ok "ring_garbage exit status $rc"; fi
+relay_tap ring_garbage "$rc" "$out"
 user_teardown
 tap_done

@@ -14,17 +14,7 @@ if [ "$RRXE_VM" = 0 ]; then
 else
   out=$(retry 20 1 timeout 200 "$bin" -d "$DEV" -g "$GID" -p 18701 "$RRXE_PEER_IP" 2>&1); rc=$?
 fi
-# Its TAP lines become ours (renumbered), plus its exit status.
-while IFS= read -r l; do
-  case "$l" in
-    "ok "*) ok "verbs_ex ${l#ok * - }" ;;
-    "not ok "*) not_ok "verbs_ex ${l#not ok * - }" ;;
-    "Bail out!"*) not_ok "verbs_ex: $l" ;;
-    "1.."*) ;;
-    *) echo "# $l" ;;
-  esac
-done <<< "$out"
-if [ "$rc" = 0 ]; then ok "verbs_ex exit status 0"; else not_ok "verbs_ex exit status $rc"; fi
+relay_tap verbs_ex "$rc" "$out"
 pair "ibv_rc_pingpong -N (ibv_wr_* post API) 4 KiB x100, checked" 120 -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 100 -s 4096 -c -N -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 100 -s 4096 -c -N @PEER

@@ -47,3 +47,19 @@ user_teardown() {
   check "rdma link delete $DEV" rdma link delete "$DEV"
   if [ "$DEV" = rrxe0 ]; then check "rmmod rrxe" rmmod rrxe; fi
 }
+
+# relay_tap NAME RC OUTPUT: the TAP lines of a test program's OUTPUT become this script's
+# (renumbered, prefixed with NAME), other lines become comments; then its exit status RC.
+relay_tap() {
+  local name=$1 rc=$2 l
+  while IFS= read -r l; do
+    case "$l" in
+      "ok "*) ok "$name: ${l#ok * - }" ;;
+      "not ok "*) not_ok "$name: ${l#not ok * - }" ;;
+      "Bail out!"*) not_ok "$name: $l" ;;
+      "1.."*) ;;
+      *) echo "# $l" ;;
+    esac
+  done <<< "$3"
+  if [ "$rc" = 0 ]; then ok "$name exit status 0"; else not_ok "$name exit status $rc"; fi
+}
