@@ -79,15 +79,16 @@ for t in "${tests[@]}"; do
   vms=$(sed -n 's/^# vms: *//p' "$f" | head -n 1); vms=${vms:-1}
   to=$(sed -n 's/^# timeout: *//p' "$f" | head -n 1); to=${to:-300}
   retries=$(sed -n 's/^# retries: *//p' "$f" | head -n 1); retries=${retries:-0}
+  append=$(sed -n 's/^# append: *//p' "$f" | head -n 1)
   note "VM test $t ($vms VMs)"
-  qemu/run-vms --vms "$vms" --timeout "$to" --out "$out" --name "$t" "$f"
+  qemu/run-vms --vms "$vms" --timeout "$to" --out "$out" --name "$t" --append "$append" "$f"
   vrc=$?
   # A test known to be timing-sensitive may declare retries; a failed attempt is reported.
   while [ "$vrc" != 0 ] && [ "$retries" -gt 0 ]; do
     retries=$((retries - 1))
     echo "RETRY: $t failed (see below); running it again. Failed attempt's failures:"
     for i in $(seq 0 $((vms - 1))); do grep -a '^not ok ' "$out/$t-vm$i.out" | sed 's/^/  /'; done
-    qemu/run-vms --vms "$vms" --timeout "$to" --out "$out" --name "$t" "$f"
+    qemu/run-vms --vms "$vms" --timeout "$to" --out "$out" --name "$t" --append "$append" "$f"
     vrc=$?
   done
   for i in $(seq 0 $((vms - 1))); do

@@ -1,0 +1,51 @@
+#!/bin/bash
+# vms: 2
+# timeout: 600
+# append: kmemleak=on
+# Leak check: with kmemleak on, both VMs run user-level traffic over rrxe (RC/UD ping-pong,
+# rping, perftest with rdma_cm), the hostile-ring test (error paths: QPs and CQs killed by
+# garbage) and link delete, then rmmod. kmemleak must report no unreferenced object from
+# after the boot (its report is cleared once the VM is up), neither with the module loaded
+# nor after it is gone.
+. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/user-common.sh"
+
+KML=/sys/kernel/debug/kmemleak
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+if [ ! -w "$KML" ]; then not_ok "kmemleak is on ($KML)"; tap_done; exit; fi
+ok "kmemleak is on"
+# Two scans: kmemleak reports an object only after it stayed unreferenced for a while.
+kml_scan() {
+  echo scan > "$KML"; sleep 6; echo scan > "$KML"
+  grep -ac '^unreferenced object' "$KML"
+}
+kml_check() {
+  local n
+  n=$(kml_scan)
+  if [ "${n:-1}" = 0 ]; then ok "kmemleak: no leaks $1"
+  else not_ok "kmemleak: no leaks $1 ($n unreferenced objects)"; head -n 80 "$KML" | sed 's/^/# /'; fi
+}
+kml_scan >/dev/null
+echo clear > "$KML"
+
+user_setup
+p=18950
+pair "ibv_rc_pingpong 4 KiB x50, checked" 120 -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p $((p + 1)) -n 50 -s 4096 -c -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p $((p + 1)) -n 50 -s 4096 -c @PEER
+pair "ibv_ud_pingpong 512 B x50, checked" 120 -- \
+  ibv_ud_pingpong -d @DEV -g @GID -p $((p + 2)) -n 50 -s 512 -c -- \
+  ibv_ud_pingpong -d @DEV -g @GID -p $((p + 2)) -n 50 -s 512 -c @PEER
+pair "rping -V -C 20" 120 -- \
+  rping -s -a "$RRXE_MY_IP" -p $((p + 3)) -V -C 20 -- \
+  rping -c -a @PEER -p $((p + 3)) -V -C 20
+pair "ib_read_bw -R 64 KiB x50" 120 -- \
+  ib_read_bw -R -d @DEV -x @GID -p $((p + 4)) -s 65536 -n 50 -F -- \
+  ib_read_bw -R -d @DEV -x @GID -p $((p + 4)) -s 65536 -n 50 -F @PEER
+ring_garbage() { timeout 200 "$RRXE_ROOT/tests/user/ring_garbage" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+check "ring_garbage (local, error paths)" ring_garbage
+check "rdma link delete $DEV" rdma link delete "$DEV"
+kml_check "after the traffic and link delete (rrxe loaded)"
+check "rmmod rrxe" rmmod rrxe
+kml_check "after rmmod rrxe"
+tap_done
