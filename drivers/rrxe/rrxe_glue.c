@@ -527,9 +527,13 @@ struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx)
 	return w;
 }
 
+/*
+ * The high-priority pool: a QP's work preempts the (often busy-polling) process that
+ * woke it instead of waiting for that process's time slice to end.
+ */
 void rrxe_glue_work_queue(struct rrxe_work *w)
 {
-	queue_work(system_unbound_wq, &w->work);
+	queue_work(system_highpri_wq, &w->work);
 }
 
 /* Waits for a running instance and frees; the caller made sure nothing queues it again. */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Deferred work (a `work_struct` on the unbound workqueue) and timers (`timer_list`), each
+//! Deferred work (a `work_struct` on the high-priority workqueue) and timers (`timer_list`), each
 //! calling a method of a context object.
 //!
 //! Lifetime rule, enforced by construction: a [`Work`] or [`Timer`] is created for a
