@@ -78,7 +78,7 @@ pub(crate) enum TxError {
     Build,
     /// The payload could not be gathered (bad local key/range).
     Payload,
-    /// No route to the destination.
+    /// No route to the destination, or the IP layer / qdisc dropped the packet.
     Route,
 }
 

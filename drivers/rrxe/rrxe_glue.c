@@ -624,6 +624,7 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 	struct net_device *ndev = skb->dev;
 	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
+	int ret;
 
 	if (!ipv6) {
 		struct flowi4 fl = {};
@@ -674,8 +675,12 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 	skb_dst_set(skb, dst);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	if (!ipv6)
-		return ip_local_out(net, NULL, skb);
-	return ip6_local_out(net, NULL, skb);
+		ret = ip_local_out(net, NULL, skb);
+	else
+		ret = ip6_local_out(net, NULL, skb);
+	/* A positive NET_XMIT_DROP is a drop by the qdisc (full queue): report it. */
+	ret = net_xmit_eval(ret);
+	return ret > 0 ? -ENOBUFS : ret;
 }
 
 /* --- queue pairs --- */
