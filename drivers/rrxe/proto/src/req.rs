@@ -20,12 +20,13 @@
 //! `max_rd_atomic` outstanding READ/atomic/FLUSH/ATOMIC WRITE WQEs, and the
 //! fence bit. A READ consumes `npkts` PSNs (one per response packet) and is
 //! requested in chunks of `read_chunk` response packets, fixed from `first`:
-//! the request at PSN `first + k` asks for the bytes from offset `k * mtu` to the
-//! end of its chunk (a retransmission resumes the same way, inside one chunk). A chunk after the first goes out only
-//! while fewer than `read_chunk` earlier responses are outstanding and, when any
-//! are, only if another outstanding request stays within `max_rd_atomic`; so a
-//! responder never sends an unbounded burst (an 8 MiB READ is 8192 packets) at a
-//! receiver that cannot absorb it. UC/UD WQEs complete as soon as their last packet is emitted.
+//! the request at PSN `first + k` asks for the bytes from offset `k * mtu` to
+//! the end of its chunk (a retransmission resumes the same way, inside one
+//! chunk). A chunk after the first goes out only while fewer than `read_chunk`
+//! earlier responses are outstanding and, when any are, only if another
+//! outstanding request stays within `max_rd_atomic`; so a responder never sends
+//! an unbounded burst (an 8 MiB READ is 8192 packets) at a receiver that cannot
+//! absorb it. UC/UD WQEs complete as soon as their last packet is emitted.
 //! The ACK-request bit is set on the last packet of each message and every
 //! [`ACK_EVERY`] packets.
 //!
