@@ -37,7 +37,10 @@ pair() {
   if [ "$RRXE_VM" = 0 ]; then
     check "$desc (server: ${srv[*]})" timeout "$t" "${srv[@]}"
   else
-    check "$desc (client: ${cli[*]})" retry 20 1 timeout "$t" "${cli[@]}"
+    # Up to 60 tries: a server can take half a minute to listen after a heavy step (the
+    # previous process's QPs still being torn down). A client that connected and failed is
+    # not rescued by this: its server has exited, so the retries cannot connect.
+    check "$desc (client: ${cli[*]})" retry 60 1 timeout "$t" "${cli[@]}"
   fi
 }
 
