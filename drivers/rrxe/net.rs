@@ -11,9 +11,22 @@ const UDP_HDR: usize = 8;
 /// UDP header + BTH + ICRC: the shortest possible RoCEv2 datagram.
 const MIN_DATAGRAM: usize = UDP_HDR + 12 + 4;
 
-/// Handles one received datagram (softirq context; must not sleep).
-pub(crate) fn recv(mut skb: SkBuff) {
-    let Some(dev) = skb.netdev().and_then(IbDevRef::by_netdev) else {
+/// How a received datagram got here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// From the network (the UDP socket's receive softirq): the QP runs right here.
+    Wire,
+    /// From a QP of this host sending to another (or itself), inside that QP's run: the
+    /// receiving QP's run is deferred to its work, so runs never nest.
+    Local,
+}
+
+/// Handles one received datagram (bottom halves off; must not sleep).
+pub(crate) fn recv(mut skb: SkBuff, arrival: Arrival) {
+    let Some(ndev) = skb.netdev().map(|n| n.hold()) else {
+        return;
+    };
+    let Some(dev) = IbDevRef::by_netdev(&ndev) else {
         // Not for an rrxe device: dropped (freed) here.
         return;
     };
@@ -62,7 +75,10 @@ pub(crate) fn recv(mut skb: SkBuff) {
     };
     let qpn = pkt.hdrs.bth.dest_qp;
     match dev.data().qps.deliver(qpn, skb) {
-        Ok(()) => {}
+        Ok(qp) => match arrival {
+            Arrival::Wire => qp.run_rx(&ndev),
+            Arrival::Local => qp.kick(),
+        },
         Err(Some(_skb)) => counters.inc(Counter::RxDropNoQp),
         Err(None) => counters.inc(Counter::RxDropBacklog),
     }

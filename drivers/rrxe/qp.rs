@@ -3,30 +3,33 @@
 //!
 //! ```text
 //!  post_send (any ctx) ──▶ sq ring ──┐
-//!  post_recv (any ctx) ──▶ rq ring   │            ┌──▶ transmit (skb, ICRC, route)
-//!  rx softirq ──▶ rx ring ───────────┼─▶ work ────┼──▶ place data (MR table)
-//!  timers (softirq) ──▶ fired bits ──┘ (process)  └──▶ completions (CQ)
+//!  post_recv (any ctx) ──▶ rq ring   │                ┌──▶ transmit (skb, ICRC, route)
+//!  rx softirq ──▶ rx ring ───────────┼─▶ run ─────────┼──▶ place data (MR table)
+//!  timers (softirq) ──▶ fired bits ──┘ (engine lock)  └──▶ completions (CQ)
 //! ```
 //!
-//! All protocol decisions come from [`proto::Qp`], driven from one work item per QP (never
-//! run concurrently with itself), which does a bounded amount of work per run and re-queues
-//! itself when more is pending. The rings between the producers and the work are short
-//! irq-safe critical sections; the engine (proto state, addresses) is under a mutex taken
-//! only in process context.
+//! All protocol decisions come from [`proto::Qp`], driven by `run`, which holds the engine
+//! lock (a bottom-half spinlock), does a bounded amount of work and re-queues the QP's work
+//! item when more is pending. `run` executes where the CPU already is when that is safe:
+//! in the receive softirq right after a packet is queued, and in the user's doorbell
+//! system call; everything else (kernel posts, timers, leftovers) goes through the work
+//! item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
+//! trip under a busy-polling process. The rings between the producers and `run` are short
+//! irq-safe critical sections.
 
 use crate::ah::Av;
 use crate::counters::Counter;
 use crate::cq::Completion;
 use crate::glue::bindings as b;
 use crate::glue::mem::Xfer;
-use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use crate::glue::task::{Timer, TimerTarget, Work, WorkTarget};
 use crate::glue::{CqPtr, DevPtr, NetDev, Queue, SkBuff};
 use crate::mr::access;
 use crate::proto::{self, Action, ActionSink, ResponderEnv};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{Arc, Mutex, UniqueArc};
+use kernel::sync::{Arc, UniqueArc};
 
 /// Send WQEs the protocol core tracks at once (its window).
 const S: usize = 64;
@@ -530,7 +533,7 @@ pub(crate) struct Qp {
     #[pin]
     rx: IrqSpinLock<RxRing>,
     #[pin]
-    engine: Mutex<Engine>,
+    engine: BhSpinLock<Engine>,
 }
 
 fn timer_kind(id: usize) -> proto::TimerKind {
@@ -636,7 +639,7 @@ impl Qp {
             },
             "rrxe_qp_rx"
         );
-        let engine_init = kernel::new_mutex!(engine, "rrxe_qp_engine");
+        let engine_init = new_bh_spinlock!(engine, "rrxe_qp_engine");
         let qp = uninit.pin_init_with(try_pin_init!(Qp {
             timers: [t0, t1],
             work,
@@ -682,10 +685,13 @@ impl Qp {
             t.shutdown();
         }
         self.work.cancel_sync();
+        // A run in a softirq or a doorbell on another CPU finishes before we return; later
+        // runs see `dead` under the lock and do nothing.
+        drop(self.engine.lock());
         // Anything still queued is freed with the QP.
     }
 
-    fn kick(&self) {
+    pub(crate) fn kick(&self) {
         if !self.dead.load(Ordering::Acquire) {
             self.work.queue();
         }
@@ -704,9 +710,20 @@ impl Qp {
         Ok(())
     }
 
-    /// The user's doorbell (a post_send with no work requests): read the shared send queue.
+    /// The user's doorbell (a post_send with no work requests, process context): read the
+    /// shared send queue and transmit now, in the caller's time slice.
     pub(crate) fn doorbell(&self) {
-        self.kick();
+        if self.user.is_some() {
+            self.run();
+        } else {
+            self.kick();
+        }
+    }
+
+    /// Handles newly queued received packets now (receive softirq), transmitting on `ndev`,
+    /// the device they arrived on.
+    pub(crate) fn run_rx(&self, ndev: &NetDev) {
+        self.run_on(Some(ndev));
     }
 
     /// User QPs: copies new entries of the shared send queue into the driver's ring,
@@ -828,8 +845,8 @@ impl Qp {
         Ok(())
     }
 
-    /// Queues a received packet for this QP (softirq). Returns false if it was dropped
-    /// (the skb is freed).
+    /// Queues a received packet for this QP (softirq) for the next run, which the caller
+    /// starts. Returns false if it was dropped (the skb is freed).
     fn enqueue_rx(&self, skb: SkBuff) -> bool {
         if self.dead.load(Ordering::Acquire) {
             return false;
@@ -846,7 +863,6 @@ impl Qp {
             }
             rx.len += 1;
         }
-        self.kick();
         true
     }
 
@@ -864,6 +880,8 @@ impl Qp {
 
     /// Applies a modify_qp request.
     pub(crate) fn modify(&self, m: &ModifyArgs) -> Result {
+        // Before the engine lock: the core's netdev lock must not nest in a softirq-safe one.
+        let ndev = self.dev.get().netdev();
         let mut eng = self.engine.lock();
         let mut pm = proto::ModifyQp::default();
         if let Some(s) = m.state {
@@ -926,7 +944,6 @@ impl Qp {
         if let Some(av) = m.av {
             eng.attrs.av = Some(av);
         }
-        let ndev = self.dev.get().netdev();
         let Engine {
             proto,
             attrs,
@@ -1085,13 +1102,22 @@ impl Qp {
         done == buf.len()
     }
 
-    /// The work: drive the engine with everything that arrived.
+    /// Drives the engine with everything that arrived (process context), transmitting on
+    /// the port's netdev.
     fn run(&self) {
         if self.dead.load(Ordering::Acquire) {
             return;
         }
-        let mut eng = self.engine.lock();
         let ndev = self.dev.get().netdev();
+        self.run_on(ndev.as_deref());
+    }
+
+    /// Drives the engine with everything that arrived (process context or softirq).
+    fn run_on(&self, ndev: Option<&NetDev>) {
+        let mut eng = self.engine.lock();
+        if self.dead.load(Ordering::Acquire) {
+            return;
+        }
         let counters = &self.dev.get().data().counters;
         let Engine {
             proto,
@@ -1103,7 +1129,7 @@ impl Qp {
             qp: self,
             av: attrs.av,
             sport: *sport,
-            ndev: ndev.as_deref(),
+            ndev,
             pkt: None,
         };
 
@@ -1681,14 +1707,19 @@ impl QpTable {
         }
     }
 
-    /// Hands a received packet to QP `qpn` (softirq). Returns the skb back if there is no
-    /// such QP or it cannot take it.
-    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff) -> Result<(), Option<SkBuff>> {
+    /// Queues a received packet for QP `qpn` (bottom halves off) and returns the QP, which
+    /// the caller runs or kicks. Returns the skb back if there is no such QP, `None` if the
+    /// QP cannot take it.
+    ///
+    /// The returned reference must be dropped with bottom halves still off: `destroy_qp`
+    /// waits for such sections to end (`synchronize_rcu`) so that the last reference to a
+    /// QP is always dropped in process context.
+    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff) -> Result<Arc<Qp>, Option<SkBuff>> {
         let t = self.inner.lock();
         match t.slots.get(qpn as usize) {
             Some(Slot::Used(qp)) => {
                 if qp.enqueue_rx(skb) {
-                    Ok(())
+                    Ok(qp.clone())
                 } else {
                     Err(None)
                 }

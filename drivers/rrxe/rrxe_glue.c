@@ -99,6 +99,16 @@ void rrxe_glue_netdev_put(struct net_device *ndev)
 	dev_put(ndev);
 }
 
+void rrxe_glue_netdev_hold(struct net_device *ndev)
+{
+	dev_hold(ndev);
+}
+
+void rrxe_glue_synchronize_rcu(void)
+{
+	synchronize_rcu();
+}
+
 void rrxe_glue_ib_get_device(struct ib_device *ibdev)
 {
 	get_device(&ibdev->dev);
@@ -253,6 +263,16 @@ unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock)
 void rrxe_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 {
 	spin_unlock_irqrestore(lock, flags);
+}
+
+void rrxe_glue_spin_lock_bh(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void rrxe_glue_spin_unlock_bh(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
 }
 
 /* --- queue memory shared with userspace --- */
@@ -668,7 +688,7 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 		dst_release(dst);
 		skb->pkt_type = PACKET_HOST;
 		local_bh_disable();
-		rrxe_rs_udp_recv(skb);
+		rrxe_rs_udp_recv_local(skb);
 		local_bh_enable();
 		return 0;
 	}

@@ -92,6 +92,8 @@ unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev);
 void rrxe_glue_netdev_eui64(const struct net_device *ndev, u8 *guid);
 const char *rrxe_glue_netdev_name(const struct net_device *ndev);
 void rrxe_glue_netdev_put(struct net_device *ndev);
+void rrxe_glue_netdev_hold(struct net_device *ndev);
+void rrxe_glue_synchronize_rcu(void);
 
 void rrxe_glue_ib_get_device(struct ib_device *ibdev);
 void rrxe_glue_ib_put_device(struct ib_device *ibdev);
@@ -118,6 +120,8 @@ void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value);
 
 unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+void rrxe_glue_spin_lock_bh(spinlock_t *lock);
+void rrxe_glue_spin_unlock_bh(spinlock_t *lock);
 
 void *rrxe_glue_vmalloc_user(size_t size);
 void rrxe_glue_vfree(void *addr);
@@ -167,6 +171,7 @@ void rrxe_glue_dbg(const char *dev, const char *what, u64 a, u64 b);
 
 /* --- implemented in Rust, called from C --- */
 void rrxe_rs_udp_recv(struct sk_buff *skb);
+void rrxe_rs_udp_recv_local(struct sk_buff *skb);
 int rrxe_rs_newlink(const char *ibdev_name, struct net_device *ndev);
 void rrxe_rs_netdev_event(unsigned long event, struct net_device *ndev);
 

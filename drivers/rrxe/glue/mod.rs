@@ -69,6 +69,14 @@ impl NetDev {
         self.0.get()
     }
 
+    /// A counted reference to this device.
+    pub(crate) fn hold(&self) -> NetDevRef {
+        // SAFETY: self is a live net_device (type invariant); the reference taken here is
+        // owned by the returned NetDevRef, which gives it back on drop.
+        unsafe { bindings::rrxe_glue_netdev_hold(self.as_ptr()) };
+        NetDevRef(NonNull::from(&self.0).cast())
+    }
+
     /// True for an Ethernet device (not loopback, not another link layer).
     pub(crate) fn is_ether(&self) -> bool {
         // SAFETY: self is a live net_device (type invariant).

@@ -210,6 +210,16 @@ impl crate::proto::Crc32 for KernelCrc32 {
 unsafe extern "C" fn rrxe_rs_udp_recv(skb: *mut bindings::sk_buff) {
     if let Some(skb) = NonNull::new(skb) {
         // The UDP stack hands us ownership of the skb.
-        crate::net::recv(SkBuff(skb));
+        crate::net::recv(SkBuff(skb), crate::net::Arrival::Wire);
+    }
+}
+
+/// A packet from one of our QPs to a QP on this host (bottom halves off, inside the
+/// sender's run).
+#[no_mangle]
+unsafe extern "C" fn rrxe_rs_udp_recv_local(skb: *mut bindings::sk_buff) {
+    if let Some(skb) = NonNull::new(skb) {
+        // The transmit path hands us ownership of the skb.
+        crate::net::recv(SkBuff(skb), crate::net::Arrival::Local);
     }
 }

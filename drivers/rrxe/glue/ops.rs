@@ -777,6 +777,9 @@ unsafe extern "C" fn destroy_qp(
     // No more received packets reach it, then no more work or timers run.
     let table_ref = dev.data().qps.remove(h.qp.qpn);
     h.qp.shutdown();
+    // The receive softirq may still hold a reference taken before the removal: it drops
+    // it before bottom halves come back on, so after this grace period ours are the last.
+    super::sync::synchronize_rcu();
     drop(table_ref);
     // SAFETY: initialised by create_qp; the core frees the memory after we return.
     unsafe { core::ptr::drop_in_place(addr_of_mut!((*ibqp.cast::<QpObj>()).data)) };

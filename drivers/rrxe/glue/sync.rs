@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! A spinlock that disables local interrupts while held (`spin_lock_irqsave`).
+//! Spinlocks the kernel crate of 6.12 lacks: one that disables local interrupts while held
+//! (`spin_lock_irqsave`), one that disables bottom halves (`spin_lock_bh`).
 //!
 //! Completion queues and queue pairs are touched from process context (verbs calls),
 //! softirq (packet receive, timers) and by kernel consumers that may poll from any context,
@@ -52,3 +53,56 @@ macro_rules! new_irq_spinlock {
     };
 }
 pub(crate) use new_irq_spinlock;
+
+/// The backend of [`BhSpinLock`]: `spinlock_t` taken with bottom halves disabled.
+pub(crate) struct BhSpinLockBackend;
+
+/// A spinlock taken with softirqs disabled on the local CPU (`spin_lock_bh`). For state
+/// used from process context and softirq but never from hard interrupts, where the holder
+/// may transmit packets (which needs interrupts on). Create with [`new_bh_spinlock!`].
+pub(crate) type BhSpinLock<T> = Lock<T, BhSpinLockBackend>;
+
+// SAFETY: the lock is a real spinlock_t initialised with __spin_lock_init; lock/unlock pair
+// spin_lock_bh/spin_unlock_bh, which provides mutual exclusion.
+unsafe impl Backend for BhSpinLockBackend {
+    type State = kernel::bindings::spinlock_t;
+    type GuardState = ();
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
+        // SAFETY: the caller guarantees ptr is valid for writes and name/key live forever.
+        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: the caller guarantees the lock was initialised.
+        unsafe { super::bindings::rrxe_glue_spin_lock_bh(ptr.cast()) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, _: &Self::GuardState) {
+        // SAFETY: the caller owns the lock, taken by lock() above.
+        unsafe { super::bindings::rrxe_glue_spin_unlock_bh(ptr.cast()) }
+    }
+}
+
+/// Creates a [`BhSpinLock`] initialiser with its own lockdep class.
+macro_rules! new_bh_spinlock {
+    ($inner:expr, $name:literal) => {
+        $crate::glue::sync::BhSpinLock::new(
+            $inner,
+            kernel::c_str!($name),
+            kernel::static_lock_class!(),
+        )
+    };
+}
+pub(crate) use new_bh_spinlock;
+
+/// Waits until every CPU has left the read-side sections (and bottom-half-disabled regions,
+/// softirq included) that were running when it was called. Process context only.
+pub(crate) fn synchronize_rcu() {
+    // SAFETY: no preconditions beyond process context, which the callers guarantee.
+    unsafe { super::bindings::rrxe_glue_synchronize_rcu() }
+}
