@@ -1250,6 +1250,10 @@ impl Qp {
                         sq.fed = sq.fed.wrapping_add(1);
                         sq.done = sq.done.wrapping_add(1);
                     }
+                    // The process wrote garbage into its queue: later posts fail at once.
+                    if let Some(u) = &self.user {
+                        u.sq.error_flag().store(1, Ordering::Release);
+                    }
                     let m = proto::ModifyQp {
                         state: Some(proto::QpState::Error),
                         ..Default::default()

@@ -287,6 +287,30 @@ int main(int argc, char **argv)
 	ok(qp_state(p.qp) == IBV_QPS_ERR, "the QP is in the error state (%d)", qp_state(p.qp));
 	destroy(&p);
 
+	/* 1b. One well-formed WQE but for its opcode: an error completion, the QP in error,
+	 * and the SQ's error word set, so that the provider refuses later posts at once. */
+	make(&p);
+	{
+		struct rrxe_send_wqe *w = (struct rrxe_send_wqe *)(p.sqm.start + RRXE_QUEUE_HDR_SIZE);
+		struct ibv_send_wr sw = { .wr_id = 8, .opcode = IBV_WR_SEND };
+		struct ibv_send_wr *bsw;
+
+		memset(w, 0, sizeof(*w));
+		w->wr_id = 0x5eed;
+		w->opcode = 0x7777;
+		w->send_flags = RRXE_SEND_SIGNALED;
+		__atomic_store_n(&hdr(&p.sqm)->producer, hdr(&p.sqm)->consumer + 1, __ATOMIC_RELEASE);
+		ok(doorbell(p.qp) == 0, "doorbell over a WQE with opcode 0x7777 accepted");
+		n = drain(p.cq, wc, 1);
+		ok(n == 1 && wc[0].wr_id == 0x5eed && wc[0].status == IBV_WC_LOC_QP_OP_ERR,
+		   "it completes with IBV_WC_LOC_QP_OP_ERR (%d completions, status %d)", n,
+		   n ? (int)wc[0].status : -1);
+		ok(qp_state(p.qp) == IBV_QPS_ERR, "the QP is in the error state (%d)", qp_state(p.qp));
+		ok(hdr(&p.sqm)->error != 0, "the SQ's error word is set");
+		ok(ibv_post_send(p.qp, &sw, &bsw) != 0, "a later ibv_post_send is refused");
+	}
+	destroy(&p);
+
 	/* 2. An impossible producer index (far more than a full queue ahead). */
 	make(&p);
 	hdr(&p.sqm)->producer = hdr(&p.sqm)->consumer + 0x7fffffffu;
