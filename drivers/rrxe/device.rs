@@ -149,6 +149,8 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.local_ca_ack_delay = 15;
     attr.max_pd = 0x7fff;
     attr.max_mr = crate::mr::MAX_MR as i32 - 1;
+    // Windows share the key table with regions.
+    attr.max_mw = crate::mr::MAX_MR as i32 - 1;
     attr.max_cq = 0x4000;
     attr.max_cqe = crate::cq::MAX_CQE as i32;
     attr.max_fast_reg_page_list_len = 512;
@@ -167,7 +169,9 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.atomic_cap = b::ib_atomic_cap_IB_ATOMIC_HCA;
     attr.device_cap_flags = (b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
         | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-        | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64;
+        | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+        | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
+        | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B) as u64;
     attr.max_pi_fast_reg_page_list_len = 0;
     Ok(())
 }

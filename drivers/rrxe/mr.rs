@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Memory regions: the key table and access checks.
+//! Memory regions and memory windows: the key table and access checks.
 //!
-//! Each device has one table of registered regions, indexed by `key >> 8`; the low 8 bits
-//! are a per-registration tag so a stale key does not reach a newer region in the same slot.
+//! Each device has one table of registered regions and windows, indexed by `key >> 8`; the
+//! low 8 bits are a per-registration tag so a stale key does not reach a newer region in the
+//! same slot. A window (type 1 or 2B) is a remote view of part of a region: its rkey leads
+//! to the window, which must be bound (and, for type 2B, bound to the QP using it); the
+//! access is then checked against the window and made through the region.
 //! The datapath resolves a key and accesses the memory under the table lock, so a region
 //! that was deregistered (removed from the table) can no longer be reached, and its memory
 //! (pinned pages) is released afterwards by the deregistering thread, in process context.
@@ -145,9 +148,58 @@ impl Region {
     }
 }
 
+/// A memory window.
+pub(crate) struct Window {
+    /// The PD (its address, as an identity).
+    pub(crate) pd: usize,
+    /// Type 2B (bound by work requests to one QP, invalidated by LOCAL_INV or SEND with
+    /// invalidate) rather than type 1.
+    pub(crate) type2: bool,
+    /// The current rkey (same slot; the tag changes with each bind).
+    pub(crate) rkey: u32,
+    /// What it is bound to; `None` while unbound (free).
+    pub(crate) bound: Option<Binding>,
+}
+
+/// A window's binding.
+#[derive(Clone, Copy)]
+pub(crate) struct Binding {
+    /// The region's key.
+    pub(crate) mr_key: u32,
+    /// First address of the window (in the region's address space).
+    pub(crate) va: u64,
+    /// Length in bytes.
+    pub(crate) len: u64,
+    /// Remote IB_ACCESS_* flags it grants.
+    pub(crate) access: u32,
+    /// Type 2B: the QP it is bound to.
+    pub(crate) qpn: Option<u32>,
+}
+
+/// A BIND_MW work request.
+#[derive(Clone, Copy)]
+pub(crate) struct BindReq {
+    /// The rkey the window gets (its slot identifies the window).
+    pub(crate) new_rkey: u32,
+    /// The region to bind to.
+    pub(crate) mr_lkey: u32,
+    /// First address.
+    pub(crate) va: u64,
+    /// Length (0 unbinds a type 1 window).
+    pub(crate) len: u64,
+    /// IB_ACCESS_* flags of the window.
+    pub(crate) access: u32,
+}
+
+/// What a slot holds.
+enum Entry {
+    Mr(Region),
+    Mw(Window),
+}
+
 /// Slots of the table; index 0 is never used (key 0 is invalid).
 struct Slots {
-    slots: KVec<Option<Region>>,
+    slots: KVec<Option<Entry>>,
     tag: u8,
 }
 
@@ -176,9 +228,22 @@ impl MrTable {
     }
 
     /// Adds a region and returns its key (used as both lkey and rkey).
-    ///
+    pub(crate) fn insert(&self, region: Region) -> Result<u32> {
+        self.insert_entry(Entry::Mr(region))
+    }
+
+    /// Adds an unbound window of PD `pd` and returns its rkey.
+    pub(crate) fn insert_window(&self, pd: usize, type2: bool) -> Result<u32> {
+        self.insert_entry(Entry::Mw(Window {
+            pd,
+            type2,
+            rkey: 0,
+            bound: None,
+        }))
+    }
+
     /// The slot vector grows outside the lock (allocation may sleep).
-    pub(crate) fn insert(&self, mut region: Region) -> Result<u32> {
+    fn insert_entry(&self, mut entry: Entry) -> Result<u32> {
         loop {
             let need_grow = {
                 let mut s = self.inner.lock();
@@ -191,9 +256,14 @@ impl MrTable {
                     .find(|(_, r)| r.is_none())
                 {
                     let key = ((i as u32) << 8) | u32::from(tag);
-                    region.lkey = key;
-                    region.rkey = key;
-                    *slot = Some(region);
+                    match &mut entry {
+                        Entry::Mr(region) => {
+                            region.lkey = key;
+                            region.rkey = key;
+                        }
+                        Entry::Mw(w) => w.rkey = key,
+                    }
+                    *slot = Some(entry);
                     s.tag = tag.wrapping_add(1);
                     return Ok(key);
                 }
@@ -204,7 +274,7 @@ impl MrTable {
             }
             // Grow by doubling into a new vector, then swap it in if nobody else did.
             let want = core::cmp::max(16, need_grow * 2).min(MAX_MR);
-            let mut bigger: KVec<Option<Region>> = KVec::with_capacity(want, GFP_KERNEL)?;
+            let mut bigger: KVec<Option<Entry>> = KVec::with_capacity(want, GFP_KERNEL)?;
             for _ in 0..want {
                 bigger.push(None, GFP_KERNEL)?;
             }
@@ -226,7 +296,50 @@ impl MrTable {
     /// releases its memory in process context.
     pub(crate) fn remove(&self, key: u32) -> Option<Region> {
         let mut s = self.inner.lock();
-        s.slots.get_mut((key >> 8) as usize)?.take()
+        let slot = s.slots.get_mut((key >> 8) as usize)?;
+        if !matches!(slot, Some(Entry::Mr(_))) {
+            return None;
+        }
+        let region = match slot.take() {
+            Some(Entry::Mr(r)) => r,
+            _ => return None,
+        };
+        // Windows bound to it lose their binding: a later region in this slot could get
+        // the same key once the 8-bit tag wraps.
+        let slot_idx = key >> 8;
+        for e in s.slots.iter_mut() {
+            if let Some(Entry::Mw(w)) = e {
+                if w.bound.is_some_and(|b| b.mr_key >> 8 == slot_idx) {
+                    w.bound = None;
+                }
+            }
+        }
+        Some(region)
+    }
+
+    /// Removes the window in the slot of `key` (dealloc_mw). False if there is none.
+    pub(crate) fn remove_window(&self, key: u32) -> bool {
+        let mut s = self.inner.lock();
+        match s.slots.get_mut((key >> 8) as usize) {
+            Some(slot @ Some(Entry::Mw(_))) => {
+                *slot = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Type 2B windows bound to QP `qpn` become unbound (the QP is destroyed; its number
+    /// will be reused).
+    pub(crate) fn unbind_qp(&self, qpn: u32) {
+        let mut s = self.inner.lock();
+        for e in s.slots.iter_mut() {
+            if let Some(Entry::Mw(w)) = e {
+                if w.bound.is_some_and(|b| b.qpn == Some(qpn)) {
+                    w.bound = None;
+                }
+            }
+        }
     }
 
     /// Runs `f` on the region in the slot of `key` in PD `pd`, whatever its tag (fast
@@ -239,7 +352,7 @@ impl MrTable {
     ) -> Result<R, AccessError> {
         let mut s = self.inner.lock();
         match s.slots.get_mut((key >> 8) as usize) {
-            Some(Some(r)) if r.pd == pd => Ok(f(r)),
+            Some(Some(Entry::Mr(r))) if r.pd == pd => Ok(f(r)),
             _ => Err(AccessError::BadKey),
         }
     }
@@ -249,7 +362,8 @@ impl MrTable {
         self.with(key, pd, |r| r.pd = new_pd)
     }
 
-    /// Runs `f` on the region of `key` in PD `pd`, under the table lock.
+    /// Runs `f` on the region of `key` in PD `pd`, under the table lock (local keys, and
+    /// the owner's own operations; windows are not regions).
     pub(crate) fn with<R>(
         &self,
         key: u32,
@@ -258,9 +372,98 @@ impl MrTable {
     ) -> Result<R, AccessError> {
         let mut s = self.inner.lock();
         match s.slots.get_mut((key >> 8) as usize) {
-            Some(Some(r)) if r.lkey == key && r.pd == pd => Ok(f(r)),
+            Some(Some(Entry::Mr(r))) if r.lkey == key && r.pd == pd => Ok(f(r)),
             _ => Err(AccessError::BadKey),
         }
+    }
+
+    /// Runs `f` on the region a remote access with `rkey` reaches, for QP `qpn` of PD `pd`,
+    /// under the table lock. An rkey of a window checks `[va, va + len)` and `need` against
+    /// the window first (which must be bound, and bound to `qpn` for type 2B); `f` then checks
+    /// against the region.
+    pub(crate) fn with_remote<R>(
+        &self,
+        rkey: u32,
+        pd: usize,
+        qpn: u32,
+        (va, len, need): (u64, u64, u32),
+        f: impl FnOnce(&mut Region) -> R,
+    ) -> Result<R, AccessError> {
+        let mut s = self.inner.lock();
+        let b = match s.slots.get_mut((rkey >> 8) as usize) {
+            Some(Some(Entry::Mr(r))) if r.rkey == rkey && r.pd == pd => return Ok(f(r)),
+            Some(Some(Entry::Mw(w))) if w.rkey == rkey && w.pd == pd => {
+                let b = w.bound.ok_or(AccessError::BadKey)?;
+                if b.qpn.is_some_and(|q| q != qpn) {
+                    return Err(AccessError::BadKey);
+                }
+                b
+            }
+            _ => return Err(AccessError::BadKey),
+        };
+        if b.access & need != need {
+            return Err(AccessError::NoPermission);
+        }
+        let off = va.checked_sub(b.va).ok_or(AccessError::OutOfBounds)?;
+        if off.checked_add(len).is_none_or(|end| end > b.len) {
+            return Err(AccessError::OutOfBounds);
+        }
+        match s.slots.get_mut((b.mr_key >> 8) as usize) {
+            Some(Some(Entry::Mr(r))) if r.lkey == b.mr_key => Ok(f(r)),
+            _ => Err(AccessError::BadKey),
+        }
+    }
+
+    /// Executes a BIND_MW work request of QP `qpn` in PD `pd`.
+    pub(crate) fn bind(&self, req: &BindReq, pd: usize, qpn: u32) -> Result<(), AccessError> {
+        const WINDOW_ACCESS: u32 =
+            access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
+        if req.access & !WINDOW_ACCESS != 0 {
+            return Err(AccessError::NoPermission);
+        }
+        let mut s = self.inner.lock();
+        let type2 = match s.slots.get((req.new_rkey >> 8) as usize) {
+            Some(Some(Entry::Mw(w))) if w.pd == pd => w.type2,
+            _ => return Err(AccessError::BadKey),
+        };
+        let binding = if req.len == 0 && !type2 {
+            None
+        } else {
+            let r = match s.slots.get((req.mr_lkey >> 8) as usize) {
+                Some(Some(Entry::Mr(r))) if r.lkey == req.mr_lkey && r.pd == pd => r,
+                _ => return Err(AccessError::BadKey),
+            };
+            if !r.valid || r.access & access::MW_BIND == 0 || r.access & access::ZERO_BASED != 0 {
+                return Err(AccessError::NoPermission);
+            }
+            // Remote write and atomic through a window need local write on the region.
+            if req.access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
+                && r.access & access::LOCAL_WRITE == 0
+            {
+                return Err(AccessError::NoPermission);
+            }
+            let off = req.va.checked_sub(r.iova).ok_or(AccessError::OutOfBounds)?;
+            if off.checked_add(req.len).is_none_or(|end| end > r.length) {
+                return Err(AccessError::OutOfBounds);
+            }
+            Some(Binding {
+                mr_key: req.mr_lkey,
+                va: req.va,
+                len: req.len,
+                access: req.access,
+                qpn: type2.then_some(qpn),
+            })
+        };
+        let Some(Some(Entry::Mw(w))) = s.slots.get_mut((req.new_rkey >> 8) as usize) else {
+            return Err(AccessError::BadKey);
+        };
+        // A type 2B window is bound only from the free state, and to a new key.
+        if w.type2 && (w.bound.is_some() || w.rkey == req.new_rkey) {
+            return Err(AccessError::NoPermission);
+        }
+        w.rkey = req.new_rkey;
+        w.bound = binding;
+        Ok(())
     }
 }
 
@@ -431,15 +634,36 @@ impl MrTable {
         })?
     }
 
-    /// Invalidates `key` (LOCAL_INV, SEND with invalidate).
-    pub(crate) fn invalidate(&self, key: u32, pd: usize) -> Result<(), AccessError> {
-        self.with(key, pd, |r| {
-            if matches!(r.backing, Backing::KernelPages { .. }) {
-                r.valid = false;
-                Ok(())
-            } else {
-                Err(AccessError::NoPermission)
+    /// Invalidates `key` (LOCAL_INV, SEND with invalidate): a fast-registration region, or
+    /// a bound type 2B window (for a SEND with invalidate, `remote_qpn` is the receiving QP,
+    /// which must be the one the window is bound to).
+    pub(crate) fn invalidate(
+        &self,
+        key: u32,
+        pd: usize,
+        remote_qpn: Option<u32>,
+    ) -> Result<(), AccessError> {
+        let mut s = self.inner.lock();
+        match s.slots.get_mut((key >> 8) as usize) {
+            Some(Some(Entry::Mr(r))) if r.lkey == key && r.pd == pd => {
+                if matches!(r.backing, Backing::KernelPages { .. }) {
+                    r.valid = false;
+                    Ok(())
+                } else {
+                    Err(AccessError::NoPermission)
+                }
             }
-        })?
+            Some(Some(Entry::Mw(w))) if w.rkey == key && w.pd == pd => {
+                let Some(b) = w.bound else {
+                    return Err(AccessError::BadKey);
+                };
+                if !w.type2 || remote_qpn.is_some_and(|q| b.qpn != Some(q)) {
+                    return Err(AccessError::NoPermission);
+                }
+                w.bound = None;
+                Ok(())
+            }
+            _ => Err(AccessError::BadKey),
+        }
     }
 }

@@ -105,11 +105,13 @@ pub(crate) enum SendKind {
     Transport(proto::SendOp),
     /// Fast-register an MR with the pages recorded by `ib_map_mr_sg`.
     RegMr(crate::mr::FastReg),
-    /// Invalidate an MR key.
+    /// Invalidate an MR key or a type 2B window's rkey.
     LocalInv {
         /// The key.
         key: u32,
     },
+    /// Bind a memory window (user QPs).
+    BindMw(crate::mr::BindReq),
     /// A malformed user WQE: completes with a local QP operation error and moves the QP
     /// to the error state.
     Invalid,
@@ -1260,24 +1262,22 @@ impl Qp {
                     };
                     let _ = proto.modify(&m, &mut sink);
                 }
-                SendKind::RegMr(_) | SendKind::LocalInv { .. } => {
+                SendKind::RegMr(_) | SendKind::LocalInv { .. } | SendKind::BindMw(_) => {
                     // Local operations complete in order: wait for the transport ones.
                     if !proto.send_queue().is_empty() {
                         break;
                     }
+                    let mrs = &self.dev.get().data().mrs;
                     let ok = match wr.kind {
-                        SendKind::RegMr(fr) => {
-                            self.dev.get().data().mrs.fast_reg(&fr, self.pd).is_ok()
-                        }
-                        SendKind::LocalInv { key } => {
-                            self.dev.get().data().mrs.invalidate(key, self.pd).is_ok()
-                        }
+                        SendKind::RegMr(fr) => mrs.fast_reg(&fr, self.pd).is_ok(),
+                        SendKind::LocalInv { key } => mrs.invalidate(key, self.pd, None).is_ok(),
+                        SendKind::BindMw(req) => mrs.bind(&req, self.pd, self.qpn).is_ok(),
                         SendKind::Transport(_) | SendKind::Invalid => false,
                     };
-                    let st = if ok {
-                        b::ib_wc_status_IB_WC_SUCCESS
-                    } else {
-                        b::ib_wc_status_IB_WC_LOC_PROT_ERR
+                    let st = match (ok, wr.kind) {
+                        (true, _) => b::ib_wc_status_IB_WC_SUCCESS,
+                        (false, SendKind::BindMw(_)) => b::ib_wc_status_IB_WC_MW_BIND_ERR,
+                        (false, _) => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
                     };
                     self.complete_send(&wr, st, 0);
                     let mut sq = self.sq.lock();
@@ -1380,9 +1380,15 @@ impl Sink<'_> {
                     }
                 }
                 proto::Payload::Mr { rkey, va, .. } => {
-                    let r = qp.dev.get().data().mrs.with(rkey, qp.pd, |r| {
-                        r.copy(va, &mut Xfer::From(buf), access::REMOTE_READ)
-                    });
+                    let need = (va, buf.len() as u64, access::REMOTE_READ);
+                    let r = qp
+                        .dev
+                        .get()
+                        .data()
+                        .mrs
+                        .with_remote(rkey, qp.pd, qp.qpn, need, |r| {
+                            r.copy(va, &mut Xfer::From(buf), access::REMOTE_READ)
+                        });
                     matches!(r, Ok(Ok(())))
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
@@ -1465,7 +1471,7 @@ impl Sink<'_> {
         } else if let Some(k) = c.inv_rkey {
             flags |= b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
             ex = k;
-            let _ = qp.dev.get().data().mrs.invalidate(k, qp.pd);
+            let _ = qp.dev.get().data().mrs.invalidate(k, qp.pd, Some(qp.qpn));
         }
         let mut comp = Completion {
             wr_id: wr.wr_id,
@@ -1532,9 +1538,15 @@ impl ActionSink for Sink<'_> {
             }
             Action::PlaceMr { rkey, va, src } => {
                 if let Some(data) = self.pkt_bytes(src) {
-                    let _ = qp.dev.get().data().mrs.with(rkey, qp.pd, |r| {
-                        r.copy(va, &mut Xfer::To(data), access::REMOTE_WRITE)
-                    });
+                    let need = (va, data.len() as u64, access::REMOTE_WRITE);
+                    let _ = qp
+                        .dev
+                        .get()
+                        .data()
+                        .mrs
+                        .with_remote(rkey, qp.pd, qp.qpn, need, |r| {
+                            r.copy(va, &mut Xfer::To(data), access::REMOTE_WRITE)
+                        });
                 }
             }
             Action::SendComplete(c) => self.send_complete(&c),
@@ -1593,7 +1605,10 @@ impl ResponderEnv for Env<'_> {
             return Err(proto::AccessError::NoPermission);
         }
         let mrs = &self.qp.dev.get().data().mrs;
-        match mrs.with(rkey, self.qp.pd, |r| r.check(va, u64::from(len), need)) {
+        let q = (self.qp.pd, self.qp.qpn);
+        match mrs.with_remote(rkey, q.0, q.1, (va, u64::from(len), need), |r| {
+            r.check(va, u64::from(len), need)
+        }) {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) | Err(e) => Err(map_err(e)),
         }
@@ -1609,7 +1624,8 @@ impl ResponderEnv for Env<'_> {
             return Err(proto::AccessError::NoPermission);
         }
         let mrs = &self.qp.dev.get().data().mrs;
-        let r = mrs.with(rkey, self.qp.pd, |r| r.atomic(va, op));
+        let need = (va, 8, access::REMOTE_ATOMIC);
+        let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| r.atomic(va, op));
         match r {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) | Err(e) => Err(map_err(e)),
@@ -1621,7 +1637,10 @@ impl ResponderEnv for Env<'_> {
             return Err(proto::AccessError::NoPermission);
         }
         let mrs = &self.qp.dev.get().data().mrs;
-        let r = mrs.with(rkey, self.qp.pd, |r| r.atomic_write(va, value));
+        let need = (va, 8, access::REMOTE_WRITE);
+        let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| {
+            r.atomic_write(va, value)
+        });
         match r {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) | Err(e) => Err(map_err(e)),

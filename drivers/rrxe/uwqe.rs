@@ -41,6 +41,12 @@ const OFF_UD_QPN: usize =
     OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, remote_qpn);
 const OFF_UD_QKEY: usize =
     OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, remote_qkey);
+type BindMw = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_4;
+const OFF_BIND_ADDR: usize = OFF_U + offset_of!(BindMw, addr);
+const OFF_BIND_LEN: usize = OFF_U + offset_of!(BindMw, length);
+const OFF_BIND_RKEY: usize = OFF_U + offset_of!(BindMw, mw_rkey);
+const OFF_BIND_MR: usize = OFF_U + offset_of!(BindMw, mr_lkey);
+const OFF_BIND_ACCESS: usize = OFF_U + offset_of!(BindMw, access);
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(off..off + 4)?.try_into().ok()?))
@@ -107,6 +113,41 @@ pub(crate) fn decode_send(
     let num_sge = u32_at(bytes, OFF_NUM_SGE)?;
     let inline_len = u32_at(bytes, OFF_INLINE)?;
     let ex = u32_at(bytes, OFF_EX)?;
+    // Local operations: no data, no SGEs.
+    let local = match opcode {
+        b::RRXE_WR_LOCAL_INV => Some((
+            SendKind::LocalInv { key: ex },
+            b::ib_wc_opcode_IB_WC_LOCAL_INV,
+        )),
+        b::RRXE_WR_BIND_MW if !lim.ud => Some((
+            SendKind::BindMw(crate::mr::BindReq {
+                new_rkey: u32_at(bytes, OFF_BIND_RKEY)?,
+                mr_lkey: u32_at(bytes, OFF_BIND_MR)?,
+                va: u64_at(bytes, OFF_BIND_ADDR)?,
+                len: u64_at(bytes, OFF_BIND_LEN)?,
+                access: u32_at(bytes, OFF_BIND_ACCESS)?,
+            }),
+            b::ib_wc_opcode_IB_WC_BIND_MW,
+        )),
+        _ => None,
+    };
+    if let Some((kind, wc_opcode)) = local {
+        return Some(UserSend {
+            wr: SendWr {
+                wr_id,
+                kind,
+                wc_opcode,
+                len: 0,
+                signaled: flags & F_SIGNALED != 0,
+                solicited: false,
+                fence: flags & F_FENCE != 0,
+                inline: false,
+                num_sge: 0,
+                ud: None,
+            },
+            inline: None,
+        });
+    }
     let inline = flags & F_INLINE != 0;
     let (len, n, inl) = if inline {
         if inline_len > lim.max_inline || SEND_HDR.checked_add(inline_len as usize)? > bytes.len() {

@@ -39,6 +39,11 @@ pub mod off {
     pub const UD_AH: usize = WR;
     pub const UD_QPN: usize = WR + 4;
     pub const UD_QKEY: usize = WR + 8;
+    pub const BIND_ADDR: usize = WR;
+    pub const BIND_LENGTH: usize = WR + 8;
+    pub const BIND_MW_RKEY: usize = WR + 16;
+    pub const BIND_MR_LKEY: usize = WR + 20;
+    pub const BIND_ACCESS: usize = WR + 24;
 }
 
 /// `IBV_WR_*` values of the legacy `ibv_send_wr` the provider accepts (the same numbers as
@@ -113,6 +118,26 @@ pub struct SendWr {
     pub ah_num: u32,
     pub remote_qpn: u32,
     pub remote_qkey: u32,
+    /// BIND_MW: what the window is bound to.
+    pub bind: MwBind,
+}
+
+/// The binding a BIND_MW request gives a memory window.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MwBind {
+    /// The window's new rkey.
+    pub mw_rkey: u32,
+    /// The region's lkey (0 with length 0: unbind a type 1 window).
+    pub mr_lkey: u32,
+    pub addr: u64,
+    pub length: u64,
+    /// `IBV_ACCESS_*` the window grants.
+    pub access: u32,
+}
+
+/// `ibv_inc_rkey()`: the next rkey of a window (same index, next 8-bit tag).
+pub fn inc_rkey(rkey: u32) -> u32 {
+    (rkey & 0xffff_ff00) | (rkey.wrapping_add(1) & 0xff)
 }
 
 /// A send queue's limits.
@@ -157,8 +182,9 @@ fn opcode_allowed(t: Transport, opcode: u32) -> bool {
                 | RRXE_WR_RDMA_WRITE
                 | RRXE_WR_RDMA_WRITE_WITH_IMM
                 | RRXE_WR_LOCAL_INV
+                | RRXE_WR_BIND_MW
         ),
-        Transport::Rc => opcode <= IBV_WR_MAX_LEGACY && opcode != RRXE_WR_BIND_MW,
+        Transport::Rc => opcode <= IBV_WR_MAX_LEGACY,
     }
 }
 
@@ -183,6 +209,18 @@ pub fn encode_send(
     put64(out, off::WR_ID, wr.wr_id);
     put32(out, off::OPCODE, wr.opcode);
     put32(out, off::EX, wr.ex);
+    if matches!(wr.opcode, RRXE_WR_BIND_MW | RRXE_WR_LOCAL_INV) {
+        // Local operations carry no data.
+        put32(out, off::SEND_FLAGS, wr.send_flags & !RRXE_SEND_INLINE);
+        if wr.opcode == RRXE_WR_BIND_MW {
+            put64(out, off::BIND_ADDR, wr.bind.addr);
+            put64(out, off::BIND_LENGTH, wr.bind.length);
+            put32(out, off::BIND_MW_RKEY, wr.bind.mw_rkey);
+            put32(out, off::BIND_MR_LKEY, wr.bind.mr_lkey);
+            put32(out, off::BIND_ACCESS, wr.bind.access);
+        }
+        return Ok(SEND_HDR);
+    }
     let len = if let Some(pieces) = inline {
         let total: usize = pieces.iter().map(|p| p.len()).sum();
         if total > lim.max_inline as usize || SEND_HDR + total > lim.slot_size {
@@ -313,6 +351,60 @@ mod tests {
             max_inline: 64,
             slot_size: 256,
         }
+    }
+
+    #[test]
+    fn bind_mw_layout() {
+        let wr = SendWr {
+            wr_id: 9,
+            opcode: RRXE_WR_BIND_MW,
+            send_flags: RRXE_SEND_SIGNALED | RRXE_SEND_INLINE,
+            bind: MwBind {
+                mw_rkey: 0x1234_5601,
+                mr_lkey: 0x77,
+                addr: 0x1000,
+                length: 0x200,
+                access: 2,
+            },
+            ..Default::default()
+        };
+        let mut out = [0xffu8; MAX_WQE];
+        let n = encode_send(&wr, &[], None, &lim(Transport::Rc), &mut out).unwrap();
+        assert_eq!(n, SEND_HDR);
+        assert_eq!(get32(&out, off::OPCODE), RRXE_WR_BIND_MW);
+        assert_eq!(get32(&out, off::SEND_FLAGS), RRXE_SEND_SIGNALED);
+        assert_eq!(get32(&out, off::NUM_SGE), 0);
+        assert_eq!(get64(&out, off::BIND_ADDR), 0x1000);
+        assert_eq!(get64(&out, off::BIND_LENGTH), 0x200);
+        assert_eq!(get32(&out, off::BIND_MW_RKEY), 0x1234_5601);
+        assert_eq!(get32(&out, off::BIND_MR_LKEY), 0x77);
+        assert_eq!(get32(&out, off::BIND_ACCESS), 2);
+        // Not on UD.
+        assert_eq!(
+            encode_send(&wr, &[], None, &lim(Transport::Ud), &mut out),
+            Err(WrError::Opcode)
+        );
+    }
+
+    #[test]
+    fn offsets_match_the_abi_mirror() {
+        use core::mem::offset_of;
+        let w = offset_of!(rrxe_send_wqe, wr);
+        assert_eq!(off::WR, w);
+        assert_eq!(off::OPCODE, offset_of!(rrxe_send_wqe, opcode));
+        assert_eq!(off::EX, offset_of!(rrxe_send_wqe, ex));
+        assert_eq!(off::BIND_ADDR, w + offset_of!(rrxe_wr_bind_mw, addr));
+        assert_eq!(off::BIND_LENGTH, w + offset_of!(rrxe_wr_bind_mw, length));
+        assert_eq!(off::BIND_MW_RKEY, w + offset_of!(rrxe_wr_bind_mw, mw_rkey));
+        assert_eq!(off::BIND_MR_LKEY, w + offset_of!(rrxe_wr_bind_mw, mr_lkey));
+        assert_eq!(off::BIND_ACCESS, w + offset_of!(rrxe_wr_bind_mw, access));
+        assert_eq!(off::ATOMIC_RKEY, w + 24);
+    }
+
+    #[test]
+    fn inc_rkey_keeps_the_index() {
+        assert_eq!(inc_rkey(0x0000_1203), 0x0000_1204);
+        assert_eq!(inc_rkey(0x0000_12ff), 0x0000_1200);
     }
 
     #[test]

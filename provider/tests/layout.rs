@@ -700,6 +700,14 @@ fn checks() -> Vec<Check> {
             }
         ),
         layout!(Public, ibv_mw { context, pd, rkey, handle, type_ => "type" }),
+        layout!(
+            Public,
+            ibv_mw_bind {
+                wr_id,
+                send_flags,
+                bind_info
+            }
+        ),
         layout!(Public, ibv_sge { addr, length, lkey }),
         layout!(
             Public,

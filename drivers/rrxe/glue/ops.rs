@@ -74,6 +74,9 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.map_mr_sg = Some(map_mr_sg);
     ops.dereg_mr = Some(dereg_mr);
     ops.rereg_user_mr = Some(rereg_user_mr);
+    ops.alloc_mw = Some(alloc_mw);
+    ops.dealloc_mw = Some(dealloc_mw);
+    ops.size_ib_mw = core::mem::size_of::<bindings::ib_mw>();
     ops.size_ib_ucontext = core::mem::size_of::<bindings::ib_ucontext>();
     ops.size_ib_pd = core::mem::size_of::<bindings::ib_pd>();
     ops
@@ -539,6 +542,33 @@ unsafe extern "C" fn dereg_mr(ibmr: *mut bindings::ib_mr, _udata: *mut bindings:
     0
 }
 
+unsafe extern "C" fn alloc_mw(mw: *mut bindings::ib_mw, _udata: *mut bindings::ib_udata) -> i32 {
+    // SAFETY: the core allocated mw (size_ib_mw) and set device, pd and type.
+    let (dev, pd, ty) = unsafe { (IbDev::from_raw((*mw).device), (*mw).pd, (*mw).type_) };
+    let type2 = match ty {
+        bindings::ib_mw_type_IB_MW_TYPE_1 => false,
+        bindings::ib_mw_type_IB_MW_TYPE_2 => true,
+        _ => return EINVAL.to_errno(),
+    };
+    match dev.data().mrs.insert_window(pd as usize, type2) {
+        Ok(key) => {
+            // SAFETY: the MW is ours until alloc_mw returns.
+            unsafe { (*mw).rkey = key };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> i32 {
+    // SAFETY: the core passes a live MW of ours and frees it after we return. Its rkey field
+    // keeps the key given at allocation, whose slot is the window's whatever binds did to
+    // the tag.
+    let (dev, key) = unsafe { (IbDev::from_raw((*mw).device), (*mw).rkey) };
+    dev.data().mrs.remove_window(key);
+    0
+}
+
 /// What an `ib_ah` carries for us.
 pub(crate) struct AhData {
     /// The address vector.
@@ -777,6 +807,8 @@ unsafe extern "C" fn destroy_qp(
     // No more received packets reach it, then no more work or timers run.
     let table_ref = dev.data().qps.remove(h.qp.qpn);
     h.qp.shutdown();
+    // Type 2B windows bound to it are unbound: its number will be reused.
+    dev.data().mrs.unbind_qp(h.qp.qpn);
     // The receive softirq may still hold a reference taken before the removal: it drops
     // it before bottom halves come back on, so after this grace period ours are the last.
     super::sync::synchronize_rcu();

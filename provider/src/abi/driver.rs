@@ -125,7 +125,7 @@ pub struct verbs_device {
 pub struct verbs_context_ops {
     pub advise_mr: OpaqueFn,
     pub alloc_dm: OpaqueFn,
-    pub alloc_mw: OpaqueFn,
+    pub alloc_mw: Option<unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut super::verbs::ibv_mw>,
     pub alloc_null_mr: OpaqueFn,
     pub alloc_parent_domain: OpaqueFn,
     pub alloc_pd: Option<unsafe extern "C" fn(*mut ibv_context) -> *mut ibv_pd>,
@@ -133,7 +133,13 @@ pub struct verbs_context_ops {
     pub async_event: OpaqueFn,
     pub attach_counters_point_flow: OpaqueFn,
     pub attach_mcast: OpaqueFn,
-    pub bind_mw: OpaqueFn,
+    pub bind_mw: Option<
+        unsafe extern "C" fn(
+            *mut ibv_qp,
+            *mut super::verbs::ibv_mw,
+            *mut super::verbs::ibv_mw_bind,
+        ) -> c_int,
+    >,
     pub close_xrcd: OpaqueFn,
     pub cq_event: OpaqueFn,
     pub create_ah: Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut ibv_ah>,
@@ -161,7 +167,7 @@ pub struct verbs_context_ops {
         Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_srq_init_attr) -> *mut ibv_srq>,
     pub create_srq_ex: OpaqueFn,
     pub create_wq: OpaqueFn,
-    pub dealloc_mw: OpaqueFn,
+    pub dealloc_mw: Option<unsafe extern "C" fn(*mut super::verbs::ibv_mw) -> c_int>,
     pub dealloc_pd: Option<unsafe extern "C" fn(*mut ibv_pd) -> c_int>,
     pub dealloc_td: OpaqueFn,
     pub dereg_mr: Option<unsafe extern "C" fn(*mut verbs_mr) -> c_int>,

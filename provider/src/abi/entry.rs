@@ -115,6 +115,9 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     post_srq_recv: Some(objects::post_srq_recv),
     create_ah: Some(objects::create_ah),
     destroy_ah: Some(objects::destroy_ah),
+    alloc_mw: Some(objects::alloc_mw),
+    dealloc_mw: Some(objects::dealloc_mw),
+    bind_mw: Some(objects::bind_mw),
     ..verbs_context_ops::EMPTY
 };
 

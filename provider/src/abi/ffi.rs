@@ -76,6 +76,17 @@ extern "C" {
     ) -> c_int;
     pub fn ibv_cmd_dealloc_pd(pd: *mut ibv_pd) -> c_int;
 
+    pub fn ibv_cmd_alloc_mw(
+        pd: *mut ibv_pd,
+        type_: c_int,
+        mw: *mut ibv_mw,
+        cmd: *mut ibv_alloc_mw,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_alloc_mw_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_dealloc_mw(mw: *mut ibv_mw) -> c_int;
+
     pub fn ibv_cmd_reg_mr(
         pd: *mut ibv_pd,
         addr: *mut c_void,

@@ -19,7 +19,7 @@ use super::rrxe::*;
 use super::uverbs::*;
 use super::verbs::*;
 use crate::wq::{CompletionQueue, RecvQueue, SendQueue, WrBatch};
-use crate::wqe::{SendLimits, SendWr, Sge, Transport, WrError};
+use crate::wqe::{MwBind, SendLimits, SendWr, Sge, Transport, WrError};
 
 fn set_errno(err: c_int) {
     // SAFETY: __errno_location() returns the calling thread's errno slot, always valid.
@@ -535,6 +535,7 @@ fn send_ops_for(t: Transport) -> u64 {
             send | IBV_QP_EX_WITH_RDMA_WRITE
                 | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
                 | IBV_QP_EX_WITH_LOCAL_INV
+                | IBV_QP_EX_WITH_BIND_MW
                 | IBV_QP_EX_WITH_SEND_WITH_INV
         }
         Transport::Rc => {
@@ -544,6 +545,7 @@ fn send_ops_for(t: Transport) -> u64 {
                 | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
                 | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
                 | IBV_QP_EX_WITH_LOCAL_INV
+                | IBV_QP_EX_WITH_BIND_MW
                 | IBV_QP_EX_WITH_SEND_WITH_INV
         }
     }
@@ -916,14 +918,67 @@ unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
     unsafe { wr_begin(qpx, IBV_QP_EX_WITH_LOCAL_INV, wr) };
 }
 
+/// The binding of a BIND_MW request of a type 2 window. `None` when the window is missing
+/// or of type 1 (bound with `ibv_bind_mw`, not with a work request).
+///
+/// # Safety
+/// `mw` is null or a live MW; `info` is null or readable, its `mr` null or a live MR.
+unsafe fn type2_binding(
+    mw: *const ibv_mw,
+    rkey: u32,
+    info: *const ibv_mw_bind_info,
+) -> Option<MwBind> {
+    if mw.is_null() || info.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract.
+    let (ty, info) = unsafe { ((*mw).type_, &*info) };
+    if ty != IBV_MW_TYPE_2 {
+        return None;
+    }
+    // SAFETY: per the contract.
+    Some(unsafe { binding(rkey, info) })
+}
+
+/// What `info` binds a window to, under the new rkey `rkey`.
+///
+/// # Safety
+/// `info.mr` is null or a live MR.
+unsafe fn binding(rkey: u32, info: &ibv_mw_bind_info) -> MwBind {
+    let mr_lkey = if info.mr.is_null() {
+        0
+    } else {
+        // SAFETY: per the contract.
+        unsafe { (*info.mr).lkey }
+    };
+    MwBind {
+        mw_rkey: rkey,
+        mr_lkey,
+        addr: info.addr,
+        length: info.length,
+        access: info.mw_access_flags,
+    }
+}
+
 unsafe extern "C" fn wr_bind_mw(
     qpx: *mut ibv_qp_ex,
-    _mw: *mut ibv_mw,
-    _rkey: u32,
-    _info: *const ibv_mw_bind_info,
+    mw: *mut ibv_mw,
+    rkey: u32,
+    info: *const ibv_mw_bind_info,
 ) {
+    // SAFETY: libibverbs passes the caller's MW and bind info.
+    let Some(bind) = (unsafe { type2_binding(mw, rkey, info) }) else {
+        // SAFETY: libibverbs passes our QP.
+        unsafe { with_batch(qpx, |b, _| b.reject(WrError::Opcode)) };
+        return;
+    };
+    let wr = SendWr {
+        opcode: RRXE_WR_BIND_MW,
+        bind,
+        ..Default::default()
+    };
     // SAFETY: libibverbs passes our QP.
-    unsafe { wr_unsupported(qpx) };
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_BIND_MW, wr) };
 }
 
 unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u16, _mss: u16) {
@@ -1149,6 +1204,13 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         ex: wr.imm,
         ..Default::default()
     };
+    if opcode == RRXE_WR_BIND_MW {
+        // SAFETY: a BIND_MW request's active union member is `bind_mw`.
+        let b = unsafe { wr.ext.bind_mw };
+        // SAFETY: the verbs contract: the request names a live MW and MR.
+        d.bind = unsafe { type2_binding(b.mw, b.rkey, &b.bind_info) }.ok_or(WrError::Opcode)?;
+        return sq.stage(&d, &[], None);
+    }
     if ud {
         // SAFETY: a UD request's active union member is `ud`.
         let u = unsafe { wr.wr.ud };
@@ -1194,6 +1256,91 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         d.send_flags &= !RRXE_SEND_INLINE;
         sq.stage(&d, list, None)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// MW
+
+pub(super) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: c_int) -> *mut ibv_mw {
+    if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    // SAFETY: ibv_mw is plain data.
+    let mut mw: Box<ibv_mw> = unsafe { zeroed_box() };
+    let mut cmd = ibv_alloc_mw::default();
+    let mut resp = ib_uverbs_alloc_mw_resp::default();
+    // SAFETY: `pd` is a live PD; cmd/resp are live buffers of the sizes given. On success
+    // libibverbs fills context, pd, rkey, handle and type.
+    let ret = unsafe {
+        ffi::ibv_cmd_alloc_mw(
+            pd,
+            ty,
+            &mut *mw,
+            &mut cmd,
+            size_of::<ibv_alloc_mw>(),
+            &mut resp,
+            size_of::<ib_uverbs_alloc_mw_resp>(),
+        )
+    };
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    Box::into_raw(mw)
+}
+
+pub(super) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
+    // SAFETY: a live MW of ours.
+    let ret = unsafe { ffi::ibv_cmd_dealloc_mw(mw) };
+    if ret == 0 {
+        // SAFETY: created by `alloc_mw` as a Box; the kernel object is gone.
+        drop(unsafe { Box::from_raw(mw) });
+    }
+    ret
+}
+
+/// `ibv_bind_mw()` of a type 1 window: a BIND_MW request under the window's next rkey,
+/// which the window takes at once (as verbs specifies).
+pub(super) unsafe extern "C" fn bind_mw(
+    ibqp: *mut ibv_qp,
+    mw: *mut ibv_mw,
+    mw_bind: *mut ibv_mw_bind,
+) -> c_int {
+    if mw.is_null() || mw_bind.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's live MW, bind request and QP of ours.
+    let (m, b, qp) = unsafe { (&mut *mw, &*mw_bind, &*ibqp.cast::<RrxeQp>()) };
+    if m.type_ != IBV_MW_TYPE_1 || m.pd != qp.ibqp().pd {
+        return libc::EINVAL;
+    }
+    let Some(sq) = qp.sq.as_ref() else {
+        return libc::EINVAL;
+    };
+    let rkey = crate::wqe::inc_rkey(m.rkey);
+    let wr = SendWr {
+        wr_id: b.wr_id,
+        opcode: RRXE_WR_BIND_MW,
+        send_flags: b.send_flags & !RRXE_SEND_INLINE,
+        // SAFETY: the verbs contract: bind_info.mr is null or a live MR.
+        bind: unsafe { binding(rkey, &b.bind_info) },
+        ..Default::default()
+    };
+    let mut g = lock(sq);
+    if let Err(e) = g.q.stage(&wr, &[], None) {
+        return e.errno();
+    }
+    if g.q.publish() {
+        // SAFETY: a live QP's context.
+        let fd = unsafe { (*qp.ibqp().context).cmd_fd };
+        let db = doorbell(fd, qp.ibqp().handle);
+        if db != 0 {
+            return db;
+        }
+    }
+    m.rkey = rkey;
+    0
 }
 
 pub(super) unsafe extern "C" fn post_send(

@@ -498,6 +498,19 @@ pub struct ibv_mw_bind_info {
     pub mw_access_flags: c_uint,
 }
 
+/// `struct ibv_mw_bind` (the argument of `ibv_bind_mw`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_mw_bind {
+    pub wr_id: u64,
+    pub send_flags: c_uint,
+    pub bind_info: ibv_mw_bind_info,
+}
+
+/// `enum ibv_mw_type`.
+pub const IBV_MW_TYPE_1: c_int = 1;
+pub const IBV_MW_TYPE_2: c_int = 2;
+
 /// `bind_mw` of the last union of `struct ibv_send_wr`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory windows over rrxe (TAP output, one host): two RC QPs of this process connected to
+ * each other. QP B owns a target buffer registered with IBV_ACCESS_MW_BIND; QP A reaches it
+ * only through windows:
+ *   - type 1: ibv_bind_mw, RDMA WRITE/READ inside the window, the old rkey and accesses
+ *     outside the window or beyond its rights fail, unbinding;
+ *   - type 2B: IBV_WR_BIND_MW work requests, a second bind without invalidation fails,
+ *     LOCAL_INV and SEND_WITH_INV revoke it, and only the QP it is bound to may use it;
+ *   - a region without MW_BIND cannot be bound; windows deallocate.
+ * Every data transfer is checked byte for byte.
+ *
+ *   mw -d DEV -g GIDX
+ */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int tap_n, tap_fail;
+
+static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	tap_fail += !cond;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void die(const char *what)
+{
+	printf("Bail out! %s (%s)\n", what, strerror(errno));
+	exit(1);
+}
+
+#define TGT 8192
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *src_mr, *tgt_mr, *plain_mr;
+static uint8_t src[4096], tgt[TGT], plain[4096];
+static union ibv_gid gid;
+static int gidx;
+
+struct conn {
+	struct ibv_cq *cqa, *cqb;
+	struct ibv_qp *a, *b;
+};
+
+static struct ibv_qp *rc_qp(struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr at = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+
+	if (!qp || ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_ACCESS_FLAGS))
+		die("create/INIT RC QP");
+	return qp;
+}
+
+static void to_rts(struct ibv_qp *qp, uint32_t dest)
+{
+	struct ibv_qp_attr at = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
+		.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = gid, .sgid_index = gidx, .hop_limit = 64 } },
+	};
+
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("RTR");
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 10;
+	at.retry_cnt = 2;
+	at.rnr_retry = 2;
+	at.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("RTS");
+}
+
+/* A fresh connected pair (an access error leaves a pair in the error state). */
+static void conn_new(struct conn *c)
+{
+	c->cqa = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	c->cqb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	if (!c->cqa || !c->cqb)
+		die("ibv_create_cq");
+	c->a = rc_qp(c->cqa);
+	c->b = rc_qp(c->cqb);
+	to_rts(c->a, c->b->qp_num);
+	to_rts(c->b, c->a->qp_num);
+}
+
+static void conn_free(struct conn *c)
+{
+	ibv_destroy_qp(c->a);
+	ibv_destroy_qp(c->b);
+	ibv_destroy_cq(c->cqa);
+	ibv_destroy_cq(c->cqb);
+}
+
+/* One completion from cq (5 s at most); its status, or -1 on timeout. */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 5000; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			return -1;
+		if (n == 1)
+			return wc->status;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* RDMA WRITE or READ of len bytes by QP A between src and raddr (rkey); the status. */
+static int rdma(struct conn *c, enum ibv_wr_opcode op, uint32_t rkey, void *raddr, uint32_t len)
+{
+	struct ibv_sge s = { (uintptr_t)src, len, src_mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { (uintptr_t)raddr, rkey } }, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(c->a, &w, &bad))
+		return -2;
+	return wait_wc(c->cqa, &wc);
+}
+
+/* A type 1 bind through QP B; the completion's status (-2: the verb failed). */
+static int bind1(struct conn *c, struct ibv_mw *mw, struct ibv_mr *m, void *addr, uint64_t len,
+		 unsigned int access)
+{
+	struct ibv_mw_bind b = {
+		.wr_id = 11, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = m, .addr = (uintptr_t)addr, .length = len,
+			       .mw_access_flags = access },
+	};
+	struct ibv_wc wc;
+	int st;
+
+	if (ibv_bind_mw(c->b, mw, &b))
+		return -2;
+	st = wait_wc(c->cqb, &wc);
+	if (st == IBV_WC_SUCCESS && wc.opcode != IBV_WC_BIND_MW)
+		return -3;
+	return st;
+}
+
+/* A type 2B bind work request on QP B under rkey; the completion's status. */
+static int bind2(struct conn *c, struct ibv_mw *mw, uint32_t rkey, void *addr, uint64_t len,
+		 unsigned int access)
+{
+	struct ibv_send_wr w = { .wr_id = 12, .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	w.bind_mw.mw = mw;
+	w.bind_mw.rkey = rkey;
+	w.bind_mw.bind_info.mr = tgt_mr;
+	w.bind_mw.bind_info.addr = (uintptr_t)addr;
+	w.bind_mw.bind_info.length = len;
+	w.bind_mw.bind_info.mw_access_flags = access;
+	if (ibv_post_send(c->b, &w, &bad))
+		return -2;
+	return wait_wc(c->cqb, &wc);
+}
+
+static int local_inv(struct conn *c, uint32_t rkey)
+{
+	struct ibv_send_wr w = { .wr_id = 13, .opcode = IBV_WR_LOCAL_INV,
+				 .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey }, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(c->b, &w, &bad))
+		return -2;
+	return wait_wc(c->cqb, &wc);
+}
+
+/* A writes a fresh pattern through rkey at off in the window at win; it must land there. */
+static int write_lands(struct conn *c, uint32_t rkey, uint8_t *at, uint32_t len, uint8_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		src[i] = (uint8_t)(seed + i * 7);
+	memset(tgt, 0, sizeof(tgt));
+	return rdma(c, IBV_WR_RDMA_WRITE, rkey, at, len) == IBV_WC_SUCCESS && !memcmp(at, src, len);
+}
+
+int main(int argc, char **argv)
+{
+	const unsigned int rw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	const char *dev = NULL;
+	struct ibv_device **list;
+	struct ibv_device_attr da;
+	struct ibv_mw *mw1, *mw2;
+	struct conn c, d;
+	uint32_t old, k;
+	int opt, st;
+
+	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+		if (opt == 'd')
+			dev = optarg;
+		else if (opt == 'g')
+			gidx = atoi(optarg);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	list = ibv_get_device_list(NULL);
+	for (int i = 0; list && list[i]; i++)
+		if (!dev || !strcmp(ibv_get_device_name(list[i]), dev))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		die("no device");
+	pd = ibv_alloc_pd(ctx);
+	if (!pd || ibv_query_gid(ctx, 1, gidx, &gid) || ibv_query_device(ctx, &da))
+		die("pd/gid/query_device");
+	src_mr = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	tgt_mr = ibv_reg_mr(pd, tgt, sizeof(tgt), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND |
+			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	plain_mr = ibv_reg_mr(pd, plain, sizeof(plain), IBV_ACCESS_LOCAL_WRITE |
+			      IBV_ACCESS_REMOTE_WRITE);
+	if (!src_mr || !tgt_mr || !plain_mr)
+		die("ibv_reg_mr");
+
+	ok((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+	   (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && da.max_mw > 0,
+	   "the device reports memory windows type 1 and 2B (max_mw %d)", da.max_mw);
+	mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	ok(mw1 && mw2, "ibv_alloc_mw type 1 and type 2");
+	if (!mw1 || !mw2)
+		die("ibv_alloc_mw");
+
+	/* Type 1. */
+	conn_new(&c);
+	old = mw1->rkey;
+	st = bind1(&c, mw1, tgt_mr, tgt + 4096, 1024, rw);
+	ok(st == IBV_WC_SUCCESS && mw1->rkey != old,
+	   "type 1: ibv_bind_mw completes (IBV_WC_BIND_MW, status %d), rkey 0x%x -> 0x%x", st,
+	   old, mw1->rkey);
+	ok(write_lands(&c, mw1->rkey, tgt + 4096 + 100, 64, 1),
+	   "type 1: RDMA WRITE of 64 B inside the window lands");
+	memset(src, 0, 64);
+	st = rdma(&c, IBV_WR_RDMA_READ, mw1->rkey, tgt + 4096 + 100, 64);
+	ok(st == IBV_WC_SUCCESS && !memcmp(src, tgt + 4096 + 100, 64),
+	   "type 1: RDMA READ of 64 B inside the window returns the data (status %d)", st);
+	st = rdma(&c, IBV_WR_RDMA_WRITE, old, tgt + 4096, 8);
+	ok(st == IBV_WC_REM_ACCESS_ERR, "type 1: the rkey before the bind is refused (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	memset(tgt, 0, sizeof(tgt));
+	st = rdma(&c, IBV_WR_RDMA_WRITE, mw1->rkey, tgt + 4096 - 8, 16);
+	ok(st == IBV_WC_REM_ACCESS_ERR && !tgt[4096 - 8],
+	   "type 1: a WRITE starting before the window is refused, nothing written (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	st = rdma(&c, IBV_WR_RDMA_WRITE, mw1->rkey, tgt + 4096 + 1024 - 8, 16);
+	ok(st == IBV_WC_REM_ACCESS_ERR && !tgt[4096 + 1024],
+	   "type 1: a WRITE running past the window is refused (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	st = bind1(&c, mw1, tgt_mr, tgt, 512, IBV_ACCESS_REMOTE_READ);
+	ok(st == IBV_WC_SUCCESS, "type 1: rebind read-only over another range (status %d)", st);
+	st = rdma(&c, IBV_WR_RDMA_WRITE, mw1->rkey, tgt, 8);
+	ok(st == IBV_WC_REM_ACCESS_ERR, "type 1: a WRITE through a read-only window is refused (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	st = bind1(&c, mw1, plain_mr, plain, 512, rw);
+	ok(st == IBV_WC_MW_BIND_ERR,
+	   "type 1: binding to a region without IBV_ACCESS_MW_BIND fails (status %d)", st);
+	st = bind1(&c, mw1, NULL, NULL, 0, 0);
+	ok(st == IBV_WC_SUCCESS, "type 1: a zero-length bind unbinds (status %d)", st);
+	st = rdma(&c, IBV_WR_RDMA_READ, mw1->rkey, tgt, 8);
+	ok(st == IBV_WC_REM_ACCESS_ERR, "type 1: the unbound window's rkey is refused (status %d)", st);
+	conn_free(&c);
+
+	/* Type 2B. */
+	conn_new(&c);
+	k = ibv_inc_rkey(mw2->rkey);
+	st = bind2(&c, mw2, k, tgt + 2048, 2048, rw);
+	ok(st == IBV_WC_SUCCESS, "type 2B: IBV_WR_BIND_MW completes (status %d)", st);
+	ok(write_lands(&c, k, tgt + 2048 + 2000, 48, 2),
+	   "type 2B: RDMA WRITE of 48 B through the window lands");
+	st = bind2(&c, mw2, ibv_inc_rkey(k), tgt, 64, rw);
+	ok(st == IBV_WC_MW_BIND_ERR,
+	   "type 2B: binding a bound window again fails (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	conn_new(&d);
+	k = ibv_inc_rkey(k);
+	/* The window was bound to the destroyed QP: destroying it unbound the window. */
+	st = bind2(&c, mw2, k, tgt, 4096, rw);
+	ok(st == IBV_WC_SUCCESS, "type 2B: a window of a destroyed QP can be bound again (status %d)", st);
+	st = rdma(&d, IBV_WR_RDMA_WRITE, k, tgt, 8);
+	ok(st == IBV_WC_REM_ACCESS_ERR,
+	   "type 2B: another QP cannot use a window bound to this one (status %d)", st);
+	conn_free(&d);
+	ok(write_lands(&c, k, tgt + 100, 32, 3), "type 2B: the QP it is bound to can");
+	st = local_inv(&c, k);
+	ok(st == IBV_WC_SUCCESS, "type 2B: LOCAL_INV of the window completes (status %d)", st);
+	st = rdma(&c, IBV_WR_RDMA_WRITE, k, tgt, 8);
+	ok(st == IBV_WC_REM_ACCESS_ERR, "type 2B: the invalidated rkey is refused (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	k = ibv_inc_rkey(k);
+	st = bind2(&c, mw2, k, tgt, 4096, rw);
+	ok(st == IBV_WC_SUCCESS, "type 2B: bound again after LOCAL_INV (status %d)", st);
+	{
+		struct ibv_sge rs = { (uintptr_t)tgt + 4096, 64, tgt_mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = 21, .sg_list = &rs, .num_sge = 1 }, *brw;
+		struct ibv_sge ss = { (uintptr_t)src, 16, src_mr->lkey };
+		struct ibv_send_wr w = { .wr_id = 22, .sg_list = &ss, .num_sge = 1,
+					 .opcode = IBV_WR_SEND_WITH_INV,
+					 .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = k }, *bsw;
+		struct ibv_wc wa, wb;
+		int sa = -2, sb = -2;
+
+		if (!ibv_post_recv(c.b, &r, &brw) && !ibv_post_send(c.a, &w, &bsw)) {
+			sa = wait_wc(c.cqa, &wa);
+			sb = wait_wc(c.cqb, &wb);
+		}
+		ok(sa == IBV_WC_SUCCESS && sb == IBV_WC_SUCCESS && (wb.wc_flags & IBV_WC_WITH_INV) &&
+		   wb.invalidated_rkey == k,
+		   "type 2B: SEND_WITH_INV arrives with IBV_WC_WITH_INV and the rkey (status %d/%d)",
+		   sa, sb);
+	}
+	st = rdma(&c, IBV_WR_RDMA_WRITE, k, tgt, 8);
+	ok(st == IBV_WC_REM_ACCESS_ERR, "type 2B: the remotely invalidated rkey is refused (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	{
+		struct ibv_send_wr w = { .wr_id = 31, .opcode = IBV_WR_BIND_MW }, *bad;
+
+		w.bind_mw.mw = mw1;
+		w.bind_mw.rkey = ibv_inc_rkey(mw1->rkey);
+		w.bind_mw.bind_info.mr = tgt_mr;
+		w.bind_mw.bind_info.length = 64;
+		w.bind_mw.bind_info.addr = (uintptr_t)tgt;
+		ok(ibv_post_send(c.b, &w, &bad) == EINVAL,
+		   "a type 1 window cannot be bound with a work request (EINVAL)");
+	}
+	conn_free(&c);
+
+	ok(ibv_dealloc_mw(mw1) == 0 && ibv_dealloc_mw(mw2) == 0, "ibv_dealloc_mw of both windows");
+	ibv_dereg_mr(src_mr);
+	ibv_dereg_mr(tgt_mr);
+	ibv_dereg_mr(plain_mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("1..%d\n", tap_n);
+	return tap_fail ? 1 : 0;
+}
