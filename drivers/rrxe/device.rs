@@ -167,11 +167,15 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.max_qp_init_rd_atom = 16;
     attr.max_res_rd_atom = 16 * 1024;
     attr.atomic_cap = b::ib_atomic_cap_IB_ATOMIC_HCA;
+    // The responder serves ATOMIC WRITE and FLUSH (global visibility: memory is coherent),
+    // and user QPs post ATOMIC WRITE.
     attr.device_cap_flags = (b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
         | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
         | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
         | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
-        | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B) as u64;
+        | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
+        | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE
+        | b::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL) as u64;
     attr.max_pi_fast_reg_page_list_len = 0;
     Ok(())
 }

@@ -131,6 +131,32 @@ pub(crate) fn decode_send(
         )),
         _ => None,
     };
+    if opcode == b::RRXE_WR_ATOMIC_WRITE && !lim.ud {
+        // The value's bytes are in memory order; proto takes their big-endian reading.
+        let value = u64::from_be_bytes(u64_at(bytes, OFF_AT_CMP)?.to_ne_bytes());
+        let op = crate::proto::SendOp::AtomicWrite {
+            remote: RemoteAddr {
+                va: u64_at(bytes, OFF_AT_VA)?,
+                rkey: u32_at(bytes, OFF_AT_RKEY)?,
+            },
+            value,
+        };
+        return Some(UserSend {
+            wr: SendWr {
+                wr_id,
+                kind: SendKind::Transport(op),
+                wc_opcode: b::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
+                len: 8,
+                signaled: flags & F_SIGNALED != 0,
+                solicited: false,
+                fence: flags & F_FENCE != 0,
+                inline: false,
+                num_sge: 0,
+                ud: None,
+            },
+            inline: None,
+        });
+    }
     if let Some((kind, wc_opcode)) = local {
         return Some(UserSend {
             wr: SendWr {

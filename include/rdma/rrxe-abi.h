@@ -82,8 +82,12 @@ struct rrxe_sge {
 #define RRXE_WR_LOCAL_INV		7
 #define RRXE_WR_BIND_MW			8
 #define RRXE_WR_SEND_WITH_INV		9
+/*
+ * RC only: 8 bytes written atomically at wr.atomic.remote_addr (8-aligned) under
+ * wr.atomic.rkey; the bytes themselves, in memory order, are wr.atomic.compare_add.
+ */
 #define RRXE_WR_ATOMIC_WRITE		32
-#define RRXE_WR_FLUSH			33
+#define RRXE_WR_FLUSH			33	/* reserved: libibverbs 44 has no ibv_wr_flush */
 
 /* send_flags: the values of enum ib_uverbs_send_flags (IBV_SEND_*). */
 #define RRXE_SEND_FENCE		(1 << 0)

@@ -184,7 +184,7 @@ fn opcode_allowed(t: Transport, opcode: u32) -> bool {
                 | RRXE_WR_LOCAL_INV
                 | RRXE_WR_BIND_MW
         ),
-        Transport::Rc => opcode <= IBV_WR_MAX_LEGACY,
+        Transport::Rc => opcode <= IBV_WR_MAX_LEGACY || opcode == RRXE_WR_ATOMIC_WRITE,
     }
 }
 
@@ -209,6 +209,14 @@ pub fn encode_send(
     put64(out, off::WR_ID, wr.wr_id);
     put32(out, off::OPCODE, wr.opcode);
     put32(out, off::EX, wr.ex);
+    if wr.opcode == RRXE_WR_ATOMIC_WRITE {
+        // The 8 bytes travel in the WQE: no SGE, not inline.
+        put32(out, off::SEND_FLAGS, wr.send_flags & !RRXE_SEND_INLINE);
+        put64(out, off::ATOMIC_ADDR, wr.remote_addr);
+        put64(out, off::ATOMIC_COMPARE_ADD, wr.compare_add);
+        put32(out, off::ATOMIC_RKEY, wr.rkey);
+        return Ok(SEND_HDR);
+    }
     if matches!(wr.opcode, RRXE_WR_BIND_MW | RRXE_WR_LOCAL_INV) {
         // Local operations carry no data.
         put32(out, off::SEND_FLAGS, wr.send_flags & !RRXE_SEND_INLINE);

@@ -7,7 +7,8 @@
  *     outside the window or beyond its rights fail, unbinding;
  *   - type 2B: IBV_WR_BIND_MW work requests, a second bind without invalidation fails,
  *     LOCAL_INV and SEND_WITH_INV revoke it, and only the QP it is bound to may use it;
- *   - a region without MW_BIND cannot be bound; windows deallocate.
+ *   - a region without MW_BIND cannot be bound; windows deallocate;
+ *   - the extended API: ibv_wr_bind_mw, and ibv_wr_atomic_write (8 bytes land as given).
  * Every data transfer is checked byte for byte.
  *
  *   mw -d DEV -g GIDX
@@ -57,18 +58,20 @@ struct conn {
 	struct ibv_qp *a, *b;
 };
 
-static struct ibv_qp *rc_qp(struct ibv_cq *cq)
+/* An RC QP in INIT; with ops != 0 through ibv_create_qp_ex with those send ops. */
+static struct ibv_qp *rc_qp(struct ibv_cq *cq, uint64_t ops)
 {
-	struct ibv_qp_init_attr qa = {
+	struct ibv_qp_init_attr_ex qa = {
 		.send_cq = cq, .recv_cq = cq,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
+		.qp_type = IBV_QPT_RC, .pd = pd, .send_ops_flags = ops,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | (ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
 	};
 	struct ibv_qp_attr at = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1,
 		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qa);
 
 	if (!qp || ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				 IBV_QP_ACCESS_FLAGS))
@@ -99,17 +102,23 @@ static void to_rts(struct ibv_qp *qp, uint32_t dest)
 		die("RTS");
 }
 
-/* A fresh connected pair (an access error leaves a pair in the error state). */
-static void conn_new(struct conn *c)
+/* A fresh connected pair (an access error leaves a pair in the error state); with ops != 0
+ * both QPs are extended QPs with those send ops. */
+static void conn_new_ops(struct conn *c, uint64_t ops)
 {
 	c->cqa = ibv_create_cq(ctx, 32, NULL, NULL, 0);
 	c->cqb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
 	if (!c->cqa || !c->cqb)
 		die("ibv_create_cq");
-	c->a = rc_qp(c->cqa);
-	c->b = rc_qp(c->cqb);
+	c->a = rc_qp(c->cqa, ops);
+	c->b = rc_qp(c->cqb, ops);
 	to_rts(c->a, c->b->qp_num);
 	to_rts(c->b, c->a->qp_num);
+}
+
+static void conn_new(struct conn *c)
+{
+	conn_new_ops(c, 0);
 }
 
 static void conn_free(struct conn *c)
@@ -366,6 +375,50 @@ int main(int argc, char **argv)
 		w.bind_mw.bind_info.addr = (uintptr_t)tgt;
 		ok(ibv_post_send(c.b, &w, &bad) == EINVAL,
 		   "a type 1 window cannot be bound with a work request (EINVAL)");
+	}
+	conn_free(&c);
+
+	/* The extended API. */
+	conn_new_ops(&c, IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW |
+		     IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_ATOMIC_WRITE);
+	{
+		struct ibv_qp_ex *bx = ibv_qp_to_qp_ex(c.b), *ax = ibv_qp_to_qp_ex(c.a);
+		struct ibv_mw_bind_info info = { .mr = tgt_mr, .addr = (uintptr_t)tgt + 1024,
+						 .length = 1024, .mw_access_flags = rw };
+		const uint8_t v[8] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88 };
+		struct ibv_wc wc;
+		int r;
+
+		k = ibv_inc_rkey(k);
+		ibv_wr_start(bx);
+		bx->wr_id = 41;
+		bx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_bind_mw(bx, mw2, k, &info);
+		r = ibv_wr_complete(bx);
+		st = r ? -2 : wait_wc(c.cqb, &wc);
+		ok(st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+		   "ibv_wr_bind_mw of a type 2 window completes (ret %d, status %d)", r, st);
+		ok(write_lands(&c, k, tgt + 1024 + 512, 40, 4),
+		   "ibv_wr_bind_mw: RDMA WRITE through the window lands");
+
+		memset(tgt, 0, 128);
+		ibv_wr_start(ax);
+		ax->wr_id = 42;
+		ax->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(ax, tgt_mr->rkey, (uintptr_t)tgt + 64, v);
+		r = ibv_wr_complete(ax);
+		st = r ? -2 : wait_wc(c.cqa, &wc);
+		ok(st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE && !memcmp(tgt + 64, v, 8) &&
+		   !tgt[63] && !tgt[72],
+		   "ibv_wr_atomic_write: the 8 bytes land in order, nothing around them (ret %d, status %d)",
+		   r, st);
+		ibv_wr_start(ax);
+		ax->wr_id = 43;
+		ax->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(ax, tgt_mr->rkey, (uintptr_t)tgt + 68, v);
+		r = ibv_wr_complete(ax);
+		st = r ? -2 : wait_wc(c.cqa, &wc);
+		ok(st > 0 && !tgt[68 + 4], "ibv_wr_atomic_write to an unaligned address fails (status %d)", st);
 	}
 	conn_free(&c);
 

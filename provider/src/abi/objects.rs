@@ -547,6 +547,7 @@ fn send_ops_for(t: Transport) -> u64 {
                 | IBV_QP_EX_WITH_LOCAL_INV
                 | IBV_QP_EX_WITH_BIND_MW
                 | IBV_QP_EX_WITH_SEND_WITH_INV
+                | IBV_QP_EX_WITH_ATOMIC_WRITE
         }
     }
 }
@@ -991,14 +992,25 @@ unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, _srqn: u32) {
     unsafe { wr_unsupported(qpx) };
 }
 
-unsafe extern "C" fn wr_atomic_write(
-    qpx: *mut ibv_qp_ex,
-    _rkey: u32,
-    _addr: u64,
-    _v: *const c_void,
-) {
+unsafe extern "C" fn wr_atomic_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, v: *const c_void) {
+    if v.is_null() {
+        // SAFETY: libibverbs passes our QP.
+        unsafe { with_batch(qpx, |b, _| b.reject(WrError::Opcode)) };
+        return;
+    }
+    let mut bytes = [0u8; 8];
+    // SAFETY: the verbs contract: `v` points at the 8 bytes to write.
+    unsafe { ptr::copy_nonoverlapping(v.cast::<u8>(), bytes.as_mut_ptr(), 8) };
+    let wr = SendWr {
+        opcode: RRXE_WR_ATOMIC_WRITE,
+        rkey,
+        remote_addr: addr,
+        // The 8 bytes in memory order (the ABI's encoding of the value).
+        compare_add: u64::from_ne_bytes(bytes),
+        ..Default::default()
+    };
     // SAFETY: libibverbs passes our QP.
-    unsafe { wr_unsupported(qpx) };
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_ATOMIC_WRITE, wr) };
 }
 
 unsafe extern "C" fn wr_set_ud_addr(qpx: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {

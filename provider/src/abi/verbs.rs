@@ -691,6 +691,7 @@ pub const IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
 pub const IBV_QP_EX_WITH_LOCAL_INV: u64 = 1 << 7;
 pub const IBV_QP_EX_WITH_BIND_MW: u64 = 1 << 8;
 pub const IBV_QP_EX_WITH_SEND_WITH_INV: u64 = 1 << 9;
+pub const IBV_QP_EX_WITH_ATOMIC_WRITE: u64 = 1 << 12;
 
 /// `struct ibv_qp_ex` as the installed libibverbs (rdma-core 44.0) has it. rdma-core 45+
 /// appended `wr_flush`, which moves `verbs_qp.comp_mask` (where libibverbs looks for
