@@ -113,66 +113,57 @@ pub(crate) fn decode_send(
     let num_sge = u32_at(bytes, OFF_NUM_SGE)?;
     let inline_len = u32_at(bytes, OFF_INLINE)?;
     let ex = u32_at(bytes, OFF_EX)?;
-    // Local operations: no data, no SGEs.
-    let local = match opcode {
-        b::RRXE_WR_LOCAL_INV => Some((
-            SendKind::LocalInv { key: ex },
-            b::ib_wc_opcode_IB_WC_LOCAL_INV,
-        )),
-        b::RRXE_WR_BIND_MW if !lim.ud => Some((
-            SendKind::BindMw(crate::mr::BindReq {
+    // Requests that carry no SGEs and no inline data: local operations (completed by the
+    // driver) and ATOMIC WRITE (its 8 bytes are in the WQE).
+    let dataless = |kind, wc_opcode, len| {
+        Some(UserSend {
+            wr: SendWr {
+                wr_id,
+                kind,
+                wc_opcode,
+                len,
+                signaled: flags & F_SIGNALED != 0,
+                solicited: false,
+                fence: flags & F_FENCE != 0,
+                inline: false,
+                num_sge: 0,
+                ud: None,
+            },
+            inline: None,
+        })
+    };
+    match opcode {
+        b::RRXE_WR_LOCAL_INV => {
+            return dataless(
+                SendKind::LocalInv { key: ex },
+                b::ib_wc_opcode_IB_WC_LOCAL_INV,
+                0,
+            );
+        }
+        b::RRXE_WR_BIND_MW if !lim.ud => {
+            let req = crate::mr::BindReq {
                 new_rkey: u32_at(bytes, OFF_BIND_RKEY)?,
                 mr_lkey: u32_at(bytes, OFF_BIND_MR)?,
                 va: u64_at(bytes, OFF_BIND_ADDR)?,
                 len: u64_at(bytes, OFF_BIND_LEN)?,
                 access: u32_at(bytes, OFF_BIND_ACCESS)?,
-            }),
-            b::ib_wc_opcode_IB_WC_BIND_MW,
-        )),
-        _ => None,
-    };
-    if opcode == b::RRXE_WR_ATOMIC_WRITE && !lim.ud {
-        // The value's bytes are in memory order; proto takes their big-endian reading.
-        let value = u64::from_be_bytes(u64_at(bytes, OFF_AT_CMP)?.to_ne_bytes());
-        let op = crate::proto::SendOp::AtomicWrite {
-            remote: RemoteAddr {
-                va: u64_at(bytes, OFF_AT_VA)?,
-                rkey: u32_at(bytes, OFF_AT_RKEY)?,
-            },
-            value,
-        };
-        return Some(UserSend {
-            wr: SendWr {
-                wr_id,
-                kind: SendKind::Transport(op),
-                wc_opcode: b::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
-                len: 8,
-                signaled: flags & F_SIGNALED != 0,
-                solicited: false,
-                fence: flags & F_FENCE != 0,
-                inline: false,
-                num_sge: 0,
-                ud: None,
-            },
-            inline: None,
-        });
-    }
-    if let Some((kind, wc_opcode)) = local {
-        return Some(UserSend {
-            wr: SendWr {
-                wr_id,
-                kind,
-                wc_opcode,
-                len: 0,
-                signaled: flags & F_SIGNALED != 0,
-                solicited: false,
-                fence: flags & F_FENCE != 0,
-                inline: false,
-                num_sge: 0,
-                ud: None,
-            },
-            inline: None,
-        });
+            };
+            return dataless(SendKind::BindMw(req), b::ib_wc_opcode_IB_WC_BIND_MW, 0);
+        }
+        b::RRXE_WR_ATOMIC_WRITE if !lim.ud => {
+            // The value's bytes are in memory order; proto takes their big-endian reading.
+            let value = u64::from_be_bytes(u64_at(bytes, OFF_AT_CMP)?.to_ne_bytes());
+            let op = crate::proto::SendOp::AtomicWrite {
+                remote: RemoteAddr {
+                    va: u64_at(bytes, OFF_AT_VA)?,
+                    rkey: u32_at(bytes, OFF_AT_RKEY)?,
+                },
+                value,
+            };
+            let wc = b::ib_wc_opcode_IB_WC_ATOMIC_WRITE;
+            return dataless(SendKind::Transport(op), wc, 8);
+        }
+        _ => {}
     }
     let inline = flags & F_INLINE != 0;
     let (len, n, inl) = if inline {

@@ -22,28 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int tap_n, tap_fail;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	tap_fail += !cond;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void die(const char *what)
-{
-	printf("Bail out! %s (%s)\n", what, strerror(errno));
-	exit(1);
-}
+#include "tap.h"
 
 #define TGT 8192
 static struct ibv_context *ctx;
@@ -428,6 +407,5 @@ int main(int argc, char **argv)
 	ibv_dereg_mr(plain_mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	printf("1..%d\n", tap_n);
-	return tap_fail ? 1 : 0;
+	return tap_end();
 }
