@@ -11,9 +11,7 @@
 //!   request is re-executed from the reply cache entry whose PSN range holds
 //!   `p` (the duplicate may ask for a tail of the original); atomic / FLUSH /
 //!   ATOMIC WRITE → the cached response is replayed (never re-executed).
-//!   A duplicate READ found in the cache first stops every queued response
-//!   (the requester goes back to it and discards what follows); other
-//!   duplicates are ignored while responses are still queued.
+//!   Duplicates are ignored while responses are still queued.
 //! * `p == epsn`: the opcode must fit the message in progress (a FIRST/ONLY
 //!   when idle, MIDDLE/LAST of the same operation otherwise) and FIRST/MIDDLE
 //!   packets must carry exactly one PMTU; violations → NAK invalid request and
@@ -522,21 +520,12 @@ impl<const R: usize> Responder<R> {
                 RxStatus::Duplicate
             }
             OpKind::ReadRequest => {
+                if self.any_pending() {
+                    return RxStatus::Busy;
+                }
                 let Some(r) = p.hdrs.reth else {
                     return RxStatus::Invalid;
                 };
-                // The requester lost responses and asks again from `psn`, which it will do
-                // for every later request too (go-back-N): the responses still queued are
-                // ones it now discards, so stop them and answer this one first. (Ignoring
-                // the retry while they drained made it time out again and again: 16
-                // outstanding 64 KiB READs under 5 % loss ended in RETRY_EXC.)
-                if self.replies.iter().flatten().any(|e| {
-                    matches!(e.kind, ReplyKind::Read { .. }) && psn.in_window(e.first_psn, e.npkts)
-                }) {
-                    for e in self.replies.iter_mut().flatten() {
-                        e.pending = false;
-                    }
-                }
                 let mtu = self.cfg.mtu;
                 let seq = self.next_seq();
                 let found = self.replies.iter_mut().flatten().find(|e| {
