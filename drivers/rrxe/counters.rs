@@ -58,8 +58,6 @@ counters! {
     RxDropBacklog = c"rx_drop_qp_backlog",
     /// Packets that could not be sent (no memory, no route, bad local buffer).
     TxDrops = c"tx_drops",
-    /// Times a QP postponed transmission by a tick: the device's queues were half full.
-    TxWaits = c"tx_waits",
     /// Link down events.
     LinkDowned = c"link_downed",
 }

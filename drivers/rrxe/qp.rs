@@ -50,8 +50,6 @@ const RX_RING: usize = 512;
 const TX_BUDGET: u32 = 64;
 /// Received packets a work run handles before yielding.
 const RX_BUDGET: usize = 64;
-/// The QP's timer that retries transmission once the device's queues had no room.
-const TX_WAIT_TIMER: usize = 2;
 /// QPN of the GSI QP.
 pub(crate) const GSI_QPN: u32 = 1;
 /// The GSI Q_Key.
@@ -505,8 +503,7 @@ pub(crate) struct UserRings {
 pub(crate) struct Qp {
     // Event sources first: on drop they are shut down (timers, then work) before the state
     // they use goes.
-    /// proto's retransmit and RNR timers, then [`TX_WAIT_TIMER`].
-    timers: [Timer; 3],
+    timers: [Timer; 2],
     work: Work,
     /// QP number.
     pub(crate) qpn: u32,
@@ -630,15 +627,9 @@ impl Qp {
         // The Qp is initialised at `this` below, before anything can queue the work or arm
         // a timer (nothing references the QP yet); it owns both and drops them (waiting for
         // their callbacks) before its memory goes.
-        // SAFETY: `this` is initialised before first use and outlives work and timers.
-        let (work, t0, t1, t2) = unsafe {
-            (
-                Work::new(this)?,
-                Timer::new(this, 0)?,
-                Timer::new(this, 1)?,
-                Timer::new(this, TX_WAIT_TIMER)?,
-            )
-        };
+        let (work, t0, t1) =
+            // SAFETY: `this` is initialised before first use and outlives work and timers.
+            unsafe { (Work::new(this)?, Timer::new(this, 0)?, Timer::new(this, 1)?) };
         let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
         let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
         let claim_init = new_irq_spinlock!(None, "rrxe_qp_claim");
@@ -652,7 +643,7 @@ impl Qp {
         );
         let engine_init = new_bh_spinlock!(engine, "rrxe_qp_engine");
         let qp = uninit.pin_init_with(try_pin_init!(Qp {
-            timers: [t0, t1, t2],
+            timers: [t0, t1],
             work,
             qpn: init.qpn,
             kind: init.kind,
@@ -1296,18 +1287,8 @@ impl Qp {
             }
         }
 
-        // 4. Transmit, no faster than the device's queues drain: a full qdisc drops what it
-        // is given (a lost packet on UC, a go-back-N round on RC), so a QP that finds the
-        // queues half full waits a tick instead. ACKs and NAKs were sent above, unpaced.
-        let room = ndev.map_or(TX_BUDGET, |n| n.tx_room().min(TX_BUDGET));
-        let more = proto.poll_tx(room, &mut sink);
-        let tx_wait = more && room < TX_BUDGET;
-        if tx_wait {
-            counters.inc(Counter::TxWaits);
-            if let Some(t) = self.timers.get(TX_WAIT_TIMER) {
-                t.arm(1);
-            }
-        }
+        // 4. Transmit.
+        let more = proto.poll_tx(TX_BUDGET, &mut sink);
 
         let now = proto.send_queue().stats();
         counters.add(
@@ -1327,7 +1308,7 @@ impl Qp {
         }
         let pending_rx = self.rx.lock().len > 0;
         drop(eng);
-        if (more && !tx_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
+        if more || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
             self.kick();
         }
     }
@@ -1341,9 +1322,7 @@ impl WorkTarget for Qp {
 
 impl TimerTarget for Qp {
     fn run_timer(&self, id: usize) {
-        // Bits 0 and 1 are proto's timers; the transmit wait only needs the run.
-        self.fired
-            .fetch_or(1 << id.min(TX_WAIT_TIMER), Ordering::AcqRel);
+        self.fired.fetch_or(1 << id.min(1), Ordering::AcqRel);
         self.kick();
     }
 }

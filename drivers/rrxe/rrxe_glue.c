@@ -20,7 +20,6 @@
 #include <linux/workqueue.h>
 #include <linux/timer.h>
 #include <net/ip.h>
-#include <net/sch_generic.h>
 #include <net/ipv6.h>
 #include <net/ipv6_stubs.h>
 #include <net/route.h>
@@ -83,27 +82,6 @@ bool rrxe_glue_netdev_oper_up(const struct net_device *ndev)
 unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev)
 {
 	return READ_ONCE(ndev->mtu);
-}
-
-/*
- * Packets the device's transmit queues may still take before they are half full (the
- * qdiscs drop beyond tx_queue_len). A device without a queue (noqueue) has room for all.
- */
-unsigned int rrxe_glue_netdev_tx_room(struct net_device *ndev)
-{
-	unsigned int limit = READ_ONCE(ndev->tx_queue_len) / 2, queued = 0, i;
-
-	if (!limit)
-		return UINT_MAX;
-	rcu_read_lock_bh();
-	for (i = 0; i < ndev->real_num_tx_queues; i++) {
-		struct Qdisc *q = rcu_dereference_bh(netdev_get_tx_queue(ndev, i)->qdisc);
-
-		if (q)
-			queued += qdisc_qlen_sum(q);
-	}
-	rcu_read_unlock_bh();
-	return queued < limit ? limit - queued : 0;
 }
 
 void rrxe_glue_netdev_eui64(const struct net_device *ndev, u8 *guid)
