@@ -377,7 +377,20 @@ impl<const S: usize> SendQueue<S> {
     }
 
     fn has_tx_work(&self) -> bool {
-        !self.rnr_wait && (self.send_psn != self.next_psn || self.assigned < self.len)
+        !self.rnr_wait
+            && !self.window_full()
+            && (self.send_psn != self.next_psn || self.assigned < self.len)
+    }
+
+    /// RC: the most request PSNs beyond the oldest unacknowledged one.
+    fn window(&self) -> u32 {
+        self.cfg.max_inflight.clamp(1, PSN_HALF - 1)
+    }
+
+    /// RC: as many packets are unacknowledged as the window allows; nothing more goes out
+    /// until ACKs (requested every `ACK_EVERY` packets) move `una`.
+    fn window_full(&self) -> bool {
+        self.cfg.qp_type == QpType::Rc && self.send_psn.distance_from(self.una) >= self.window()
     }
 
     fn arm_rto<A: ActionSink>(&mut self, sink: &mut A) {
@@ -407,8 +420,7 @@ impl<const S: usize> SendQueue<S> {
                 };
                 if rc {
                     let inflight = self.next_psn.distance_from(self.una);
-                    let win = self.cfg.max_inflight.clamp(1, PSN_HALF - 1);
-                    if inflight >= win || inflight.saturating_add(e.npkts) >= PSN_HALF {
+                    if inflight >= self.window() || inflight.saturating_add(e.npkts) >= PSN_HALF {
                         return false;
                     }
                     let nr = needs_response(&e.wqe.op);
@@ -435,11 +447,22 @@ impl<const S: usize> SendQueue<S> {
                 return false;
             };
             let k = self.send_psn.distance_from(e.first_psn);
-            if k > 0 && matches!(e.wqe.op, SendOp::Read { .. }) && !self.may_request_chunk() {
+            let read = matches!(e.wqe.op, SendOp::Read { .. });
+            if k > 0 && read && !self.may_request_chunk() {
                 // Wait for responses of the previous chunk (they call poll_tx again).
                 return false;
             }
-            let (pkt, next, last) = self.build(&e, k);
+            // The window holds inside a message too: a multi-packet SEND or WRITE does not
+            // go out in one burst (an 8 MiB one is 8192 packets, far more than a transmit
+            // queue holds). READs are paced by their chunks.
+            if !read && self.window_full() {
+                return false;
+            }
+            let (mut pkt, next, last) = self.build(&e, k);
+            if rc && !read && next.distance_from(self.una) >= self.window() {
+                // The window is full after this packet: ask for the ACK that reopens it.
+                pkt.hdrs.bth.ack_req = true;
+            }
             sink.push(Action::Send(pkt));
             *left -= 1;
             if self.send_psn.before(self.high_psn) {
