@@ -34,19 +34,48 @@ pair() {
     a=${a//@GID/$GID}; a=${a//@PEER/$RRXE_PEER_IP}; a=${a//@DEV/$DEV}
     if [ "$side" = server ]; then srv+=("$a"); else cli+=("$a"); fi
   done
+  local failed_before=$TAP_FAILED
   if [ "$RRXE_VM" = 0 ]; then
     check "$desc (server: ${srv[*]})" timeout "$t" "${srv[@]}"
   else
     # Up to 60 tries: a server can take half a minute to listen after a heavy step (the
-    # previous process's QPs still being torn down). A client that connected and failed is
-    # not rescued by this: its server has exited, so the retries cannot connect.
-    check "$desc (client: ${cli[*]})" retry 60 1 timeout "$t" "${cli[@]}"
+    # previous process's QPs still being torn down).
+    check "$desc (client: ${cli[*]})" until_connected 60 timeout "$t" "${cli[@]}"
   fi
+  # A failed step shows this side's device counters (drops, retransmits, NAKs).
+  [ "$TAP_FAILED" = "$failed_before" ] || show_counters
+}
+
+# What the client tools print when nobody listens yet (perftest and the ibv_*_pingpong
+# tools over TCP, rdma_cm tools through a CM reject or unreachable event).
+NOT_CONNECTED='Couldn.t connect|Unable to init the socket|Connection refused|REJECTED|UNREACHABLE|connect error'
+
+# until_connected N CMD...: runs the client CMD up to N times, 1 s apart, while it fails
+# without having reached its server. A client that connected and then failed is not run
+# again, so the output shown is that of the run that failed, not of a later retry that
+# could not connect.
+until_connected() {
+  local n=$1 i=1 out rc; shift
+  while :; do
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" = 0 ] || [ "$i" -ge "$n" ] || ! grep -qE "$NOT_CONNECTED" <<<"$out"; then
+      [ "$i" -gt 1 ] && echo "(attempt $i)"
+      echo "$out"
+      return "$rc"
+    fi
+    i=$((i + 1))
+    sleep 1
+  done
+}
+
+# show_counters: this VM's RDMA device counters as TAP comments.
+show_counters() {
+  rdma statistic show link "$DEV"/1 2>/dev/null | tr ' ' '\n' | paste -sd' ' | sed 's/^/# /'
 }
 
 # user_teardown: the counters, then the link goes away cleanly.
 user_teardown() {
-  rdma statistic show link "$DEV"/1 2>/dev/null | tr ' ' '\n' | paste -sd' ' | sed 's/^/# /'
+  show_counters
   check "rdma link delete $DEV" rdma link delete "$DEV"
   if [ "$DEV" = rrxe0 ]; then check "rmmod rrxe" rmmod rrxe; fi
 }
