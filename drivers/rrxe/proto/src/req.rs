@@ -16,7 +16,8 @@
 //! # Requester (`poll_tx`)
 //!
 //! Emits the packet at `send_psn`; when `send_psn == next_psn` it assigns PSNs
-//! to the next WQE, subject to: RC window (`next_psn - una < max_inflight`),
+//! to the next WQE, subject to: RC window (`next_psn - una <` the congestion
+//! window, see below),
 //! `max_rd_atomic` outstanding READ/atomic/FLUSH/ATOMIC WRITE WQEs, and the
 //! fence bit. A READ consumes `npkts` PSNs (one per response packet) and is
 //! requested in chunks of `read_chunk` response packets, fixed from `first`:
@@ -51,6 +52,18 @@
 //!   the oldest WQE completes with `RetryExcErr` and the QP enters error.
 //!
 //! Any forward progress resets both retry counters.
+//!
+//! # Congestion window (RC)
+//!
+//! SEND and WRITE packets go out only while fewer than `cwnd` PSNs are
+//! unacknowledged. `cwnd` starts at `max_inflight`, halves (not below
+//! [`MIN_CWND`]) on a loss indication (a new sequence NAK, an implied NAK,
+//! a response after a lost one, a retransmit timeout), at most once per loss
+//! episode (until `una` passes the `next_psn` of that moment), and grows by one
+//! packet per window of acknowledged packets, back up to `max_inflight`. Go-back-N
+//! resends everything after a loss, so a window that outruns what the path
+//! (or the sender's own transmit queue, shared by every QP) holds costs a whole
+//! window per loss; shrinking it keeps that cost proportional to the loss rate.
 
 use super::hdr::{Aeth, AethKind, AtomicEth, Bth, Deth, Feth, Headers, NakCode, Packet, Reth};
 use super::opcode::{OpKind, Opcode, Position, Transport};
@@ -63,6 +76,8 @@ use super::seg::Segments;
 
 /// The requester sets AckReq at least every this many packets of a message.
 pub const ACK_EVERY: u32 = 16;
+/// The congestion window never shrinks below this many packets.
+pub const MIN_CWND: u32 = 8;
 /// Largest message length.
 pub const MAX_MSG_LEN: u32 = 1 << 31;
 
@@ -71,6 +86,20 @@ struct Entry {
     wqe: SendWqe,
     first_psn: Psn,
     npkts: u32,
+}
+
+/// The largest window `cfg` allows: `max_inflight`, within half the PSN space.
+const fn max_window(cfg: &QpConfig) -> u32 {
+    let w = if cfg.max_inflight == 0 {
+        1
+    } else {
+        cfg.max_inflight
+    };
+    if w > PSN_HALF - 1 {
+        PSN_HALF - 1
+    } else {
+        w
+    }
 }
 
 const fn needs_response(op: &SendOp) -> bool {
@@ -88,6 +117,8 @@ pub struct SqStats {
     pub seq_naks: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// Times the congestion window was halved (once per loss episode).
+    pub cwnd_cuts: u64,
 }
 
 impl SqStats {
@@ -96,7 +127,58 @@ impl SqStats {
         rnr_naks: 0,
         seq_naks: 0,
         timeouts: 0,
+        cwnd_cuts: 0,
     };
+}
+
+/// An AIMD congestion window in packets (see the module docs).
+#[derive(Clone, Copy, Debug)]
+struct Cwnd {
+    size: u32,
+    /// Acknowledged packets not yet counted towards the next increase.
+    acked: u32,
+    /// While `Some(p)`, losses belong to the episode that ends when `una` reaches `p`.
+    recover: Option<Psn>,
+}
+
+impl Cwnd {
+    const fn new(max: u32) -> Self {
+        Cwnd {
+            size: max,
+            acked: 0,
+            recover: None,
+        }
+    }
+
+    /// A loss was seen while `next` was the first unassigned PSN. Returns whether the
+    /// window shrank (the first loss of an episode).
+    fn on_loss(&mut self, una: Psn, next: Psn) -> bool {
+        if matches!(self.recover, Some(r) if una.before(r)) {
+            return false;
+        }
+        self.size = (self.size / 2).max(MIN_CWND);
+        self.acked = 0;
+        self.recover = Some(next);
+        true
+    }
+
+    /// `n` more packets are acknowledged, up to `una`; the window grows by one per
+    /// window's worth, never beyond `max`.
+    fn on_acked(&mut self, n: u32, una: Psn, max: u32) {
+        if matches!(self.recover, Some(r) if !una.before(r)) {
+            self.recover = None;
+        }
+        if self.size >= max {
+            self.size = max;
+            self.acked = 0;
+            return;
+        }
+        self.acked = self.acked.saturating_add(n);
+        while self.acked >= self.size && self.size < max {
+            self.acked -= self.size;
+            self.size += 1;
+        }
+    }
 }
 
 /// Requester + completer state of one QP, with room for `S` WQEs.
@@ -119,6 +201,7 @@ pub struct SendQueue<const S: usize> {
     rto_armed: bool,
     rd_atomic: u32,
     nak_guard: Option<Psn>,
+    cwnd: Cwnd,
     error: bool,
     started: bool,
 }
@@ -143,6 +226,7 @@ impl<const S: usize> SendQueue<S> {
             rto_armed: false,
             rd_atomic: 0,
             nak_guard: None,
+            cwnd: Cwnd::new(max_window(cfg)),
             error: false,
             started: false,
         }
@@ -168,6 +252,7 @@ impl<const S: usize> SendQueue<S> {
         self.rto_armed = false;
         self.rd_atomic = 0;
         self.nak_guard = None;
+        self.cwnd = Cwnd::new(max_window(cfg));
         self.error = false;
         self.started = false;
     }
@@ -180,6 +265,7 @@ impl<const S: usize> SendQueue<S> {
         self.una = cfg.sq_psn;
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
+        self.cwnd = Cwnd::new(max_window(cfg));
         self.started = true;
     }
 
@@ -384,7 +470,19 @@ impl<const S: usize> SendQueue<S> {
 
     /// RC: the most request PSNs beyond the oldest unacknowledged one.
     fn window(&self) -> u32 {
-        self.cfg.max_inflight.clamp(1, PSN_HALF - 1)
+        self.cwnd.size.clamp(1, max_window(&self.cfg))
+    }
+
+    /// The congestion window, in packets (RC).
+    pub const fn cwnd(&self) -> u32 {
+        self.cwnd.size
+    }
+
+    /// A loss indication: the window shrinks once per episode.
+    fn on_loss(&mut self) {
+        if self.cwnd.on_loss(self.una, self.next_psn) {
+            self.stats.cwnd_cuts = self.stats.cwnd_cuts.wrapping_add(1);
+        }
     }
 
     /// RC: as many packets are unacknowledged as the window allows; nothing more goes out
@@ -714,6 +812,7 @@ impl<const S: usize> SendQueue<S> {
     fn lost_at_una(&mut self) {
         if self.nak_guard != Some(self.una) {
             self.nak_guard = Some(self.una);
+            self.on_loss();
             self.rewind(self.una);
         }
     }
@@ -736,7 +835,8 @@ impl<const S: usize> SendQueue<S> {
         }) else {
             return RxStatus::Invalid;
         };
-        match p.info.kind {
+        let before = self.una;
+        let st = match p.info.kind {
             OpKind::Ack => self.on_ack(psn, aeth, sink),
             OpKind::ReadResponse | OpKind::AtomicAck => {
                 if !matches!(aeth.kind(), AethKind::Ack { .. }) {
@@ -745,7 +845,12 @@ impl<const S: usize> SendQueue<S> {
                 self.on_data_response(p, psn, sink)
             }
             _ => RxStatus::Invalid,
+        };
+        let acked = self.una.distance_from(before);
+        if acked > 0 && acked < PSN_HALF {
+            self.cwnd.on_acked(acked, self.una, max_window(&self.cfg));
         }
+        st
     }
 
     fn on_ack<A: ActionSink>(&mut self, psn: Psn, aeth: Aeth, sink: &mut A) -> RxStatus {
@@ -806,6 +911,7 @@ impl<const S: usize> SendQueue<S> {
                     return RxStatus::Ok;
                 }
                 self.nak_guard = Some(psn);
+                self.on_loss();
                 self.rewind(psn);
                 RxStatus::Ok
             }
@@ -926,6 +1032,7 @@ impl<const S: usize> SendQueue<S> {
                 }
                 self.retry_left -= 1;
                 self.nak_guard = None;
+                self.on_loss();
                 self.rewind(self.una);
             }
             TimerKind::Rnr => {

@@ -692,3 +692,86 @@ fn long_write_paced_by_the_window() {
     assert_eq!(done[0].status, WcStatus::Success);
     assert_eq!(sent, 40, "no packet sent twice");
 }
+
+#[test]
+fn seq_nak_halves_the_window_once_and_acks_grow_it_back() {
+    // A 64-packet WRITE with a window of 32; packet 4 is lost. The responder NAKs once
+    // (sequence error) and drops the rest; the requester resends from 4 with the window
+    // halved to 16, and the lossless rest of the transfer grows it again.
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.max_inflight = 32);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    let wqe = SendWqe {
+        id: WqeId(9),
+        op: SendOp::Write {
+            remote: RemoteAddr {
+                va: 0x1000,
+                rkey: 5,
+            },
+            imm: None,
+        },
+        len: 64 * 256,
+        signaled: true,
+        solicited: false,
+        fence: false,
+        ud: None,
+    };
+    a.post_send(wqe, &mut s).unwrap();
+    a.poll_tx(1000, &mut s);
+    let first = s.sent();
+    assert_eq!(first.len(), 32, "the full window");
+    assert_eq!(a.send_queue().cwnd(), 32);
+
+    let mut sb = Sink::default();
+    for (i, r) in first.iter().enumerate() {
+        if i != 4 {
+            let (_, p) = wire(r, 0);
+            b.on_packet(&p, &mut env, &mut sb);
+        }
+    }
+    b.poll_tx(1000, &mut sb);
+    let replies = sb.sent();
+    assert_eq!(replies.len(), 1, "one sequence NAK for the whole episode");
+
+    let mut sa = Sink::default();
+    let (_, nak) = wire(&replies[0], 0);
+    a.on_packet(&nak, &mut env, &mut sa);
+    a.poll_tx(1000, &mut sa);
+    let resent = sa.sent();
+    assert_eq!(a.send_queue().cwnd(), 16, "halved by the loss");
+    assert_eq!(a.send_queue().stats().cwnd_cuts, 1);
+    assert_eq!(
+        resent.len(),
+        16,
+        "go-back-N resends only the smaller window"
+    );
+    assert_eq!(resent[0].hdrs.bth.psn, Psn::new(104));
+
+    // The rest is lossless: everything completes, and the window only grows.
+    let (mut pending, mut done, mut rounds) = (resent, vec![], 0);
+    let mut last_cwnd = a.send_queue().cwnd();
+    while !pending.is_empty() && rounds < 200 {
+        rounds += 1;
+        let mut sb = Sink::default();
+        for r in pending.drain(..) {
+            let (_, p) = wire(&r, 0);
+            b.on_packet(&p, &mut env, &mut sb);
+        }
+        b.poll_tx(1000, &mut sb);
+        for ack in sb.sent() {
+            let mut sa = Sink::default();
+            let (_, ap) = wire(&ack, 0);
+            a.on_packet(&ap, &mut env, &mut sa);
+            a.poll_tx(1000, &mut sa);
+            pending.extend(sa.sent());
+            done.extend(sa.completions());
+            assert!(a.send_queue().cwnd() >= last_cwnd, "no cut without a loss");
+            last_cwnd = a.send_queue().cwnd();
+        }
+    }
+    assert_eq!(done.len(), 1, "completed after {rounds} rounds");
+    assert_eq!(done[0].status, WcStatus::Success);
+    assert_eq!(a.send_queue().stats().cwnd_cuts, 1, "one episode, one cut");
+    assert!(last_cwnd > 16, "ACKs grew the window again ({last_cwnd})");
+}
