@@ -28,6 +28,10 @@ counters! {
     RcvdPkts = c"rcvd_pkts",
     /// Packets sent again after a timeout or a NAK.
     Retransmits = c"retransmits",
+    /// Retransmission timeouts (each one resends from the oldest unacknowledged packet).
+    RetransmitTimeouts = c"retransmit_timeouts",
+    /// Times a QP's congestion window was halved (once per loss episode).
+    CwndCuts = c"cwnd_cuts",
     /// RNR NAKs sent.
     RnrNaksSent = c"rnr_naks_sent",
     /// RNR NAKs received.

@@ -1299,6 +1299,14 @@ impl Qp {
             Counter::RnrNaksRcvd,
             now.rnr_naks.wrapping_sub(seen.rnr_naks),
         );
+        counters.add(
+            Counter::RetransmitTimeouts,
+            now.timeouts.wrapping_sub(seen.timeouts),
+        );
+        counters.add(
+            Counter::CwndCuts,
+            now.cwnd_cuts.wrapping_sub(seen.cwnd_cuts),
+        );
         *seen = now;
 
         if proto.state() == proto::QpState::Error {

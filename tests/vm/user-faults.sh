@@ -3,8 +3,8 @@
 # timeout: 900
 # User-level RC over rrxe on a faulty link (netem on both VMs' egress): first 1 % loss, then
 # 5 % loss with reordering and duplication. Every transfer must complete with verified data
-# (ping-pong -c, rping -V, perftest's own completion checks), and the retransmission
-# counter must rise.
+# (ping-pong -c, rping -V, perftest's own completion checks), and the retransmission and
+# congestion-window-cut counters must rise.
 #
 # The faults hit RoCE data packets only: packets to QP 1 (the CM's MADs) bypass netem through
 # a prio band chosen by a u32 filter on the BTH destination QP. Connection management is the
@@ -27,7 +27,7 @@ check "u32 filter: QP 1 packets bypass netem" tc filter add dev eth0 parent 1: p
   match u32 0x00000001 0x00ffffff at 32 flowid 1:1
 p=18900
 for fault in "loss 1%" "loss 5% reorder 10% 50% duplicate 2%"; do
-  before=$(counter retransmits)
+  before=$(counter retransmits) cuts_before=$(counter cwnd_cuts)
   # shellcheck disable=SC2086
   check "netem delay 1ms $fault on eth0" tc qdisc replace dev eth0 parent 1:2 handle 20: \
     netem delay 1ms $fault
@@ -52,6 +52,10 @@ for fault in "loss 1%" "loss 5% reorder 10% 50% duplicate 2%"; do
   after=$(counter retransmits)
   if [ "${after:-0}" -gt "${before:-0}" ]; then ok "[$fault] retransmissions counted ($before -> $after)"
   else not_ok "[$fault] retransmissions counted (${before:-?} -> ${after:-?})"; fi
+  # Losses shrink the senders' congestion windows (once per loss episode).
+  cuts=$(counter cwnd_cuts)
+  if [ "${cuts:-0}" -gt "${cuts_before:-0}" ]; then ok "[$fault] congestion window cut ($cuts_before -> $cuts)"
+  else not_ok "[$fault] congestion window cut (${cuts_before:-?} -> ${cuts:-?})"; fi
   p=$((p + 10))
 done
 # The filter must have taken the CM's packets (every connection above sent some).
