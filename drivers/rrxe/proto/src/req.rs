@@ -49,7 +49,12 @@
 //!   enters the error state (remaining WQEs are flushed).
 //! * Retransmit timer (armed while packets are unacknowledged, restarted on
 //!   progress): consumes a retry and rewinds to `una`; with no retries left,
-//!   the oldest WQE completes with `RetryExcErr` and the QP enters error.
+//!   the oldest WQE completes with `RetryExcErr` and the QP enters error. Each
+//!   timeout without progress doubles the next wait (at most
+//!   2^[`MAX_RTO_BACKOFF`] times the QP's timeout; the attribute is a minimum):
+//!   a queue that takes longer than the timeout to drain (many QPs sharing a
+//!   slow link) would otherwise see every retry expire while its own earlier
+//!   packets still wait in it.
 //!
 //! Any forward progress resets both retry counters.
 //!
@@ -76,6 +81,8 @@ use super::seg::Segments;
 
 /// The requester sets AckReq at least every this many packets of a message.
 pub const ACK_EVERY: u32 = 16;
+/// Consecutive timeouts double the retransmit timeout at most this many times.
+pub const MAX_RTO_BACKOFF: u8 = 3;
 /// The congestion window never shrinks below this many packets.
 pub const MIN_CWND: u32 = 8;
 /// Largest message length.
@@ -199,6 +206,8 @@ pub struct SendQueue<const S: usize> {
     rnr_left: u8,
     rnr_wait: bool,
     rto_armed: bool,
+    /// Timeouts since the last progress, capped at [`MAX_RTO_BACKOFF`].
+    rto_backoff: u8,
     rd_atomic: u32,
     nak_guard: Option<Psn>,
     cwnd: Cwnd,
@@ -224,6 +233,7 @@ impl<const S: usize> SendQueue<S> {
             rnr_left: cfg.rnr_retry,
             rnr_wait: false,
             rto_armed: false,
+            rto_backoff: 0,
             rd_atomic: 0,
             nak_guard: None,
             cwnd: Cwnd::new(max_window(cfg)),
@@ -250,6 +260,7 @@ impl<const S: usize> SendQueue<S> {
         self.rnr_left = cfg.rnr_retry;
         self.rnr_wait = false;
         self.rto_armed = false;
+        self.rto_backoff = 0;
         self.rd_atomic = 0;
         self.nak_guard = None;
         self.cwnd = Cwnd::new(max_window(cfg));
@@ -265,6 +276,7 @@ impl<const S: usize> SendQueue<S> {
         self.una = cfg.sq_psn;
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
+        self.rto_backoff = 0;
         self.cwnd = Cwnd::new(max_window(cfg));
         self.started = true;
     }
@@ -495,7 +507,7 @@ impl<const S: usize> SendQueue<S> {
         if let Some(us) = self.cfg.ack_timeout_usecs() {
             sink.push(Action::ArmTimer {
                 kind: TimerKind::Retransmit,
-                usecs: us,
+                usecs: us << self.rto_backoff.min(MAX_RTO_BACKOFF),
             });
             self.rto_armed = true;
         }
@@ -797,6 +809,7 @@ impl<const S: usize> SendQueue<S> {
     fn on_progress<A: ActionSink>(&mut self, sink: &mut A) {
         self.retry_left = self.cfg.retry_cnt;
         self.rnr_left = self.cfg.rnr_retry;
+        self.rto_backoff = 0;
         self.nak_guard = None;
         if self.una == self.next_psn {
             if self.rto_armed {
@@ -1031,6 +1044,9 @@ impl<const S: usize> SendQueue<S> {
                     return;
                 }
                 self.retry_left -= 1;
+                if self.rto_backoff < MAX_RTO_BACKOFF {
+                    self.rto_backoff += 1;
+                }
                 self.nak_guard = None;
                 self.on_loss();
                 self.rewind(self.una);

@@ -775,3 +775,80 @@ fn seq_nak_halves_the_window_once_and_acks_grow_it_back() {
     assert_eq!(a.send_queue().stats().cwnd_cuts, 1, "one episode, one cut");
     assert!(last_cwnd > 16, "ACKs grew the window again ({last_cwnd})");
 }
+
+/// The retransmit timeouts `s` armed, in microseconds.
+fn rto_arms(s: &Sink) -> Vec<u64> {
+    s.0.iter()
+        .filter_map(|x| match x {
+            Action::ArmTimer {
+                kind: TimerKind::Retransmit,
+                usecs,
+            } => Some(*usecs),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn consecutive_timeouts_back_off_and_progress_resets_the_wait() {
+    // Two single-packet SENDs, nothing acknowledged: each timeout doubles the next wait,
+    // up to 2^MAX_RTO_BACKOFF times the QP's timeout; an ACK of the first SEND re-arms
+    // the timer for the second at the QP's own timeout again.
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| {
+        c.retry_cnt = 7;
+        c.timeout = 10;
+    });
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut s = Sink::default();
+    for id in 0..2 {
+        a.post_send(
+            SendWqe {
+                id: WqeId(id),
+                op: SendOp::Send {
+                    imm: None,
+                    inv_rkey: None,
+                },
+                len: 16,
+                signaled: true,
+                solicited: false,
+                fence: false,
+                ud: None,
+            },
+            &mut s,
+        )
+        .unwrap();
+    }
+    a.poll_tx(100, &mut s);
+    let first = s.sent();
+    assert_eq!(first.len(), 2);
+    let t = (4096u64 << 10) / 1000;
+    assert_eq!(rto_arms(&s), [t]);
+    let mut waits = vec![];
+    for _ in 0..5 {
+        let mut s = Sink::default();
+        a.on_timer(TimerKind::Retransmit, &mut s);
+        a.poll_tx(100, &mut s);
+        assert_eq!(s.sent().len(), 2, "go-back-N from una");
+        waits.extend(rto_arms(&s));
+    }
+    let cap = t << rrxe_proto::req::MAX_RTO_BACKOFF;
+    assert_eq!(waits, [2 * t, 4 * t, cap, cap, cap]);
+    assert_eq!(a.send_queue().stats().timeouts, 5);
+
+    // The responder gets the first SEND only and acknowledges it: progress.
+    let mut env = Env {
+        recvs: 2,
+        ..Env::default()
+    };
+    let mut sb = Sink::default();
+    let (_, p) = wire(&first[0], 0);
+    b.on_packet(&p, &mut env, &mut sb);
+    b.poll_tx(100, &mut sb);
+    let acks = sb.sent();
+    assert_eq!(acks.len(), 1);
+    let mut s = Sink::default();
+    let (_, ack) = wire(&acks[0], 0);
+    a.on_packet(&ack, &mut env, &mut s);
+    assert_eq!(s.completions().len(), 1);
+    assert_eq!(rto_arms(&s), [t], "progress: the QP's own timeout again");
+}
