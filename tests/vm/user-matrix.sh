@@ -1,6 +1,6 @@
 #!/bin/bash
 # vms: 2
-# timeout: 1500
+# timeout: 900
 # The perftest matrix over rrxe between two VMs: every message size perftest's -a sweeps (2 B
 # .. 8 MiB, 2 B .. MTU for UD) for bandwidth and latency of send, write and read; RC, UC and
 # UD where perftest supports them (UC sweeps only write bandwidth, whose result does not
@@ -11,10 +11,9 @@
 # status (perftest fails on any completion error, size mismatch or connection it could not
 # make), and every failure names the exact command.
 #
-# Not in CI yet (tests/vm/manual/ is not run by tests/run-all.sh): the -q 8 steps stall now
-# and then (a server ran past 240 s on ib_write_bw -q 8 and ib_send_bw -q 8, in two of six
-# runs), and the stalled pair desynchronises the rest. Run it with
-#   qemu/run-vms --vms 2 --timeout 1500 --name user-matrix tests/vm/manual/user-matrix.sh
+# About 230 s when it passes. Its -q 8 steps stalled or ended in RETRY_EXC until RC requests
+# got a congestion window and retransmit timeouts a backoff (eight QPs' bursts overflowed
+# the 1000-packet qdisc, and the queue drained slower than perftest's 67 ms timeout).
 . "$RRXE_ROOT/qemu/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
