@@ -112,6 +112,60 @@ fn wire(p: &TxPacket, fill: u8) -> (Vec<u8>, Packet) {
     (b, pk)
 }
 
+/// A signaled WQE with no special flags.
+fn wqe(id: u64, op: SendOp, len: u32) -> SendWqe {
+    SendWqe {
+        id: WqeId(id),
+        op,
+        len,
+        signaled: true,
+        solicited: false,
+        fence: false,
+        ud: None,
+    }
+}
+
+/// The remote buffer the tests' responders accept (rkey 5).
+const REMOTE: RemoteAddr = RemoteAddr {
+    va: 0x1000,
+    rkey: 5,
+};
+
+/// Carries `pending` from `a` to `b` and `b`'s replies back to `a`, losing nothing, round
+/// after round until nothing is in flight (at most 200 rounds, or until a round draws no
+/// reply). `each` sees `a` after every reply. Returns `a`'s completions, the rounds and
+/// the packets `a` sent meanwhile.
+fn exchange(
+    a: &mut Q,
+    b: &mut Q,
+    env: &mut Env,
+    mut pending: Vec<TxPacket>,
+    mut each: impl FnMut(&Q),
+) -> (Vec<SendCompletion>, u32, usize) {
+    let (mut done, mut rounds, mut sent) = (vec![], 0, 0);
+    while !pending.is_empty() && rounds < 200 {
+        rounds += 1;
+        let mut sb = Sink::default();
+        for r in pending.drain(..) {
+            let (_, p) = wire(&r, 0);
+            b.on_packet(&p, env, &mut sb);
+        }
+        b.poll_tx(100, &mut sb);
+        for reply in sb.sent() {
+            let mut sa = Sink::default();
+            let (_, rp) = wire(&reply, 0);
+            a.on_packet(&rp, env, &mut sa);
+            a.poll_tx(100, &mut sa);
+            let out = sa.sent();
+            sent += out.len();
+            pending.extend(out);
+            done.extend(sa.completions());
+            each(a);
+        }
+    }
+    (done, rounds, sent)
+}
+
 fn req(op: Opcode, psn: u32, ack: bool, len: usize) -> (Vec<u8>, Packet) {
     let mut h = Headers::new(Bth::new(op, 2, Psn::new(psn)));
     h.bth.ack_req = ack;
@@ -577,20 +631,7 @@ fn large_read_requested_in_chunks() {
     let mut b = qp(QpType::Rc, 2, 1);
     let mut env = Env::default();
     let mut s = Sink::default();
-    let wqe = SendWqe {
-        id: WqeId(7),
-        op: SendOp::Read {
-            remote: RemoteAddr {
-                va: 0x1000,
-                rkey: 5,
-            },
-        },
-        len: 2560,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
-    };
+    let wqe = wqe(7, SendOp::Read { remote: REMOTE }, 2560);
     a.post_send(wqe, &mut s).unwrap();
     a.poll_tx(100, &mut s);
     let first = s.sent();
@@ -639,51 +680,18 @@ fn long_write_paced_by_the_window() {
     let mut b = qp(QpType::Rc, 2, 1);
     let mut env = Env::default();
     let mut s = Sink::default();
-    let wqe = SendWqe {
-        id: WqeId(3),
-        op: SendOp::Write {
-            remote: RemoteAddr {
-                va: 0x1000,
-                rkey: 5,
-            },
-            imm: None,
-        },
-        len: 40 * 256,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
+    let write = SendOp::Write {
+        remote: REMOTE,
+        imm: None,
     };
-    a.post_send(wqe, &mut s).unwrap();
+    a.post_send(wqe(3, write, 40 * 256), &mut s).unwrap();
     a.poll_tx(100, &mut s);
-    let mut pending = s.sent();
+    let pending = s.sent();
     assert_eq!(pending.len(), 8, "a full window, not the whole message");
-    let (mut sent, mut done, mut rounds) = (8, vec![], 0);
-    while !pending.is_empty() && rounds < 100 {
-        rounds += 1;
-        let mut sb = Sink::default();
-        for r in pending.drain(..) {
-            let (_, p) = wire(&r, 0);
-            b.on_packet(&p, &mut env, &mut sb);
-        }
-        b.poll_tx(100, &mut sb);
-        let acks = sb.sent();
-        if acks.is_empty() {
-            // Nothing requested an ACK yet: the retransmit timer would fire. Here the
-            // window has to have room for the packet that asks for one.
-            break;
-        }
-        for ack in acks {
-            let mut sa = Sink::default();
-            let (_, ap) = wire(&ack, 0);
-            a.on_packet(&ap, &mut env, &mut sa);
-            a.poll_tx(100, &mut sa);
-            let out = sa.sent();
-            sent += out.len();
-            pending.extend(out);
-            done.extend(sa.completions());
-        }
-    }
+    // A round with no ACK ends the exchange: then nothing asked for one, and only the
+    // retransmit timer would help. The window has to have room for the packet that asks.
+    let (done, rounds, more) = exchange(&mut a, &mut b, &mut env, pending, |_| {});
+    let sent = 8 + more;
     assert_eq!(
         done.len(),
         1,
@@ -702,22 +710,11 @@ fn seq_nak_halves_the_window_once_and_acks_grow_it_back() {
     let mut b = qp(QpType::Rc, 2, 1);
     let mut env = Env::default();
     let mut s = Sink::default();
-    let wqe = SendWqe {
-        id: WqeId(9),
-        op: SendOp::Write {
-            remote: RemoteAddr {
-                va: 0x1000,
-                rkey: 5,
-            },
-            imm: None,
-        },
-        len: 64 * 256,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
+    let write = SendOp::Write {
+        remote: REMOTE,
+        imm: None,
     };
-    a.post_send(wqe, &mut s).unwrap();
+    a.post_send(wqe(9, write, 64 * 256), &mut s).unwrap();
     a.poll_tx(1000, &mut s);
     let first = s.sent();
     assert_eq!(first.len(), 32, "the full window");
@@ -749,27 +746,11 @@ fn seq_nak_halves_the_window_once_and_acks_grow_it_back() {
     assert_eq!(resent[0].hdrs.bth.psn, Psn::new(104));
 
     // The rest is lossless: everything completes, and the window only grows.
-    let (mut pending, mut done, mut rounds) = (resent, vec![], 0);
     let mut last_cwnd = a.send_queue().cwnd();
-    while !pending.is_empty() && rounds < 200 {
-        rounds += 1;
-        let mut sb = Sink::default();
-        for r in pending.drain(..) {
-            let (_, p) = wire(&r, 0);
-            b.on_packet(&p, &mut env, &mut sb);
-        }
-        b.poll_tx(1000, &mut sb);
-        for ack in sb.sent() {
-            let mut sa = Sink::default();
-            let (_, ap) = wire(&ack, 0);
-            a.on_packet(&ap, &mut env, &mut sa);
-            a.poll_tx(1000, &mut sa);
-            pending.extend(sa.sent());
-            done.extend(sa.completions());
-            assert!(a.send_queue().cwnd() >= last_cwnd, "no cut without a loss");
-            last_cwnd = a.send_queue().cwnd();
-        }
-    }
+    let (done, rounds, _) = exchange(&mut a, &mut b, &mut env, resent, |a| {
+        assert!(a.send_queue().cwnd() >= last_cwnd, "no cut without a loss");
+        last_cwnd = a.send_queue().cwnd();
+    });
     assert_eq!(done.len(), 1, "completed after {rounds} rounds");
     assert_eq!(done[0].status, WcStatus::Success);
     assert_eq!(a.send_queue().stats().cwnd_cuts, 1, "one episode, one cut");
@@ -801,22 +782,11 @@ fn consecutive_timeouts_back_off_and_progress_resets_the_wait() {
     let mut b = qp(QpType::Rc, 2, 1);
     let mut s = Sink::default();
     for id in 0..2 {
-        a.post_send(
-            SendWqe {
-                id: WqeId(id),
-                op: SendOp::Send {
-                    imm: None,
-                    inv_rkey: None,
-                },
-                len: 16,
-                signaled: true,
-                solicited: false,
-                fence: false,
-                ud: None,
-            },
-            &mut s,
-        )
-        .unwrap();
+        let send = SendOp::Send {
+            imm: None,
+            inv_rkey: None,
+        };
+        a.post_send(wqe(id, send, 16), &mut s).unwrap();
     }
     a.poll_tx(100, &mut s);
     let first = s.sent();
