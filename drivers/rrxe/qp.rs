@@ -1290,23 +1290,16 @@ impl Qp {
         // 4. Transmit.
         let more = proto.poll_tx(TX_BUDGET, &mut sink);
 
+        // The send queue's event counts since the last run go to the device counters.
         let now = proto.send_queue().stats();
-        counters.add(
-            Counter::Retransmits,
-            now.retransmits.wrapping_sub(seen.retransmits),
-        );
-        counters.add(
-            Counter::RnrNaksRcvd,
-            now.rnr_naks.wrapping_sub(seen.rnr_naks),
-        );
-        counters.add(
-            Counter::RetransmitTimeouts,
-            now.timeouts.wrapping_sub(seen.timeouts),
-        );
-        counters.add(
-            Counter::CwndCuts,
-            now.cwnd_cuts.wrapping_sub(seen.cwnd_cuts),
-        );
+        for (counter, now, before) in [
+            (Counter::Retransmits, now.retransmits, seen.retransmits),
+            (Counter::RnrNaksRcvd, now.rnr_naks, seen.rnr_naks),
+            (Counter::RetransmitTimeouts, now.timeouts, seen.timeouts),
+            (Counter::CwndCuts, now.cwnd_cuts, seen.cwnd_cuts),
+        ] {
+            counters.add(counter, now.wrapping_sub(before));
+        }
         *seen = now;
 
         if proto.state() == proto::QpState::Error {
