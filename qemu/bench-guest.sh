@@ -79,7 +79,12 @@ profile() {
   local stack=$1
   [ -x "$PERF" ] || { say "no perf binary: profile skipped"; return 0; }
   (sleep 3; "$PERF" record -a -e cpu-clock -F 499 -o /run/tmp/perf.data -- sleep "$DUR" > /dev/null 2>&1) &
-  VOLUME=$((VOLUME * 3)) bw "$stack" ib_write_bw 65536 1 > /dev/null
+  # perftest's duration mode keeps the link busy through the whole sampling window at any
+  # speed (a fixed volume ended before sampling began on the faster stack, and its profile
+  # was 97 % idle). Its result, unused here, reads 0 under TCG.
+  run $((DUR + 60)) -- \
+    ib_write_bw -d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -D $((DUR + 6)) -F -- \
+    ib_write_bw -d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -D $((DUR + 6)) -F "$RRXE_PEER_IP" > /dev/null
   wait
   "$PERF" report -i /run/tmp/perf.data --stdio --sort sym --percent-limit 1 2>/dev/null |
     awk -v s="$stack" -v vm="vm$RRXE_VM" '/^ +[0-9.]+%/ {p=$1; $1=""; $2=""; sub(/^ +/, ""); print "PROFILE", s, vm, p, $0}' | head -n 25

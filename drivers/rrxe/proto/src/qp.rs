@@ -545,7 +545,7 @@ impl QpConfig {
         rnr_retry: 7,
         min_rnr_timer: 12,
         max_rd_atomic: 16,
-        max_inflight: 256,
+        max_inflight: 1024,
         read_chunk: 64,
     };
 }

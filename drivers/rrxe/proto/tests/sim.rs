@@ -767,7 +767,7 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
         },
         min_rnr_timer: rng.range(1, 6) as u8,
         max_rd_atomic: rng.range(1, 16) as u8,
-        max_inflight: [4, 32, 256][rng.below(3) as usize],
+        max_inflight: [4, 32, 256, 1024][rng.below(4) as usize],
         read_chunk: [1, 2, 64][rng.below(3) as usize],
         ..QpConfig::default()
     };
