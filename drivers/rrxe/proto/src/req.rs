@@ -17,7 +17,7 @@
 //!
 //! Emits the packet at `send_psn`; when `send_psn == next_psn` it assigns PSNs
 //! to the next WQE, subject to: RC window (`next_psn - una <` the congestion
-//! window, see below),
+//! window, see below, and for a READ also `<` [`MAX_READ_INFLIGHT`]),
 //! `max_rd_atomic` outstanding READ/atomic/FLUSH/ATOMIC WRITE WQEs, and the
 //! fence bit. A READ consumes `npkts` PSNs (one per response packet) and is
 //! requested in chunks of `read_chunk` response packets, fixed from `first`:
@@ -81,6 +81,11 @@ use super::seg::Segments;
 
 /// The requester sets AckReq at least every this many packets of a message.
 pub const ACK_EVERY: u32 = 16;
+/// A READ WQE starts only while fewer PSNs than this are outstanding, whatever the
+/// window: its responses come back as a burst the responder does not pace, and eight QPs
+/// with 1024 response packets each overflowed a responder's transmit queue (ib_read_bw
+/// -q 8 ended in RETRY_EXC), where SENDs and WRITEs are paced by the requester's ACKs.
+pub const MAX_READ_INFLIGHT: u32 = 256;
 /// Consecutive timeouts double the retransmit timeout at most this many times.
 pub const MAX_RTO_BACKOFF: u8 = 3;
 /// The congestion window never shrinks below this many packets.
@@ -530,7 +535,12 @@ impl<const S: usize> SendQueue<S> {
                 };
                 if rc {
                     let inflight = self.next_psn.distance_from(self.una);
-                    if inflight >= self.window() || inflight.saturating_add(e.npkts) >= PSN_HALF {
+                    let win = if matches!(e.wqe.op, SendOp::Read { .. }) {
+                        self.window().min(MAX_READ_INFLIGHT)
+                    } else {
+                        self.window()
+                    };
+                    if inflight >= win || inflight.saturating_add(e.npkts) >= PSN_HALF {
                         return false;
                     }
                     let nr = needs_response(&e.wqe.op);

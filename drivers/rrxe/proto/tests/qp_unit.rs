@@ -822,3 +822,29 @@ fn consecutive_timeouts_back_off_and_progress_resets_the_wait() {
     assert_eq!(s.completions().len(), 1);
     assert_eq!(rto_arms(&s), [t], "progress: the QP's own timeout again");
 }
+
+#[test]
+fn a_read_waits_for_the_read_window_where_a_write_would_not() {
+    // Window 1024: a 300-packet WRITE goes out whole, but a READ posted behind it does not
+    // start while 300 >= MAX_READ_INFLIGHT PSNs are outstanding; the ACK of the WRITE lets
+    // it go.
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.max_inflight = 1024);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    let write = SendOp::Write {
+        remote: REMOTE,
+        imm: None,
+    };
+    a.post_send(wqe(1, write, 300 * 256), &mut s).unwrap();
+    a.post_send(wqe(2, SendOp::Read { remote: REMOTE }, 256), &mut s)
+        .unwrap();
+    a.poll_tx(1000, &mut s);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 300, "the WRITE, and no READ request yet");
+    assert!(300 >= rrxe_proto::req::MAX_READ_INFLIGHT);
+    let (done, _, more) = exchange(&mut a, &mut b, &mut env, sent, |_| {});
+    assert_eq!(more, 1, "the READ request, once the WRITE was acknowledged");
+    let st: Vec<WcStatus> = done.iter().map(|c| c.status).collect();
+    assert_eq!(st, [WcStatus::Success, WcStatus::Success]);
+}
