@@ -166,6 +166,23 @@ fn exchange(
     (done, rounds, sent)
 }
 
+/// An RC pair whose requester `a` has a window of `window` packets, with an
+/// `npkts`-packet WRITE (MTU 256) posted on `a` and polled once: `a`, the responder `b`,
+/// the responder's environment and the packets `a` sent.
+fn rc_write(window: u32, id: u64, npkts: u32) -> (Q, Q, Env, Vec<TxPacket>) {
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.max_inflight = window);
+    let b = qp(QpType::Rc, 2, 1);
+    let mut s = Sink::default();
+    let write = SendOp::Write {
+        remote: REMOTE,
+        imm: None,
+    };
+    a.post_send(wqe(id, write, npkts * 256), &mut s).unwrap();
+    a.poll_tx(1000, &mut s);
+    let sent = s.sent();
+    (a, b, Env::default(), sent)
+}
+
 fn req(op: Opcode, psn: u32, ack: bool, len: usize) -> (Vec<u8>, Packet) {
     let mut h = Headers::new(Bth::new(op, 2, Psn::new(psn)));
     h.bth.ack_req = ack;
@@ -676,17 +693,7 @@ fn long_write_paced_by_the_window() {
     // A 40-packet WRITE (MTU 256) with a window of 8: 8 packets, then one more per ACKed
     // packet, never more than 8 unacknowledged; the responder's ACKs (AckReq every 16
     // packets and on the last) complete it.
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.max_inflight = 8);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
-    let mut s = Sink::default();
-    let write = SendOp::Write {
-        remote: REMOTE,
-        imm: None,
-    };
-    a.post_send(wqe(3, write, 40 * 256), &mut s).unwrap();
-    a.poll_tx(100, &mut s);
-    let pending = s.sent();
+    let (mut a, mut b, mut env, pending) = rc_write(8, 3, 40);
     assert_eq!(pending.len(), 8, "a full window, not the whole message");
     // A round with no ACK ends the exchange: then nothing asked for one, and only the
     // retransmit timer would help. The window has to have room for the packet that asks.
@@ -706,17 +713,7 @@ fn seq_nak_halves_the_window_once_and_acks_grow_it_back() {
     // A 64-packet WRITE with a window of 32; packet 4 is lost. The responder NAKs once
     // (sequence error) and drops the rest; the requester resends from 4 with the window
     // halved to 16, and the lossless rest of the transfer grows it again.
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.max_inflight = 32);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
-    let mut s = Sink::default();
-    let write = SendOp::Write {
-        remote: REMOTE,
-        imm: None,
-    };
-    a.post_send(wqe(9, write, 64 * 256), &mut s).unwrap();
-    a.poll_tx(1000, &mut s);
-    let first = s.sent();
+    let (mut a, mut b, mut env, first) = rc_write(32, 9, 64);
     assert_eq!(first.len(), 32, "the full window");
     assert_eq!(a.send_queue().cwnd(), 32);
 
