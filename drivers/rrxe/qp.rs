@@ -620,7 +620,7 @@ impl Qp {
                 qkey: cfg.qkey,
                 ..Default::default()
             },
-            sport: 0xc000 | (init.qpn & 0x3fff) as u16,
+            sport: proto::net::udp_sport(init.qpn, 0),
         };
         let uninit = UniqueArc::<Qp>::new_uninit(GFP_KERNEL)?;
         let this: *const Qp = uninit.as_ptr();
@@ -903,7 +903,7 @@ impl Qp {
         if let Some(v) = m.dest_qpn {
             pm.dest_qpn = Some(v);
             eng.attrs.dest_qpn = v;
-            eng.sport = 0xc000 | ((self.qpn ^ v) & 0x3fff) as u16;
+            eng.sport = proto::net::udp_sport(self.qpn, v);
         }
         if let Some(v) = m.qkey {
             pm.qkey = Some(v);
