@@ -45,9 +45,15 @@ load_siw() { kmod siw; }
 
 # The GID index of this port's RoCEv2 GID for an IPv4 address (::ffff:a.b.c.d).
 gid_index_v4() {
-  local dev=$1 ip=$2 f idx type gid
-  local want
-  want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${ip//./ })
+  gid_index_of "$1" "$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })"
+}
+# The GID index of this port's RoCEv2 GID for an IPv6 address.
+gid_index_v6() {
+  gid_index_of "$1" "$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2")"
+}
+# gid_index_of DEV GID: the index of a RoCE v2 GID, in sysfs's spelled-out form.
+gid_index_of() {
+  local dev=$1 want=$2 f idx type gid
   for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
     idx=${f##*/}
     gid=$(cat "$f" 2>/dev/null) || continue

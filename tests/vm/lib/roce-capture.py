@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Capture the RoCEv2 packets (UDP to 4791) that arrive on an interface, until SIGTERM or
+SIGINT, then print one line per (IP version, traffic class, UDP source port, BTH dest QP):
+
+    v4 tc=106 ecn=2 sport=50123 dqp=17 n=812
+
+The traffic class is the whole IPv4 TOS / IPv6 Traffic Class byte (DSCP << 2 | ECN).
+Usage: roce-capture.py IFACE
+"""
+import collections
+import signal
+import socket
+import struct
+import sys
+
+ETH_P_ALL = 0x0003
+counts = collections.Counter()
+stop = False
+
+
+def on_signal(_sig, _frm):
+    global stop
+    stop = True
+
+
+def parse(frame):
+    if len(frame) < 14:
+        return None
+    etype = struct.unpack_from(">H", frame, 12)[0]
+    p = frame[14:]
+    if etype == 0x0800 and len(p) >= 20:
+        ihl = (p[0] & 0xF) * 4
+        if p[9] != 17 or len(p) < ihl + 8 + 12:
+            return None
+        ver, tc, udp = "v4", p[1], p[ihl:]
+    elif etype == 0x86DD and len(p) >= 40 + 8 + 12:
+        if p[6] != 17:
+            return None
+        ver = "v6"
+        tc = ((p[0] & 0xF) << 4) | (p[1] >> 4)
+        udp = p[40:]
+    else:
+        return None
+    sport, dport = struct.unpack_from(">HH", udp, 0)
+    if dport != 4791:
+        return None
+    dqp = struct.unpack_from(">I", udp, 8 + 4)[0] & 0xFFFFFF
+    return ver, tc, sport, dqp
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((sys.argv[1], 0))
+    s.settimeout(0.2)
+    print("listening", flush=True, file=sys.stderr)
+    while not stop:
+        try:
+            frame, addr = s.recvfrom(65535)
+        except socket.timeout:
+            continue
+        except InterruptedError:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        k = parse(frame)
+        if k:
+            counts[k] += 1
+    for (ver, tc, sport, dqp), n in sorted(counts.items()):
+        print(f"{ver} tc={tc} ecn={tc & 3} sport={sport} dqp={dqp} n={n}")
+
+
+main()
