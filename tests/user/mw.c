@@ -23,14 +23,11 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "loop.h"
 
 #define TGT 8192
-static struct ibv_context *ctx;
-static struct ibv_pd *pd;
 static struct ibv_mr *src_mr, *tgt_mr, *plain_mr;
 static uint8_t src[4096], tgt[TGT], plain[4096];
-static union ibv_gid gid;
-static int gidx;
 
 struct conn {
 	struct ibv_cq *cqa, *cqb;
@@ -58,29 +55,6 @@ static struct ibv_qp *rc_qp(struct ibv_cq *cq, uint64_t ops)
 	return qp;
 }
 
-static void to_rts(struct ibv_qp *qp, uint32_t dest)
-{
-	struct ibv_qp_attr at = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
-		.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = gid, .sgid_index = gidx, .hop_limit = 64 } },
-	};
-
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("RTR");
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTS;
-	at.timeout = 10;
-	at.retry_cnt = 2;
-	at.rnr_retry = 2;
-	at.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("RTS");
-}
-
 /* A fresh connected pair (an access error leaves a pair in the error state); with ops != 0
  * both QPs are extended QPs with those send ops. */
 static void conn_new_ops(struct conn *c, uint64_t ops)
@@ -106,21 +80,6 @@ static void conn_free(struct conn *c)
 	ibv_destroy_qp(c->b);
 	ibv_destroy_cq(c->cqa);
 	ibv_destroy_cq(c->cqb);
-}
-
-/* One completion from cq (5 s at most); its status, or -1 on timeout. */
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 5000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			return -1;
-		if (n == 1)
-			return wc->status;
-		usleep(1000);
-	}
-	return -1;
 }
 
 /* RDMA WRITE or READ of len bytes by QP A between src and raddr (rkey); the status. */
@@ -199,30 +158,15 @@ static int write_lands(struct conn *c, uint32_t rkey, uint8_t *at, uint32_t len,
 int main(int argc, char **argv)
 {
 	const unsigned int rw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	const char *dev = NULL;
-	struct ibv_device **list;
 	struct ibv_device_attr da;
 	struct ibv_mw *mw1, *mw2;
 	struct conn c, d;
 	uint32_t old, k;
-	int opt, st;
+	int st;
 
-	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
-		if (opt == 'd')
-			dev = optarg;
-		else if (opt == 'g')
-			gidx = atoi(optarg);
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!dev || !strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		die("no device");
-	pd = ibv_alloc_pd(ctx);
-	if (!pd || ibv_query_gid(ctx, 1, gidx, &gid) || ibv_query_device(ctx, &da))
-		die("pd/gid/query_device");
+	loop_open(argc, argv);
+	if (ibv_query_device(ctx, &da))
+		die("ibv_query_device");
 	src_mr = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	tgt_mr = ibv_reg_mr(pd, tgt, sizeof(tgt), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND |
 			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Loopback helpers for the single-process test programs: open a device by name, RC QPs of
+ * this process connected to each other through the device's own GID, and waiting for one
+ * completion. Include after tap.h.
+ */
+#ifndef RRXE_TEST_LOOP_H
+#define RRXE_TEST_LOOP_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+static int gidx;
+
+/* Parses -d DEV -g GIDX, opens DEV (or the first device), allocates pd, reads gid. */
+static void loop_open(int argc, char **argv)
+{
+	const char *dev = NULL;
+	struct ibv_device **list;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+		if (opt == 'd')
+			dev = optarg;
+		else if (opt == 'g')
+			gidx = atoi(optarg);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	list = ibv_get_device_list(NULL);
+	for (int i = 0; list && list[i]; i++)
+		if (!ctx && (!dev || !strcmp(ibv_get_device_name(list[i]), dev)))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		die("no device");
+	pd = ibv_alloc_pd(ctx);
+	if (!pd || ibv_query_gid(ctx, 1, gidx, &gid))
+		die("pd/gid");
+}
+
+/* Moves an RC QP in INIT to RTS, connected to QP dest of this host. */
+static void to_rts(struct ibv_qp *qp, uint32_t dest)
+{
+	struct ibv_qp_attr at = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
+		.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = gid, .sgid_index = gidx, .hop_limit = 64 } },
+	};
+
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("RTR");
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 10;
+	at.retry_cnt = 2;
+	at.rnr_retry = 2;
+	at.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("RTS");
+}
+
+/* One completion from cq (5 s at most); its status, or -1 on timeout. */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 5000; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			return -1;
+		if (n == 1)
+			return wc->status;
+		usleep(1000);
+	}
+	return -1;
+}
+
+#endif
