@@ -10,6 +10,7 @@
 // Posting completions arrives with the QP datapath (issue #4).
 #![allow(dead_code)]
 
+use crate::glue::bindings as b;
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::{Queue, UContext};
 use kernel::prelude::*;
@@ -233,8 +234,11 @@ impl Cq {
         st.queue
             .producer()
             .store(st.producer, core::sync::atomic::Ordering::Release);
+        // Armed for solicited completions, the consumer is also woken by an unsuccessful one
+        // (IBTA 11.4.2.2): a QP that fails must not leave it asleep.
+        let wakes_solicited = solicited || c.status != b::ib_wc_status_IB_WC_SUCCESS;
         let notify =
-            st.notify & NOTIFY_NEXT != 0 || (solicited && st.notify & NOTIFY_SOLICITED != 0);
+            st.notify & NOTIFY_NEXT != 0 || (wakes_solicited && st.notify & NOTIFY_SOLICITED != 0);
         if notify {
             st.notify = 0;
         }
