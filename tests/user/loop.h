@@ -18,7 +18,7 @@ static union ibv_gid gid;
 static int gidx;
 
 /* Parses -d DEV -g GIDX, opens DEV (or the first device), allocates pd, reads gid. */
-static void loop_open(int argc, char **argv)
+static inline void loop_open(int argc, char **argv)
 {
 	const char *dev = NULL;
 	struct ibv_device **list;
@@ -42,8 +42,40 @@ static void loop_open(int argc, char **argv)
 		die("pd/gid");
 }
 
+/* Moves a new RC QP to INIT, with remote read/write access. */
+static inline void loop_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr at = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		die("INIT");
+}
+
+/* An RC QP in INIT (loop_init): 32 WRs each way of sge SGEs, on cq (and srq, if any); with
+ * ops != 0 an extended QP with those send ops. */
+static inline struct ibv_qp *loop_rc_qp(struct ibv_cq *cq, struct ibv_srq *srq, uint32_t sge, uint64_t ops)
+{
+	struct ibv_qp_init_attr_ex qa = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq,
+		.cap = { .max_send_wr = 32, .max_recv_wr = srq ? 0 : 32, .max_send_sge = sge,
+			 .max_recv_sge = srq ? 0 : sge, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC, .pd = pd, .send_ops_flags = ops,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | (ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qa);
+
+	if (!qp)
+		die("ibv_create_qp_ex RC");
+	loop_init(qp);
+	return qp;
+}
+
 /* Moves an RC QP in INIT to RTS, connected to QP dest of this host. */
-static void to_rts(struct ibv_qp *qp, uint32_t dest)
+static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
 {
 	struct ibv_qp_attr at = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
@@ -67,7 +99,7 @@ static void to_rts(struct ibv_qp *qp, uint32_t dest)
 }
 
 /* One completion from cq (5 s at most); its status, or -1 on timeout. */
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	for (int i = 0; i < 5000; i++) {
 		int n = ibv_poll_cq(cq, 1, wc);

@@ -34,27 +34,6 @@ struct conn {
 	struct ibv_qp *a, *b;
 };
 
-/* An RC QP in INIT; with ops != 0 through ibv_create_qp_ex with those send ops. */
-static struct ibv_qp *rc_qp(struct ibv_cq *cq, uint64_t ops)
-{
-	struct ibv_qp_init_attr_ex qa = {
-		.send_cq = cq, .recv_cq = cq,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC, .pd = pd, .send_ops_flags = ops,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | (ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
-	};
-	struct ibv_qp_attr at = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-	};
-	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qa);
-
-	if (!qp || ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				 IBV_QP_ACCESS_FLAGS))
-		die("create/INIT RC QP");
-	return qp;
-}
-
 /* A fresh connected pair (an access error leaves a pair in the error state); with ops != 0
  * both QPs are extended QPs with those send ops. */
 static void conn_new_ops(struct conn *c, uint64_t ops)
@@ -63,8 +42,8 @@ static void conn_new_ops(struct conn *c, uint64_t ops)
 	c->cqb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
 	if (!c->cqa || !c->cqb)
 		die("ibv_create_cq");
-	c->a = rc_qp(c->cqa, ops);
-	c->b = rc_qp(c->cqb, ops);
+	c->a = loop_rc_qp(c->cqa, NULL, 1, ops);
+	c->b = loop_rc_qp(c->cqb, NULL, 1, ops);
 	to_rts(c->a, c->b->qp_num);
 	to_rts(c->b, c->a->qp_num);
 }

@@ -20,60 +20,11 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "loop.h"
+#include "rings.h"
 
-static struct ibv_context *ctx;
-static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static uint8_t buf[8192];
-static union ibv_gid gid;
-static int gidx;
-
-/* The uverbs mappings of this process, in address order. */
-#define MAXMAP 64
-struct mapping {
-	uintptr_t start, end;
-	unsigned long off;	/* the mmap offset: the kernel hands them out in creation order */
-};
-
-static int maps(struct mapping *m)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	int n = 0;
-
-	if (!f)
-		die("/proc/self/maps");
-	while (n < MAXMAP && fgets(line, sizeof(line), f)) {
-		if (!strstr(line, "/dev/infiniband/uverbs"))
-			continue;
-		if (sscanf(line, "%lx-%lx %*s %lx", &m[n].start, &m[n].end, &m[n].off) == 3)
-			n++;
-	}
-	fclose(f);
-	return n;
-}
-
-/* The mappings in `after` that are not in `before` (the queues just created). */
-static int new_maps(struct mapping *before, int nb, struct mapping *after, int na,
-		    struct mapping *out)
-{
-	int n = 0;
-
-	for (int i = 0; i < na; i++) {
-		int seen = 0;
-
-		for (int j = 0; j < nb; j++)
-			seen |= before[j].start == after[i].start;
-		if (!seen)
-			out[n++] = after[i];
-	}
-	return n;
-}
-
-static volatile struct rrxe_queue_hdr *hdr(struct mapping *m)
-{
-	return (volatile struct rrxe_queue_hdr *)m->start;
-}
 
 static void garbage(struct mapping *m, unsigned seed)
 {
@@ -82,24 +33,6 @@ static void garbage(struct mapping *m, unsigned seed)
 	srand(seed);
 	for (uintptr_t i = 0; i < m->end - m->start - RRXE_QUEUE_HDR_SIZE; i++)
 		p[i] = (uint8_t)rand();
-}
-
-/* The doorbell, as the provider rings it: POST_SEND with no work requests. */
-static int doorbell(struct ibv_qp *qp)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} c = {};
-	struct ib_uverbs_post_send_resp resp = {};
-
-	c.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	c.hdr.in_words = sizeof(c) / 4;
-	c.hdr.out_words = sizeof(resp) / 4;
-	c.cmd.response = (uintptr_t)&resp;
-	c.cmd.qp_handle = qp->handle;
-	c.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	return write(ctx->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 : -errno;
 }
 
 struct pair {
@@ -117,10 +50,6 @@ static void make(struct pair *p)
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 },
 		.qp_type = IBV_QPT_RC,
 	};
-	struct ibv_qp_attr at = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-	};
 
 	nb = maps(b);
 	p->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -130,43 +59,10 @@ static void make(struct pair *p)
 	if (new_maps(b, nb, a, na, n) != 1)
 		die("CQ ring not found in /proc/self/maps");
 	p->cqm = n[0];
-	nb = maps(b);
 	qa.send_cq = qa.recv_cq = p->cq;
-	p->qp = ibv_create_qp(pd, &qa);
-	if (!p->qp)
-		die("ibv_create_qp");
-	na = maps(a);
-	if (new_maps(b, nb, a, na, n) != 2)
-		die("SQ/RQ rings not found in /proc/self/maps");
-	/* The kernel creates the SQ before the RQ: the lower mmap offset is the SQ's. */
-	p->sqm = n[0].off < n[1].off ? n[0] : n[1];
-	p->rqm = n[0].off < n[1].off ? n[1] : n[0];
-	if (ibv_modify_qp(p->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		die("INIT");
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTR;
-	at.path_mtu = IBV_MTU_1024;
-	at.dest_qp_num = p->qp->qp_num;
-	at.max_dest_rd_atomic = 1;
-	at.min_rnr_timer = 1;
-	at.ah_attr.is_global = 1;
-	at.ah_attr.grh.dgid = gid;
-	at.ah_attr.grh.sgid_index = gidx;
-	at.ah_attr.grh.hop_limit = 64;
-	at.ah_attr.port_num = 1;
-	if (ibv_modify_qp(p->qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("RTR");
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTS;
-	at.timeout = 10;
-	at.retry_cnt = 2;
-	at.rnr_retry = 2;
-	at.max_rd_atomic = 1;
-	if (ibv_modify_qp(p->qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("RTS");
+	p->qp = qp_with_rings(&qa, &p->sqm, &p->rqm);
+	loop_init(p->qp);
+	to_rts(p->qp, p->qp->qp_num);
 }
 
 static void destroy(struct pair *p)
@@ -225,26 +121,11 @@ static int works(struct pair *p, const char *what)
 
 int main(int argc, char **argv)
 {
-	const char *dev = NULL;
-	struct ibv_device **list;
 	struct ibv_wc wc[64];
 	struct pair p;
-	int opt, n, bad;
+	int n, bad;
 
-	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
-		if (opt == 'd')
-			dev = optarg;
-		else if (opt == 'g')
-			gidx = atoi(optarg);
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!dev || !strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		die("no device");
-	pd = ibv_alloc_pd(ctx);
+	loop_open(argc, argv);
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!mr || ibv_query_gid(ctx, 1, gidx, &gid))
 		die("pd/mr/gid");

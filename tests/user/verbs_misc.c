@@ -44,28 +44,6 @@ static void fill(uint8_t *p, size_t n, uint8_t seed)
 		p[i] = (uint8_t)(seed + i * 13 + (i >> 8));
 }
 
-/* An RC QP in INIT on cq (and srq, if any). */
-static struct ibv_qp *rc_qp_ex(struct ibv_cq *cq, struct ibv_srq *srq, uint32_t sge, uint64_t ops)
-{
-	struct ibv_qp_init_attr_ex qa = {
-		.send_cq = cq, .recv_cq = cq, .srq = srq,
-		.cap = { .max_send_wr = 32, .max_recv_wr = srq ? 0 : 32, .max_send_sge = sge,
-			 .max_recv_sge = srq ? 0 : sge, .max_inline_data = 64 },
-		.qp_type = IBV_QPT_RC, .pd = pd, .send_ops_flags = ops,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | (ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
-	};
-	struct ibv_qp_attr at = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-	};
-	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qa);
-
-	if (!qp || ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				 IBV_QP_ACCESS_FLAGS))
-		die("create/INIT RC QP");
-	return qp;
-}
-
 /* A connected pair a <-> b, each on its own CQ. */
 struct pair {
 	struct ibv_cq *cqa, *cqb;
@@ -78,8 +56,8 @@ static void pair_new(struct pair *p, struct ibv_cq *cqa, struct ibv_srq *srq, ui
 	p->cqb = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	if (!p->cqa || !p->cqb)
 		die("ibv_create_cq");
-	p->a = rc_qp_ex(p->cqa, srq, sge, ops);
-	p->b = rc_qp_ex(p->cqb, NULL, sge, ops);
+	p->a = loop_rc_qp(p->cqa, srq, sge, ops);
+	p->b = loop_rc_qp(p->cqb, NULL, sge, ops);
 	to_rts(p->a, p->b->qp_num);
 	to_rts(p->b, p->a->qp_num);
 }
