@@ -109,6 +109,18 @@ impl Region {
         })
     }
 
+    /// Checks that the region is valid and grants `need`, whatever the range (a FLUSH of
+    /// the whole region).
+    pub(crate) fn check_whole(&self, need: u32) -> Result<(), AccessError> {
+        if !self.valid {
+            return Err(AccessError::BadKey);
+        }
+        if self.access & need != need {
+            return Err(AccessError::NoPermission);
+        }
+        Ok(())
+    }
+
     /// Copies between `buf` and `va` after checking access.
     pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
         let off = self.check(va, buf.len() as u64, need)?;

@@ -1651,6 +1651,44 @@ impl ResponderEnv for Env<'_> {
     fn recv_head_len(&mut self) -> Option<u32> {
         self.qp.claim_head().map(|w| w.len)
     }
+
+    /// FLUSH: the MR must grant each placement type asked for. Memory is coherent here, so
+    /// once the request is ordered behind the earlier writes there is nothing to do. With
+    /// selectivity "memory region" the VA and length are not used, so only the key and its
+    /// access are checked (a requester may send 0 for both).
+    fn flush(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        sel: u8,
+        plt: u8,
+    ) -> Result<(), proto::AccessError> {
+        let mut need = 0;
+        if plt & proto::Feth::PLT_GLOBAL != 0 {
+            need |= access::FLUSH_GLOBAL;
+        }
+        if plt & proto::Feth::PLT_PERSISTENT != 0 {
+            need |= access::FLUSH_PERSISTENT;
+        }
+        if need == 0 {
+            return Err(proto::AccessError::NoPermission);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        let (pd, qpn) = (self.qp.pd, self.qp.qpn);
+        let r = if sel == proto::Feth::SEL_MR {
+            // A window's range would apply: whole-region FLUSH is for MR keys only.
+            mrs.with_remote(rkey, pd, qpn, (0, 0, need), |r| r.check_whole(need))
+        } else {
+            mrs.with_remote(rkey, pd, qpn, (va, u64::from(len), need), |r| {
+                r.check(va, u64::from(len), need).map(|_| ())
+            })
+        };
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
 }
 
 /// A slot of the QP table.

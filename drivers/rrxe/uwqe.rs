@@ -47,6 +47,12 @@ const OFF_BIND_LEN: usize = OFF_U + offset_of!(BindMw, length);
 const OFF_BIND_RKEY: usize = OFF_U + offset_of!(BindMw, mw_rkey);
 const OFF_BIND_MR: usize = OFF_U + offset_of!(BindMw, mr_lkey);
 const OFF_BIND_ACCESS: usize = OFF_U + offset_of!(BindMw, access);
+type FlushWr = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_5;
+const OFF_FLUSH_VA: usize = OFF_U + offset_of!(FlushWr, remote_addr);
+const OFF_FLUSH_LEN: usize = OFF_U + offset_of!(FlushWr, length);
+const OFF_FLUSH_RKEY: usize = OFF_U + offset_of!(FlushWr, rkey);
+const OFF_FLUSH_TYPE: usize = OFF_U + offset_of!(FlushWr, type_);
+const OFF_FLUSH_LEVEL: usize = OFF_U + offset_of!(FlushWr, level);
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(off..off + 4)?.try_into().ok()?))
@@ -162,6 +168,27 @@ pub(crate) fn decode_send(
             };
             let wc = b::ib_wc_opcode_IB_WC_ATOMIC_WRITE;
             return dataless(SendKind::Transport(op), wc, 8);
+        }
+        b::RRXE_WR_FLUSH if !lim.ud => {
+            let plt = *bytes.get(OFF_FLUSH_TYPE)?;
+            let sel = *bytes.get(OFF_FLUSH_LEVEL)?;
+            let types = b::RRXE_FLUSH_GLOBAL | b::RRXE_FLUSH_PERSISTENT;
+            if plt == 0
+                || u32::from(plt) & !types != 0
+                || (u32::from(sel) != b::RRXE_FLUSH_RANGE && u32::from(sel) != b::RRXE_FLUSH_MR)
+            {
+                return None;
+            }
+            let op = crate::proto::SendOp::Flush {
+                remote: RemoteAddr {
+                    va: u64_at(bytes, OFF_FLUSH_VA)?,
+                    rkey: u32_at(bytes, OFF_FLUSH_RKEY)?,
+                },
+                sel,
+                plt,
+            };
+            let len = u32_at(bytes, OFF_FLUSH_LEN)?;
+            return dataless(SendKind::Transport(op), b::ib_wc_opcode_IB_WC_FLUSH, len);
         }
         _ => {}
     }

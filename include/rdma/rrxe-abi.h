@@ -87,7 +87,17 @@ struct rrxe_sge {
  * wr.atomic.rkey; the bytes themselves, in memory order, are wr.atomic.compare_add.
  */
 #define RRXE_WR_ATOMIC_WRITE		32
-#define RRXE_WR_FLUSH			33	/* reserved: libibverbs 44 has no ibv_wr_flush */
+/*
+ * RC only: FLUSH (IBTA 1.5) of wr.flush.length bytes at wr.flush.remote_addr under
+ * wr.flush.rkey (level RRXE_FLUSH_RANGE) or of the whole MR (RRXE_FLUSH_MR), to global
+ * visibility and/or persistence (type). The arguments of libibverbs' ibv_wr_flush(),
+ * which rdma-core 45 added; with 44 only a process writing its SQ directly can post one.
+ */
+#define RRXE_WR_FLUSH			33
+#define RRXE_FLUSH_GLOBAL	1	/* type bits (FETH placement type) */
+#define RRXE_FLUSH_PERSISTENT	2
+#define RRXE_FLUSH_RANGE	0	/* level (FETH selectivity) */
+#define RRXE_FLUSH_MR		1
 
 /* send_flags: the values of enum ib_uverbs_send_flags (IBV_SEND_*). */
 #define RRXE_SEND_FENCE		(1 << 0)
@@ -138,6 +148,14 @@ struct rrxe_send_wqe {
 			__u32 access;	/* IBV_ACCESS_* */
 			__u32 reserved;
 		} bind_mw;
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 length;
+			__u32 rkey;
+			__u8 type;	/* RRXE_FLUSH_GLOBAL | RRXE_FLUSH_PERSISTENT */
+			__u8 level;	/* RRXE_FLUSH_RANGE or RRXE_FLUSH_MR */
+			__u8 reserved[6];
+		} flush;
 		__u8 raw[40];
 	} wr;
 	/* struct rrxe_sge sge[num_sge] or __u8 data[inline_len] follows */

@@ -363,6 +363,17 @@ pub struct Feth {
     pub plt: u8,
 }
 
+impl Feth {
+    /// Selectivity: the range [VA, VA + DMA length).
+    pub const SEL_RANGE: u8 = 0;
+    /// Selectivity: the whole memory region of the rkey (VA and length are not used).
+    pub const SEL_MR: u8 = 1;
+    /// Placement type bit: global visibility.
+    pub const PLT_GLOBAL: u8 = 1;
+    /// Placement type bit: persistence.
+    pub const PLT_PERSISTENT: u8 = 2;
+}
+
 /// All headers of an IB packet: BTH plus the optional extension headers.
 /// Exactly the headers required by `bth.opcode` must be `Some`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
