@@ -35,7 +35,10 @@ retry() {
 
 # kmod NAME...: modprobe from our kernel's modules_install tree (not the host's /lib/modules).
 kmod() { modprobe -d "$RRXE_MODROOT" "$@"; }
+# load_rrxe: insmod rrxe.ko (with the tunnel modules it needs), unless rrxe is loaded already
+# (tests/selftest.sh on a machine set up by its owner).
 load_rrxe() {
+  [ -d /sys/module/rrxe ] && return 0
   kmod udp_tunnel 2>/dev/null
   kmod ip6_udp_tunnel 2>/dev/null
   insmod "$RRXE_KO"

@@ -49,7 +49,7 @@ sys.exit(bad or len(port) != int(sys.argv[2]) or len(set(port.values())) != len(
 # port, a different one per QP, all in RoCEv2's 0xC000-0xFFFF range.
 captured() {
   local desc=$1 ver=$2 tc=$3 nqps=$4 pid; shift 5
-  python3 "$RRXE_ROOT/tests/vm/lib/roce-capture.py" eth0 >"$CAP" 2>"$CAP.err" &
+  python3 "$RRXE_ROOT/tests/vm/lib/roce-capture.py" "${RRXE_NETDEV:-eth0}" >"$CAP" 2>"$CAP.err" &
   pid=$!
   retry 50 0.2 grep -q listening "$CAP.err"
   pair "$desc" 180 -- "$@"

@@ -8,7 +8,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-check "ibv_devinfo -d @DEV opens the device through librrxe" ibv_devinfo -d rrxe0
+check "ibv_devinfo -d $DEV opens the device through librrxe" ibv_devinfo -d "$DEV"
 
 pair "ibv_rc_pingpong 4 KiB x100, checked" 120 -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18601 -n 100 -s 4096 -c -- \

@@ -4,18 +4,27 @@
 # until the server listens). Every pair uses its own port, so a client can never reach the
 # server of another step.
 
-# user_setup [rrxe|rxe]: this VM's RDMA device over eth0 (DEV), and its RoCE v2 GID index
-# (GID).
+# user_setup [rrxe|rxe]: this VM's RDMA device over $RRXE_NETDEV (eth0 in our VMs) (DEV),
+# and its RoCE v2 GID index (GID). Outside our VMs (tests/selftest.sh) an rrxe device the
+# machine already has on that netdev, or RRXE_DEV, is used and left in place (KEEP_DEV).
 user_setup() {
-  local kind=${1:-rrxe}
+  local kind=${1:-rrxe} nd=${RRXE_NETDEV:-eth0}
+  KEEP_DEV=
   if [ "$kind" = rxe ]; then
     DEV=rxe0
     check "modprobe rdma_rxe" load_rxe
-    check "rdma link add rxe0 type rxe netdev eth0" rdma link add rxe0 type rxe netdev eth0
+    check "rdma link add rxe0 type rxe netdev $nd" rdma link add rxe0 type rxe netdev "$nd"
   else
-    DEV=rrxe0
-    check "insmod rrxe.ko" load_rrxe
-    check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
+    DEV=${RRXE_DEV:-$(rdma link show 2>/dev/null |
+      awk -v nd="$nd" '$2 ~ /^rrxe/ && / netdev / && $NF == nd { sub(/\/.*/, "", $2); print $2; exit }')}
+    if [ -n "$DEV" ]; then
+      KEEP_DEV=1
+      ok "using the machine's $DEV (left in place afterwards)"
+    else
+      DEV=rrxe0
+      check "insmod rrxe.ko" load_rrxe
+      check "rdma link add rrxe0 type rrxe netdev $nd" rdma link add rrxe0 type rrxe netdev "$nd"
+    fi
   fi
   GID=$(retry 20 0.3 gid_index_v4 "$DEV" "$RRXE_MY_IP") || GID=
   if [ -n "$GID" ]; then ok "$DEV has a RoCE v2 GID for $RRXE_MY_IP (index $GID)"
@@ -76,6 +85,7 @@ show_counters() {
 # user_teardown: the counters, then the link goes away cleanly.
 user_teardown() {
   show_counters
+  [ -n "$KEEP_DEV" ] && return 0
   check "rdma link delete $DEV" rdma link delete "$DEV"
   if [ "$DEV" = rrxe0 ]; then check "rmmod rrxe" rmmod rrxe; fi
 }
