@@ -16,20 +16,30 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid gid;
 static int gidx;
+/* Two-host programs: -p PORT, and -s (server) or a peer address as the last argument. */
+static int loop_port = 18990, loop_server;
+static const char *loop_peer;
 
-/* Parses -d DEV -g GIDX, opens DEV (or the first device), allocates pd, reads gid. */
+/* Parses -d DEV -g GIDX [-p PORT] [-s | PEER], opens DEV (or the first device), allocates
+ * pd, reads gid. */
 static inline void loop_open(int argc, char **argv)
 {
 	const char *dev = NULL;
 	struct ibv_device **list;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:s")) != -1) {
 		if (opt == 'd')
 			dev = optarg;
 		else if (opt == 'g')
 			gidx = atoi(optarg);
+		else if (opt == 'p')
+			loop_port = atoi(optarg);
+		else if (opt == 's')
+			loop_server = 1;
 	}
+	if (optind < argc)
+		loop_peer = argv[optind];
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	list = ibv_get_device_list(NULL);
 	for (int i = 0; list && list[i]; i++)
@@ -74,14 +84,14 @@ static inline struct ibv_qp *loop_rc_qp(struct ibv_cq *cq, struct ibv_srq *srq, 
 	return qp;
 }
 
-/* Moves an RC QP in INIT to RTS, connected to QP dest of this host. */
-static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
+/* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid. */
+static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
 {
 	struct ibv_qp_attr at = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
 		.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
 		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = gid, .sgid_index = gidx, .hop_limit = 64 } },
+			     .grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 } },
 	};
 
 	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -96,6 +106,12 @@ static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
 	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("RTS");
+}
+
+/* Moves an RC QP in INIT to RTS, connected to QP dest of this host. */
+static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
+{
+	to_rts_gid(qp, dest, &gid);
 }
 
 /* One completion from cq (5 s at most); its status, or -1 on timeout. */

@@ -56,6 +56,8 @@ static void die(const char *what)
 	exit(1);
 }
 
+#include "sock.h"
+
 struct peer {
 	uint32_t qpn;
 	uint32_t rkey;
@@ -70,21 +72,6 @@ static struct ibv_cq_ex *cq;
 static struct ibv_qp *qp;
 static struct ibv_qp_ex *qpx;
 static uint8_t *buf;
-static int sock;
-
-static void xfer(void *p, size_t n, int send_it)
-{
-	uint8_t *b = p;
-
-	while (n) {
-		ssize_t r = send_it ? write(sock, b, n) : read(sock, b, n);
-
-		if (r <= 0)
-			die("tcp exchange");
-		b += r;
-		n -= r;
-	}
-}
 
 /* Both sides reach the same point (a byte each way). */
 static void barrier(void)
@@ -93,35 +80,6 @@ static void barrier(void)
 
 	xfer(&c, 1, 1);
 	xfer(&c, 1, 0);
-}
-
-static int tcp_connect(const char *host, int port, int server)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-	if (s < 0)
-		die("socket");
-	if (server) {
-		int l = s, c;
-
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		a.sin_addr.s_addr = INADDR_ANY;
-		if (bind(l, (void *)&a, sizeof(a)) || listen(l, 1))
-			die("listen");
-		c = accept(l, NULL, NULL);
-		close(l);
-		return c;
-	}
-	if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
-		die("address");
-	for (int i = 0; i < 50; i++) {
-		if (!connect(s, (void *)&a, sizeof(a)))
-			return s;
-		usleep(200000);
-	}
-	die("connect");
-	return -1;
 }
 
 /* Polls the extended CQ for n completions into wc-like arrays. */
