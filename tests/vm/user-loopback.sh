@@ -20,6 +20,9 @@ both() {
   so=$(mktemp)
   timeout 120 "${srv[@]}" > "$so" 2>&1 &
   sp=$!
+  # rping runs through tests/vm/lib/rping-run (rping's own teardown race).
+  [ "${cli[0]}" = rping ] && cli[0]=$RRXE_ROOT/tests/vm/lib/rping-run
+  [ "${srv[0]}" = rping ] && srv[0]=$RRXE_ROOT/tests/vm/lib/rping-run
   co=$(retry 20 0.5 timeout 120 "${cli[@]}" 2>&1); crc=$?
   wait "$sp"; src=$?
   if [ "$crc" = 0 ] && [ "$src" = 0 ]; then ok "$desc"

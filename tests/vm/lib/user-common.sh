@@ -44,12 +44,16 @@ pair() {
     if [ "$side" = server ]; then srv+=("$a"); else cli+=("$a"); fi
   done
   local failed_before=$TAP_FAILED
+  # rping runs through tests/vm/lib/rping-run (rping's own teardown race).
+  local run=("${cli[@]}") srun=("${srv[@]}")
+  [ "${run[0]}" = rping ] && run[0]=$RRXE_ROOT/tests/vm/lib/rping-run
+  [ "${srun[0]}" = rping ] && srun[0]=$RRXE_ROOT/tests/vm/lib/rping-run
   if [ "$RRXE_VM" = 0 ]; then
-    check "$desc (server: ${srv[*]})" timeout "$t" "${srv[@]}"
+    check "$desc (server: ${srv[*]})" timeout "$t" "${srun[@]}"
   else
     # Up to 60 tries: a server can take half a minute to listen after a heavy step (the
     # previous process's QPs still being torn down).
-    check "$desc (client: ${cli[*]})" until_connected 60 timeout "$t" "${cli[@]}"
+    check "$desc (client: ${cli[*]})" until_connected 60 timeout "$t" "${run[@]}"
   fi
   # A failed step shows this side's device counters (drops, retransmits, NAKs).
   [ "$TAP_FAILED" = "$failed_before" ] || show_counters
