@@ -16,6 +16,8 @@
  *     unsuccessful completion);
  *   - UD through the ibv_wr_* API: ibv_wr_set_ud_addr and ibv_wr_set_inline_data_list,
  *     received with the GRH and the sender's QP number (ibv_wc_read_src_qp);
+ *   - MRs at a page offset and with an IOVA unrelated to the address: WRITE and READ reach
+ *     exactly the bytes named, across pages, and not one byte past the region;
  *   - ibv_wr_local_inv of a type 2B window: writes through it work before, fail after.
  *
  *   verbs_misc -d DEV -g GIDX
@@ -510,6 +512,75 @@ static void ud_wr_api(void)
 	ibv_destroy_cq(scq);
 }
 
+/*
+ * MRs whose start is not page aligned, and one whose IOVA is unrelated to its address: RDMA
+ * WRITE and READ through them reach exactly the bytes the IOVA arithmetic names, across
+ * page boundaries, and nothing outside the region.
+ */
+static void mr_offsets(void)
+{
+	const size_t off = 123, len = 3 * 4096 + 500;
+	/* uverbs wants the IOVA at the same offset within its page as the address. */
+	const uint64_t iova = 0x7000000000ull + off;
+	uint8_t *big = aligned_alloc(4096, 5 * 4096);
+	struct ibv_mr *odd, *moved;
+	struct ibv_sge s = { (uintptr_t)src, 0, src_mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 4, .sg_list = &s, .num_sge = 1,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	struct pair p;
+	int st;
+
+	if (!big)
+		die("buffer");
+	memset(big, 0, 5 * 4096);
+	odd = ibv_reg_mr(pd, big + off, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ);
+	moved = ibv_reg_mr_iova(pd, big + off, len, iova, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	ok(odd && moved, "MRs at page offset %zu, one with IOVA %#llx (errno %d)", off,
+	   (unsigned long long)iova, odd && moved ? 0 : errno);
+	if (!odd || !moved)
+		return;
+	pair_new(&p, NULL, NULL, 1, 0);
+
+	/* 6000 bytes written from 1000 bytes into the odd MR: pages 0-2 of it. */
+	fill(src, 6000, 21);
+	s.length = 6000;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.wr.rdma.remote_addr = (uintptr_t)big + off + 1000;
+	w.wr.rdma.rkey = odd->rkey;
+	st = ibv_post_send(p.b, &w, &bad) ? -2 : wait_wc(p.cqb, &wc);
+	ok(st == IBV_WC_SUCCESS && !memcmp(big + off + 1000, src, 6000) && big[off + 999] == 0 &&
+	   big[off + 7000] == 0, "a 6000-byte WRITE at offset 1000 of the unaligned MR lands exactly there");
+
+	/* Through the moved IOVA: the same bytes, addressed as iova + 1000. */
+	memset(src, 0, 6000);
+	w.opcode = IBV_WR_RDMA_READ;
+	w.wr.rdma.remote_addr = iova + 1000;
+	w.wr.rdma.rkey = moved->rkey;
+	st = ibv_post_send(p.b, &w, &bad) ? -2 : wait_wc(p.cqb, &wc);
+	ok(st == IBV_WC_SUCCESS && !memcmp(src, big + off + 1000, 6000),
+	   "a READ at IOVA + 1000 of the other MR brings back those bytes (status %d)", st);
+
+	/* The last byte of the region, then one byte past it. */
+	s.length = 1;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	src[0] = 0xa5;
+	w.wr.rdma.remote_addr = iova + len - 1;
+	st = ibv_post_send(p.b, &w, &bad) ? -2 : wait_wc(p.cqb, &wc);
+	ok(st == IBV_WC_SUCCESS && big[off + len - 1] == 0xa5,
+	   "a WRITE to the region's last byte (IOVA + %zu) works", len - 1);
+	w.wr.rdma.remote_addr = iova + len;
+	st = ibv_post_send(p.b, &w, &bad) ? -2 : wait_wc(p.cqb, &wc);
+	ok(st == IBV_WC_REM_ACCESS_ERR && big[off + len] == 0,
+	   "one byte past it: remote access error, nothing written (status %d)", st);
+	pair_free(&p);
+	ibv_dereg_mr(odd);
+	ibv_dereg_mr(moved);
+	free(big);
+}
+
 static void local_inv(void)
 {
 	const uint64_t ops = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |
@@ -580,6 +651,7 @@ int main(int argc, char **argv)
 	srq_limit();
 	channel();
 	ud_wr_api();
+	mr_offsets();
 	local_inv();
 	return tap_end();
 }
