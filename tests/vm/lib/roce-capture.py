@@ -15,6 +15,9 @@ import struct
 import sys
 
 ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+SO_RCVBUFFORCE = 33
 counts = collections.Counter()
 stop = False
 
@@ -49,25 +52,40 @@ def parse(frame):
     return ver, tc, sport, dqp
 
 
+def count(frame, addr):
+    if addr[2] == socket.PACKET_OUTGOING:
+        return
+    k = parse(frame)
+    if k:
+        counts[k] += 1
+
+
 def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    # Only what arrives, and room for bursts: a READ responder sends thousands of packets
+    # for the few requests it receives, and a socket fed both directions overflowed and
+    # lost those requests.
+    s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
     s.bind((sys.argv[1], 0))
     s.settimeout(0.2)
     print("listening", flush=True, file=sys.stderr)
     while not stop:
         try:
             frame, addr = s.recvfrom(65535)
-        except socket.timeout:
+        except (socket.timeout, InterruptedError):
             continue
-        except InterruptedError:
-            continue
-        if addr[2] == socket.PACKET_OUTGOING:
-            continue
-        k = parse(frame)
-        if k:
-            counts[k] += 1
+        count(frame, addr)
+    # Asked to stop once the traffic is over: what is still queued arrived before that.
+    s.setblocking(False)
+    while True:
+        try:
+            frame, addr = s.recvfrom(65535)
+        except (BlockingIOError, InterruptedError):
+            break
+        count(frame, addr)
     for (ver, tc, sport, dqp), n in sorted(counts.items()):
         print(f"{ver} tc={tc} ecn={tc & 3} sport={sport} dqp={dqp} n={n}")
 
