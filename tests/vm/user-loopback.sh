@@ -9,29 +9,6 @@
 
 user_setup
 ip=$RRXE_MY_IP
-# both DESC -- SERVER... -- CLIENT...: server in the background, the client when it listens.
-both() {
-  local desc=$1 side=s srv=() cli=() a; shift 2
-  for a in "$@"; do
-    if [ "$a" = -- ]; then side=c; continue; fi
-    if [ $side = s ]; then srv+=("$a"); else cli+=("$a"); fi
-  done
-  local so sp co crc src
-  so=$(mktemp)
-  timeout 120 "${srv[@]}" > "$so" 2>&1 &
-  sp=$!
-  # rping runs through tests/vm/lib/rping-run (rping's own teardown race).
-  [ "${cli[0]}" = rping ] && cli[0]=$RRXE_ROOT/tests/vm/lib/rping-run
-  [ "${srv[0]}" = rping ] && srv[0]=$RRXE_ROOT/tests/vm/lib/rping-run
-  co=$(retry 20 0.5 timeout 120 "${cli[@]}" 2>&1); crc=$?
-  wait "$sp"; src=$?
-  if [ "$crc" = 0 ] && [ "$src" = 0 ]; then ok "$desc"
-  else
-    not_ok "$desc (server exit $src, client exit $crc)"
-    { echo "server:"; tail -n 15 "$so"; echo "client:"; echo "$co" | tail -n 15; } | sed 's/^/# /'
-  fi
-  rm -f "$so"
-}
 both "loopback ibv_rc_pingpong 4 KiB x200, checked" -- \
   ibv_rc_pingpong -d "$DEV" -g "$GID" -p 18601 -n 200 -s 4096 -c -- \
   ibv_rc_pingpong -d "$DEV" -g "$GID" -p 18601 -n 200 -s 4096 -c "$ip"

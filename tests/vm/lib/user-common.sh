@@ -81,6 +81,31 @@ until_connected() {
   done
 }
 
+# both DESC -- SERVER... -- CLIENT...: a loopback pair on this VM, the server in the
+# background and the client (retried) once it listens; both must exit 0.
+both() {
+  local desc=$1 side=s srv=() cli=() a; shift 2
+  for a in "$@"; do
+    if [ "$a" = -- ]; then side=c; continue; fi
+    if [ $side = s ]; then srv+=("$a"); else cli+=("$a"); fi
+  done
+  local so sp co crc src
+  so=$(mktemp)
+  timeout 120 "${srv[@]}" > "$so" 2>&1 &
+  sp=$!
+  # rping runs through tests/vm/lib/rping-run (rping's own teardown race).
+  [ "${cli[0]}" = rping ] && cli[0]=$RRXE_ROOT/tests/vm/lib/rping-run
+  [ "${srv[0]}" = rping ] && srv[0]=$RRXE_ROOT/tests/vm/lib/rping-run
+  co=$(retry 20 0.5 timeout 120 "${cli[@]}" 2>&1); crc=$?
+  wait "$sp"; src=$?
+  if [ "$crc" = 0 ] && [ "$src" = 0 ]; then ok "$desc"
+  else
+    not_ok "$desc (server exit $src, client exit $crc)"
+    { echo "server:"; tail -n 15 "$so"; echo "client:"; echo "$co" | tail -n 15; } | sed 's/^/# /'
+  fi
+  rm -f "$so"
+}
+
 # show_counters: this VM's RDMA device counters as TAP comments.
 show_counters() {
   rdma statistic show link "$DEV"/1 2>/dev/null | tr ' ' '\n' | paste -sd' ' | sed 's/^/# /'
