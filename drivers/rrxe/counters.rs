@@ -62,6 +62,9 @@ counters! {
     RxDropBacklog = c"rx_drop_qp_backlog",
     /// Packets that could not be sent (no memory, no route, bad local buffer).
     TxDrops = c"tx_drops",
+    /// Work-request lists a process handed to a user QP or SRQ through the kernel's
+    /// post_send/post_recv/post_srq_recv commands: refused (EINVAL), nothing read.
+    UserWrRefused = c"user_wr_refused",
     /// Link down events.
     LinkDowned = c"link_downed",
 }

@@ -6,6 +6,7 @@ use crate::ah::AhTable;
 use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
+use crate::limits::{Limits, Obj};
 use crate::mr::MrTable;
 use crate::qp::QpTable;
 use kernel::prelude::*;
@@ -15,6 +16,8 @@ use kernel::prelude::*;
 pub(crate) struct DeviceData {
     /// Counters for `rdma statistic`.
     pub(crate) counters: Counters,
+    /// Live objects per kind, against the advertised maxima.
+    pub(crate) limits: Limits,
     /// Registered memory regions.
     #[pin]
     pub(crate) mrs: MrTable,
@@ -85,6 +88,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
         ndev,
         pin_init!(DeviceData {
             counters: Counters::new(),
+            limits: Limits::new(),
             mrs <- MrTable::new(),
             ahs <- AhTable::new(),
             qps <- qps,
@@ -142,25 +146,26 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     *attr = b::ib_device_attr::default();
     attr.sys_image_guid = dev.node_guid();
     attr.max_mr_size = u64::MAX;
-    attr.page_size_cap = 0xffff_f000;
+    // Any power-of-two page size from the kernel's own up (FRMR blocks, ib_umem pages).
+    attr.page_size_cap = !(kernel::page::PAGE_SIZE as u64 - 1) & 0xffff_ffff;
     attr.vendor_id = VENDOR_ID;
     attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
     attr.max_pkeys = 1;
     attr.local_ca_ack_delay = 15;
-    attr.max_pd = 0x7fff;
-    attr.max_mr = crate::mr::MAX_MR as i32 - 1;
-    // Windows share the key table with regions.
-    attr.max_mw = crate::mr::MAX_MR as i32 - 1;
-    attr.max_cq = 0x4000;
+    // The object maxima, enforced by crate::limits.
+    attr.max_pd = Obj::Pd.max() as i32;
+    attr.max_mr = Obj::Mr.max() as i32;
+    attr.max_mw = Obj::Mw.max() as i32;
+    attr.max_cq = Obj::Cq.max() as i32;
     attr.max_cqe = crate::cq::MAX_CQE as i32;
     attr.max_fast_reg_page_list_len = 512;
-    attr.max_ah = crate::ah::MAX_AH as i32 - 1;
-    attr.max_qp = crate::qp::MAX_QP as i32 - 16;
+    attr.max_ah = Obj::Ah.max() as i32;
+    attr.max_qp = Obj::Qp.max() as i32;
     attr.max_qp_wr = crate::qp::MAX_QP_WR as i32;
     attr.max_send_sge = crate::qp::MAX_SGE as i32;
     attr.max_recv_sge = crate::qp::MAX_SGE as i32;
     attr.max_sge_rd = crate::qp::MAX_SGE as i32;
-    attr.max_srq = 1024;
+    attr.max_srq = Obj::Srq.max() as i32;
     attr.max_srq_wr = crate::qp::MAX_QP_WR as i32;
     attr.max_srq_sge = crate::qp::MAX_SGE as i32;
     attr.max_qp_rd_atom = 16;

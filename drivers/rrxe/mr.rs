@@ -86,10 +86,16 @@ impl Region {
     /// Checks `[va, va + len)` for `need` (IB_ACCESS_* bits; 0 for a local read) and
     /// returns the byte offset of `va` in the region.
     pub(crate) fn check(&self, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
+        self.check_as(self.access, va, len, need)
+    }
+
+    /// [`Region::check`] with the rights `granted` (the region's own, or those of a window
+    /// bound to it) in place of the region's access flags.
+    fn check_as(&self, granted: u32, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
         if !self.valid {
             return Err(AccessError::BadKey);
         }
-        if self.access & need != need {
+        if granted & need != need {
             return Err(AccessError::NoPermission);
         }
         let base = if self.access & access::ZERO_BASED != 0 {
@@ -112,10 +118,14 @@ impl Region {
     /// Checks that the region is valid and grants `need`, whatever the range (a FLUSH of
     /// the whole region).
     pub(crate) fn check_whole(&self, need: u32) -> Result<(), AccessError> {
+        self.check_whole_as(self.access, need)
+    }
+
+    fn check_whole_as(&self, granted: u32, need: u32) -> Result<(), AccessError> {
         if !self.valid {
             return Err(AccessError::BadKey);
         }
-        if self.access & need != need {
+        if granted & need != need {
             return Err(AccessError::NoPermission);
         }
         Ok(())
@@ -123,7 +133,17 @@ impl Region {
 
     /// Copies between `buf` and `va` after checking access.
     pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
-        let off = self.check(va, buf.len() as u64, need)?;
+        self.copy_as(self.access, va, buf, need)
+    }
+
+    fn copy_as(
+        &self,
+        granted: u32,
+        va: u64,
+        buf: &mut Xfer<'_>,
+        need: u32,
+    ) -> Result<(), AccessError> {
+        let off = self.check_as(granted, va, buf.len() as u64, need)?;
         self.backing
             .copy(off, buf)
             .map_err(|_| AccessError::OutOfBounds)
@@ -131,10 +151,19 @@ impl Region {
 
     /// An 8-byte atomic at `va` (8-aligned); returns the original value.
     pub(crate) fn atomic(&self, va: u64, op: crate::proto::AtomicOp) -> Result<u64, AccessError> {
+        self.atomic_as(self.access, va, op)
+    }
+
+    fn atomic_as(
+        &self,
+        granted: u32,
+        va: u64,
+        op: crate::proto::AtomicOp,
+    ) -> Result<u64, AccessError> {
         if va % 8 != 0 {
             return Err(AccessError::OutOfBounds);
         }
-        let off = self.check(va, 8, access::REMOTE_ATOMIC)?;
+        let off = self.check_as(granted, va, 8, access::REMOTE_ATOMIC)?;
         self.backing
             .atomic(off, |a| match op {
                 crate::proto::AtomicOp::CompareSwap { compare, swap } => {
@@ -149,14 +178,54 @@ impl Region {
 
     /// ATOMIC WRITE: stores the 8 payload bytes (`value` is their big-endian reading).
     pub(crate) fn atomic_write(&self, va: u64, value: u64) -> Result<(), AccessError> {
+        self.atomic_write_as(self.access, va, value)
+    }
+
+    fn atomic_write_as(&self, granted: u32, va: u64, value: u64) -> Result<(), AccessError> {
         if va % 8 != 0 {
             return Err(AccessError::OutOfBounds);
         }
-        let off = self.check(va, 8, access::REMOTE_WRITE)?;
+        let off = self.check_as(granted, va, 8, access::REMOTE_WRITE)?;
         let v = u64::from_ne_bytes(value.to_be_bytes());
         self.backing
             .atomic(off, |a| a.store(v, Ordering::SeqCst))
             .map_err(|_| AccessError::OutOfBounds)
+    }
+}
+
+/// A region as one remote access reaches it: through its own rkey, with the region's
+/// access flags, or through a bound memory window, with the window's. IBTA: a window grants
+/// remote rights of its own; the region under it needs only Local Write (for remote write
+/// and atomics) and the MW Bind right, checked when the window was bound.
+pub(crate) struct Remote<'a> {
+    region: &'a Region,
+    granted: u32,
+}
+
+impl Remote<'_> {
+    /// As [`Region::check`], with the rights of this access path.
+    pub(crate) fn check(&self, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
+        self.region.check_as(self.granted, va, len, need)
+    }
+
+    /// As [`Region::check_whole`], with the rights of this access path.
+    pub(crate) fn check_whole(&self, need: u32) -> Result<(), AccessError> {
+        self.region.check_whole_as(self.granted, need)
+    }
+
+    /// As [`Region::copy`], with the rights of this access path.
+    pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
+        self.region.copy_as(self.granted, va, buf, need)
+    }
+
+    /// As [`Region::atomic`], with the rights of this access path.
+    pub(crate) fn atomic(&self, va: u64, op: crate::proto::AtomicOp) -> Result<u64, AccessError> {
+        self.region.atomic_as(self.granted, va, op)
+    }
+
+    /// As [`Region::atomic_write`], with the rights of this access path.
+    pub(crate) fn atomic_write(&self, va: u64, value: u64) -> Result<(), AccessError> {
+        self.region.atomic_write_as(self.granted, va, value)
     }
 }
 
@@ -212,7 +281,12 @@ enum Entry {
 /// Slots of the table; index 0 is never used (key 0 is invalid).
 struct Slots {
     slots: KVec<Option<Entry>>,
-    tag: u8,
+}
+
+/// The low 8 bits of a new key: random for each registration, as rdma_rxe draws them
+/// (rxe_get_next_key), so a key is not guessable from the keys a tenant was given.
+fn key_tag() -> u32 {
+    crate::glue::random_u32() & 0xff
 }
 
 /// A device's memory regions.
@@ -222,8 +296,14 @@ pub(crate) struct MrTable {
     inner: IrqSpinLock<Slots>,
 }
 
-/// Most regions per device.
+/// Slots of the key table (slot 0 unused).
 pub(crate) const MAX_MR: usize = 1 << 16;
+/// Most memory regions per device (`max_mr`).
+pub(crate) const MAX_REGIONS: u32 = 0x7fff;
+/// Most memory windows per device (`max_mw`). Regions and windows share the key table,
+/// which has room for both maxima at once.
+pub(crate) const MAX_WINDOWS: u32 = 0x7fff;
+const _: () = assert!(((MAX_REGIONS + MAX_WINDOWS) as usize) < MAX_MR);
 
 impl MrTable {
     /// An empty table.
@@ -232,7 +312,6 @@ impl MrTable {
             inner <- new_irq_spinlock!(
                 Slots {
                     slots: KVec::new(),
-                    tag: 0,
                 },
                 "rrxe_mr_table"
             ),
@@ -258,8 +337,8 @@ impl MrTable {
     fn insert_entry(&self, mut entry: Entry) -> Result<u32> {
         loop {
             let need_grow = {
+                let tag = key_tag();
                 let mut s = self.inner.lock();
-                let tag = s.tag;
                 if let Some((i, slot)) = s
                     .slots
                     .iter_mut()
@@ -267,7 +346,7 @@ impl MrTable {
                     .skip(1)
                     .find(|(_, r)| r.is_none())
                 {
-                    let key = ((i as u32) << 8) | u32::from(tag);
+                    let key = ((i as u32) << 8) | tag;
                     match &mut entry {
                         Entry::Mr(region) => {
                             region.lkey = key;
@@ -276,7 +355,6 @@ impl MrTable {
                         Entry::Mw(w) => w.rkey = key,
                     }
                     *slot = Some(entry);
-                    s.tag = tag.wrapping_add(1);
                     return Ok(key);
                 }
                 s.slots.len()
@@ -317,7 +395,7 @@ impl MrTable {
             _ => return None,
         };
         // Windows bound to it lose their binding: a later region in this slot could get
-        // the same key once the 8-bit tag wraps.
+        // the same key (its tag is 8 random bits).
         let slot_idx = key >> 8;
         for e in s.slots.iter_mut() {
             if let Some(Entry::Mw(w)) = e {
@@ -339,6 +417,14 @@ impl MrTable {
             }
             _ => false,
         }
+    }
+
+    /// Whether a window is bound to the region of `key` (process context: scans the table).
+    pub(crate) fn has_bound_windows(&self, key: u32) -> bool {
+        let s = self.inner.lock();
+        s.slots
+            .iter()
+            .any(|e| matches!(e, Some(Entry::Mw(w)) if w.bound.is_some_and(|b| b.mr_key == key)))
     }
 
     /// Type 2B windows bound to QP `qpn` become unbound (the QP is destroyed; its number
@@ -391,19 +477,26 @@ impl MrTable {
 
     /// Runs `f` on the region a remote access with `rkey` reaches, for QP `qpn` of PD `pd`,
     /// under the table lock. An rkey of a window checks `[va, va + len)` and `need` against
-    /// the window first (which must be bound, and bound to `qpn` for type 2B); `f` then checks
-    /// against the region.
+    /// the window first (which must be bound, and bound to `qpn` for type 2B); `f` then sees
+    /// the region with the window's rights. The region must be in the QP's PD either way: a
+    /// region moved to another PD (rereg) after a window was bound is no longer reachable
+    /// through that window.
     pub(crate) fn with_remote<R>(
         &self,
         rkey: u32,
         pd: usize,
         qpn: u32,
         (va, len, need): (u64, u64, u32),
-        f: impl FnOnce(&mut Region) -> R,
+        f: impl FnOnce(&Remote<'_>) -> R,
     ) -> Result<R, AccessError> {
-        let mut s = self.inner.lock();
-        let b = match s.slots.get_mut((rkey >> 8) as usize) {
-            Some(Some(Entry::Mr(r))) if r.rkey == rkey && r.pd == pd => return Ok(f(r)),
+        let s = self.inner.lock();
+        let b = match s.slots.get((rkey >> 8) as usize) {
+            Some(Some(Entry::Mr(r))) if r.rkey == rkey && r.pd == pd => {
+                return Ok(f(&Remote {
+                    region: r,
+                    granted: r.access,
+                }))
+            }
             Some(Some(Entry::Mw(w))) if w.rkey == rkey && w.pd == pd => {
                 let b = w.bound.ok_or(AccessError::BadKey)?;
                 if b.qpn.is_some_and(|q| q != qpn) {
@@ -420,8 +513,11 @@ impl MrTable {
         if off.checked_add(len).is_none_or(|end| end > b.len) {
             return Err(AccessError::OutOfBounds);
         }
-        match s.slots.get_mut((b.mr_key >> 8) as usize) {
-            Some(Some(Entry::Mr(r))) if r.lkey == b.mr_key => Ok(f(r)),
+        match s.slots.get((b.mr_key >> 8) as usize) {
+            Some(Some(Entry::Mr(r))) if r.lkey == b.mr_key && r.pd == pd => Ok(f(&Remote {
+                region: r,
+                granted: b.access,
+            })),
             _ => Err(AccessError::BadKey),
         }
     }
@@ -493,6 +589,16 @@ pub(crate) fn check_access_flags(flags: u32) -> Result {
     Ok(())
 }
 
+/// Refuses a user registration's range before anything is pinned: empty, or wrapping
+/// around the address space at its user address or at its IOVA (as ib_umem_get and
+/// rdma_rxe refuse them).
+pub(crate) fn check_user_range(start: u64, length: u64, iova: u64) -> Result {
+    if length == 0 || start.checked_add(length).is_none() || iova.checked_add(length).is_none() {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
 /// A DMA MR of a kernel consumer: all of kernel memory.
 pub(crate) fn dma_region(pd: usize, flags: u32) -> Result<Region> {
     check_access_flags(flags)?;
@@ -557,7 +663,7 @@ pub(crate) fn fast_region(pd: usize, max_pages: usize) -> Result<Region> {
                 v
             },
             npages: 0,
-            page_size: 4096,
+            page_size: kernel::page::PAGE_SIZE as u32,
             first_off: 0,
         },
     })
@@ -630,7 +736,10 @@ impl MrTable {
             };
             let ps = u64::from(fr.page_size);
             let off = fr.iova % ps;
-            let need = (off + fr.length).div_ceil(ps);
+            let need = off
+                .checked_add(fr.length)
+                .ok_or(AccessError::OutOfBounds)?
+                .div_ceil(ps);
             if need > *npages as u64 {
                 return Err(AccessError::OutOfBounds);
             }

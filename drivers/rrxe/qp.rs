@@ -247,10 +247,17 @@ pub(crate) struct Claim {
 }
 
 /// A ring of work requests with their SGEs (and inline bytes) in flat arrays.
+///
+/// The counters run freely and wrap at 2^32; [`proto::RingIndex`] keeps the slot of a
+/// counter consistent across the wrap (2^k slots) and bounds the outstanding WRs by the
+/// size the consumer asked for.
 pub(crate) struct WrRing<T: Copy> {
     wrs: KVec<Option<T>>,
     sges: KVec<Sge>,
     inline: KVec<u8>,
+    /// INVARIANT: `wrs` has `ix.slots()` entries, `sges` `max_sge` per slot and `inline`
+    /// `max_inline` per slot.
+    ix: proto::RingIndex,
     max_sge: usize,
     max_inline: usize,
     /// Next to post.
@@ -264,23 +271,32 @@ pub(crate) struct WrRing<T: Copy> {
 }
 
 impl<T: Copy> WrRing<T> {
-    pub(crate) fn new(slots: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
-        let n = slots as usize;
-        let mut wrs = KVec::with_capacity(n, GFP_KERNEL)?;
-        wrs.extend_with(n, None, GFP_KERNEL)?;
+    /// A ring for up to `cap` outstanding WRs (1..=MAX_QP_WR; callers checked the range).
+    pub(crate) fn new(cap: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
+        if cap > MAX_QP_WR || max_sge > MAX_SGE || max_inline > MAX_INLINE {
+            return Err(EINVAL);
+        }
+        let ix = proto::RingIndex::new(cap).ok_or(EINVAL)?;
+        // Charged to the creating process's memory cgroup: a user QP's rings are sized by
+        // the process (up to MB each).
+        let gfp = GFP_KERNEL_ACCOUNT;
+        let n = ix.slots() as usize;
+        let mut wrs = KVec::with_capacity(n, gfp)?;
+        wrs.extend_with(n, None, gfp)?;
         let ns = n * max_sge as usize;
-        let mut sges = KVec::with_capacity(ns, GFP_KERNEL)?;
-        sges.extend_with(ns, Sge::default(), GFP_KERNEL)?;
+        let mut sges = KVec::with_capacity(ns, gfp)?;
+        sges.extend_with(ns, Sge::default(), gfp)?;
         let mut inline = KVec::new();
         if max_inline > 0 {
             let ni = n * max_inline as usize;
-            inline = KVec::with_capacity(ni, GFP_KERNEL)?;
-            inline.extend_with(ni, 0u8, GFP_KERNEL)?;
+            inline = KVec::with_capacity(ni, gfp)?;
+            inline.extend_with(ni, 0u8, gfp)?;
         }
         Ok(Self {
             wrs,
             sges,
             inline,
+            ix,
             max_sge: max_sge as usize,
             max_inline: max_inline as usize,
             prod: 0,
@@ -290,19 +306,12 @@ impl<T: Copy> WrRing<T> {
         })
     }
 
-    fn slots(&self) -> u32 {
-        self.wrs.len() as u32
-    }
-
     fn idx(&self, i: u32) -> usize {
-        match self.slots() {
-            0 => 0,
-            n => (i % n) as usize,
-        }
+        self.ix.slot(i)
     }
 
     pub(crate) fn full(&self) -> bool {
-        self.prod.wrapping_sub(self.done) >= self.slots()
+        self.ix.full(self.prod, self.done)
     }
 
     fn get(&self, i: u32) -> Option<T> {
@@ -604,6 +613,9 @@ impl Qp {
         let mut cfg = proto::QpConfig {
             qpn: init.qpn,
             qp_type: init.kind.proto(),
+            // A consumer that never sets the send PSN (UD, or RC without IB_QP_SQ_PSN)
+            // starts at a random one, as rdma_cm picks them: not guessable by a spoofer.
+            sq_psn: proto::Psn::new(crate::glue::random_u32() & 0xff_ffff),
             ..Default::default()
         };
         if init.kind == QpKind::Gsi {
@@ -618,6 +630,7 @@ impl Qp {
             seen: proto::SqStats::default(),
             attrs: QpAttrs {
                 qkey: cfg.qkey,
+                sq_psn: cfg.sq_psn.get(),
                 ..Default::default()
             },
             sport: proto::net::udp_sport(init.qpn, 0),
@@ -699,8 +712,24 @@ impl Qp {
         }
     }
 
-    /// Posts a send WR (any context). `inline` holds the data of an inline send.
+    /// Whether the kernel may take work requests for this QP from a WR list (kernel QPs) or
+    /// must refuse them (user QPs). A user QP's list arrives through `ib_uverbs_post_send`
+    /// or `ib_uverbs_post_recv`: the process chose every SGE address and length, so none of
+    /// it may be read as kernel memory. Its only way in is the shared ring plus the doorbell
+    /// (an empty list). rdma_rxe ignores such a list on its send side; rrxe refuses it with
+    /// EINVAL (as rxe does for a list it cannot take) and counts it.
+    pub(crate) fn accept_kernel_wrs(&self) -> Result {
+        if self.user.is_some() {
+            self.dev.get().data().counters.inc(Counter::UserWrRefused);
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Posts a send WR of a kernel consumer (any context). `inline` holds the data of an
+    /// inline send.
     pub(crate) fn post_send(&self, wr: SendWr, sges: &[Sge], inline: Option<&[u8]>) -> Result {
+        self.accept_kernel_wrs()?;
         {
             let mut sq = self.sq.lock();
             if sq.full() {
@@ -829,8 +858,9 @@ impl Qp {
         }
     }
 
-    /// Posts a receive WR (any context).
+    /// Posts a receive WR of a kernel consumer (any context).
     pub(crate) fn post_recv(&self, wr: RecvWr, sges: &[Sge]) -> Result {
+        self.accept_kernel_wrs()?;
         if self.srq.is_some() {
             return Err(EINVAL);
         }
@@ -896,70 +926,82 @@ impl Qp {
                 _ => return Err(crate::glue::eopnotsupp()),
             });
         }
+        // Everything is validated by proto.modify below before any of it is kept: the new
+        // attributes are built in a copy, committed only on success (rdma_rxe checks all
+        // attributes in rxe_qp_chk_attr before rxe_qp_from_attr applies them).
+        let mut attrs = eng.attrs;
+        let mut sport = eng.sport;
         if let Some(mtu) = m.path_mtu {
-            pm.mtu = Some(proto::Mtu::from_ib(mtu as u8).ok_or(EINVAL)?);
-            eng.attrs.path_mtu = mtu;
+            let asked = proto::Mtu::from_ib(mtu as u8).ok_or(EINVAL)?;
+            // Not above what the netdev carries now: a larger path MTU would make packets
+            // the link drops (the netdev's MTU minus the RoCEv2 headers, as the port's
+            // active MTU). A later MTU change does not move the QP, as for hardware.
+            let port = ndev
+                .as_deref()
+                .map(|n| crate::device::ib_mtu_for(n.mtu()))
+                .unwrap_or(mtu);
+            let ib = mtu.min(port);
+            pm.mtu = Some(proto::Mtu::from_ib(ib as u8).unwrap_or(asked));
+            attrs.path_mtu = ib;
         }
         if let Some(v) = m.dest_qpn {
             pm.dest_qpn = Some(v);
-            eng.attrs.dest_qpn = v;
-            eng.sport = proto::net::udp_sport(self.qpn, v);
+            attrs.dest_qpn = v;
+            sport = proto::net::udp_sport(self.qpn, v);
         }
         if let Some(v) = m.qkey {
             pm.qkey = Some(v);
-            eng.attrs.qkey = v;
+            attrs.qkey = v;
         }
         if let Some(v) = m.sq_psn {
             pm.sq_psn = Some(proto::Psn::new(v));
-            eng.attrs.sq_psn = v;
+            attrs.sq_psn = v;
         }
         if let Some(v) = m.rq_psn {
             pm.rq_psn = Some(proto::Psn::new(v));
-            eng.attrs.rq_psn = v;
+            attrs.rq_psn = v;
         }
         if let Some(v) = m.timeout {
             pm.timeout = Some(v);
-            eng.attrs.timeout = v;
+            attrs.timeout = v;
         }
         if let Some(v) = m.retry_cnt {
             pm.retry_cnt = Some(v);
-            eng.attrs.retry_cnt = v;
+            attrs.retry_cnt = v;
         }
         if let Some(v) = m.rnr_retry {
             pm.rnr_retry = Some(v);
-            eng.attrs.rnr_retry = v;
+            attrs.rnr_retry = v;
         }
         if let Some(v) = m.min_rnr_timer {
             pm.min_rnr_timer = Some(v);
-            eng.attrs.min_rnr_timer = v;
+            attrs.min_rnr_timer = v;
         }
         if let Some(v) = m.max_rd_atomic {
             pm.max_rd_atomic = Some(v.max(1));
-            eng.attrs.max_rd_atomic = v;
+            attrs.max_rd_atomic = v;
         }
         if let Some(v) = m.max_dest_rd_atomic {
-            eng.attrs.max_dest_rd_atomic = v;
+            attrs.max_dest_rd_atomic = v;
         }
         if let Some(v) = m.access {
-            eng.attrs.access = v;
+            attrs.access = v;
         }
         if let Some(av) = m.av {
-            eng.attrs.av = Some(av);
+            attrs.av = Some(av);
         }
-        let Engine {
-            proto,
-            attrs,
-            sport,
-            ..
-        } = &mut *eng;
+        let Engine { proto, .. } = &mut *eng;
         let mut sink = Sink {
             qp: self,
             av: attrs.av,
-            sport: *sport,
+            sport,
             ndev: ndev.as_deref(),
             pkt: None,
         };
         proto.modify(&pm, &mut sink).map_err(|_| EINVAL)?;
+        eng.attrs = attrs;
+        eng.sport = sport;
+        let proto = &eng.proto;
         let err = proto.state() == proto::QpState::Error;
         self.in_error.store(err, Ordering::Release);
         if err {
@@ -1722,8 +1764,12 @@ impl QpTable {
         for _ in 0..MAX_QP {
             slots.push(Slot::Free, GFP_KERNEL)?;
         }
+        // Numbers are handed out from a random point on, so that a peer or another tenant
+        // cannot predict the QPN of the next connection (rdma_rxe allocates cyclically too).
+        let span = (MAX_QP - FIRST_QPN) as u32;
+        let next = FIRST_QPN + (crate::glue::random_u32() % span) as usize;
         Ok(pin_init!(QpTable {
-            inner <- new_irq_spinlock!(Slots { slots, next: FIRST_QPN }, "rrxe_qp_table"),
+            inner <- new_irq_spinlock!(Slots { slots, next }, "rrxe_qp_table"),
         }))
     }
 

@@ -19,6 +19,7 @@
 #include <linux/highmem.h>
 #include <linux/workqueue.h>
 #include <linux/timer.h>
+#include <linux/random.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/ipv6_stubs.h>
@@ -102,6 +103,11 @@ void rrxe_glue_netdev_put(struct net_device *ndev)
 void rrxe_glue_netdev_hold(struct net_device *ndev)
 {
 	dev_hold(ndev);
+}
+
+u32 rrxe_glue_random_u32(void)
+{
+	return get_random_u32();
 }
 
 void rrxe_glue_synchronize_rcu(void)
@@ -283,9 +289,36 @@ struct rrxe_mmap_entry {
 	size_t size;
 };
 
+/*
+ * Zeroed, user-mappable queue memory, charged to the caller's memory cgroup: what
+ * vmalloc_user() gives, but with GFP_KERNEL_ACCOUNT pages, so a process that creates many
+ * large queues pays for them (vmalloc_user() charges nobody). VM_MAP_PUT_PAGES hands the
+ * pages and the array to the area: vfree() releases everything.
+ */
 void *rrxe_glue_vmalloc_user(size_t size)
 {
-	return vmalloc_user(size);
+	unsigned long i, n = PAGE_ALIGN(size) >> PAGE_SHIFT;
+	struct page **pages;
+	void *va;
+
+	if (!n)
+		return NULL;
+	pages = kvcalloc(n, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!pages[i])
+			goto err;
+	}
+	va = vmap(pages, n, VM_MAP | VM_USERMAP | VM_MAP_PUT_PAGES, PAGE_KERNEL);
+	if (va)
+		return va;
+err:
+	while (i--)
+		__free_page(pages[i]);
+	kvfree(pages);
+	return NULL;
 }
 
 void rrxe_glue_vfree(void *addr)
@@ -433,6 +466,28 @@ void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to
 	else
 		memcpy(buf, va + off, len);
 	kunmap_local(va);
+}
+
+/*
+ * Whether [addr, addr + len) is memory of the kernel's linear map, page by page: what a
+ * kernel consumer's DMA address is on a virtual-DMA device (ib_dma_map_* hand out
+ * page_address()). Checked before a DMA MR is accessed, so a wrong address (from a peer
+ * using an unsafe global rkey, or a buggy consumer) fails the access instead of faulting.
+ */
+bool rrxe_glue_kva_valid(u64 addr, u64 len)
+{
+	u64 last, p;
+
+	if (!len)
+		return true;
+	if (check_add_overflow(addr, len - 1, &last))
+		return false;
+	for (p = addr & PAGE_MASK; ; p += PAGE_SIZE) {
+		if (!virt_addr_valid((void *)(uintptr_t)p))
+			return false;
+		if (p >= (last & PAGE_MASK))
+			return true;
+	}
 }
 
 /* The kernel address of page + off for an 8-byte atomic, mapped until unmap. */

@@ -143,6 +143,8 @@ u64 rrxe_glue_umem_address(struct ib_umem *umem);
 size_t rrxe_glue_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to_page);
 u64 *rrxe_glue_page_map_u64(struct page *page, u32 off);
+bool rrxe_glue_kva_valid(u64 addr, u64 len);
+u32 rrxe_glue_random_u32(void);
 void rrxe_glue_page_unmap(void *addr);
 int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
 			  unsigned int *sg_offset, int (*set_page)(struct ib_mr *, u64));

@@ -16,6 +16,7 @@ mod counters;
 mod cq;
 mod device;
 mod glue;
+mod limits;
 mod mr;
 mod net;
 #[path = "proto/src/lib.rs"]

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Shared receive queues: receive WQEs several QPs take from, with the limit event.
 
+use crate::counters::{Counter, Counters};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::{Queue, SrqPtr};
 use crate::qp::{Claim, RecvWr, Sge, WrRing, MAX_QP_WR, MAX_SGE};
@@ -68,8 +69,22 @@ impl Srq {
         Ok(())
     }
 
+    /// Whether the kernel may take receive WQEs for this SRQ from a WR list: not for a user
+    /// SRQ, whose list comes from `ib_uverbs_post_srq_recv` with addresses the process chose
+    /// (see [`crate::qp::Qp::accept_kernel_wrs`]). Refusals are counted in `counters`.
+    pub(crate) fn accept_kernel_wrs(&self, counters: &Counters) -> Result {
+        if self.user.is_some() {
+            counters.inc(Counter::UserWrRefused);
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
     /// Posts a receive WQE (kernel consumers).
     pub(crate) fn post_recv(&self, wr: RecvWr, sges: &[Sge]) -> Result {
+        if self.user.is_some() {
+            return Err(EINVAL);
+        }
         if sges.len() > self.max_sge as usize {
             return Err(EINVAL);
         }

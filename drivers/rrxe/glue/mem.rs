@@ -15,7 +15,8 @@ use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
 use kernel::prelude::*;
 
-const PAGE_SIZE: u64 = 4096;
+/// The kernel's page size (an ib_umem's pages are this size).
+const PAGE_SIZE: u64 = kernel::page::PAGE_SIZE as u64;
 
 /// Direction of a copy.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -135,7 +136,10 @@ impl Umem {
                 .push(NonNull::new(*p).ok_or(EINVAL)?, GFP_KERNEL)?;
         }
         // The pages must cover the range.
-        let need = (u64::from(this.offset) + len).div_ceil(PAGE_SIZE);
+        let need = u64::from(this.offset)
+            .checked_add(len)
+            .ok_or(EINVAL)?
+            .div_ceil(PAGE_SIZE);
         if (this.pages.len() as u64) < need {
             return Err(EINVAL);
         }
@@ -154,7 +158,8 @@ impl Umem {
         while done < buf.len() {
             let idx = (pos / PAGE_SIZE) as usize;
             let in_page = (pos % PAGE_SIZE) as u32;
-            let n = core::cmp::min(u64::from(4096 - in_page), (buf.len() - done) as u64) as u32;
+            let n =
+                core::cmp::min(PAGE_SIZE - u64::from(in_page), (buf.len() - done) as u64) as u32;
             let page = *self.pages.get(idx).ok_or(EINVAL)?;
             let mut chunk = buf.sub(done, n as usize).ok_or(EINVAL)?;
             // SAFETY: the page is pinned by the umem we own; in_page + n <= PAGE_SIZE; chunk
@@ -204,11 +209,19 @@ impl Drop for Umem {
     }
 }
 
+/// Whether `[addr, addr + len)` lies in the kernel's linear map (a DMA MR's addresses must:
+/// a peer with an unsafe global rkey, or a wrong SGE, may name any address).
+fn kva_valid(addr: u64, len: u64) -> bool {
+    // SAFETY: a pure check of two integers; it dereferences nothing.
+    unsafe { bindings::rrxe_glue_kva_valid(addr, len) }
+}
+
 /// What a memory region's bytes are.
 pub(crate) enum Backing {
-    /// A DMA MR of a kernel consumer: region offsets are kernel virtual addresses. The
-    /// kernel consumer guarantees they are valid (the contract of `ib_get_dma_mr` users on a
-    /// virtual-DMA device).
+    /// A DMA MR of a kernel consumer: region offsets are kernel virtual addresses (the
+    /// contract of `ib_get_dma_mr` users on a virtual-DMA device). Every access checks them
+    /// against the linear map first: with `IB_PD_UNSAFE_GLOBAL_RKEY` the addresses come from
+    /// the wire.
     KernelVa,
     /// Pinned user pages.
     User(Umem),
@@ -235,12 +248,16 @@ impl Backing {
         match self {
             Backing::KernelVa => {
                 off.checked_add(buf.len() as u64).ok_or(EINVAL)?;
+                // INVARIANT: checked here, relied on by the copy below.
+                if !kva_valid(off, buf.len() as u64) {
+                    return Err(EINVAL);
+                }
                 let p = off as usize as *mut u8;
                 let n = buf.len();
                 let b = buf.raw();
-                // SAFETY: see KernelVa: the kernel consumer guarantees [off, off+len) is
-                // valid kernel memory it posted for this transfer; b is valid for n bytes
-                // and written only for a `From` buffer.
+                // SAFETY: [off, off+len) is in the kernel's linear map (checked above), the
+                // memory a kernel consumer posted for this transfer (see KernelVa); b is
+                // valid for n bytes and written only for a `From` buffer.
                 unsafe {
                     match dir {
                         Dir::ToMem => core::ptr::copy(b, p, n),
@@ -292,10 +309,11 @@ impl Backing {
     pub(crate) fn atomic<R>(&self, off: u64, f: impl FnOnce(&AtomicU64) -> R) -> Result<R> {
         match self {
             Backing::KernelVa => {
-                if off % 8 != 0 || off == 0 {
+                if off % 8 != 0 || off == 0 || !kva_valid(off, 8) {
                     return Err(EINVAL);
                 }
-                // SAFETY: see KernelVa; aligned, and kernel accesses to it are atomic.
+                // SAFETY: an aligned word of the linear map (checked above; see KernelVa),
+                // and kernel accesses to it are atomic.
                 Ok(f(unsafe { &*(off as usize as *const AtomicU64) }))
             }
             Backing::User(u) => u.atomic(off, f),

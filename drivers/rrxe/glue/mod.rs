@@ -47,6 +47,13 @@ pub(crate) fn dbg(dev: &IbDev, what: &core::ffi::CStr, a: u64, b: u64) {
     unsafe { bindings::rrxe_glue_dbg(dev.name().as_char_ptr(), what.as_ptr().cast(), a, b) };
 }
 
+/// A random 32-bit number from the kernel's CSPRNG (keys, QP numbers, PSNs: values a
+/// peer or another tenant must not guess).
+pub(crate) fn random_u32() -> u32 {
+    // SAFETY: get_random_u32 has no preconditions and may be called in any context.
+    unsafe { bindings::rrxe_glue_random_u32() }
+}
+
 /// `EOPNOTSUPP` (the kernel crate of 6.12 has no constant for it).
 pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-95)

@@ -10,6 +10,7 @@ use super::{bindings, CqPtr, DrvObj, IbDev, UContext, Udata};
 use crate::counters::{Counter, NUM_COUNTERS};
 use crate::cq::Cq;
 use crate::device;
+use crate::limits::Obj;
 use core::marker::PhantomData;
 use core::ptr::addr_of_mut;
 use kernel::prelude::*;
@@ -149,12 +150,29 @@ unsafe extern "C" fn dealloc_ucontext(_uctx: *mut bindings::ib_ucontext) {}
 
 unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> i32 {
     // SAFETY: the core allocated pd with size_ib_pd and set its device.
-    let _dev = unsafe { IbDev::from_raw((*pd).device) };
+    let dev = unsafe { IbDev::from_raw((*pd).device) };
+    errno(dev.data().limits.take(Obj::Pd))
+}
+
+unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> i32 {
+    // SAFETY: a live PD of ours, deallocated once.
+    let dev = unsafe { IbDev::from_raw((*pd).device) };
+    dev.data().limits.put(Obj::Pd);
     0
 }
 
-unsafe extern "C" fn dealloc_pd(_pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> i32 {
-    0
+/// Runs a creation under one unit of the device's limit for `o`: taken first (EINVAL past
+/// the maximum), given back if the creation fails. The matching destroy gives it back.
+fn counted(dev: &IbDev, o: Obj, create: impl FnOnce() -> i32) -> i32 {
+    let limits = &dev.data().limits;
+    if let Err(e) = limits.take(o) {
+        return e.to_errno();
+    }
+    let r = create();
+    if r != 0 {
+        limits.put(o);
+    }
+    r
 }
 
 unsafe extern "C" fn enable_driver(ibdev: *mut bindings::ib_device) -> i32 {
@@ -233,6 +251,20 @@ unsafe extern "C" fn create_cq(
     attr: *const bindings::ib_cq_init_attr,
     attrs: *mut bindings::uverbs_attr_bundle,
 ) -> i32 {
+    // SAFETY: the core allocated ibcq (size_ib_cq) and set its device.
+    let dev = unsafe { IbDev::from_raw((*ibcq).device) };
+    // SAFETY: the core's arguments, passed through unchanged.
+    counted(dev, Obj::Cq, || unsafe {
+        create_cq_uncounted(ibcq, attr, attrs)
+    })
+}
+
+/// [`create_cq`] once a unit of the device's limit is taken.
+unsafe extern "C" fn create_cq_uncounted(
+    ibcq: *mut bindings::ib_cq,
+    attr: *const bindings::ib_cq_init_attr,
+    attrs: *mut bindings::uverbs_attr_bundle,
+) -> i32 {
     // SAFETY: the core passes a live attr and a null or live attribute bundle.
     let (attr, mut udata) = unsafe {
         (
@@ -281,8 +313,12 @@ unsafe extern "C" fn destroy_cq(
     _udata: *mut bindings::ib_udata,
 ) -> i32 {
     // SAFETY: called once, after the core made sure no QP uses the CQ; the data was
-    // initialised by create_cq.
-    unsafe { core::ptr::drop_in_place(addr_of_mut!((*ibcq.cast::<CqObj>()).data)) };
+    // initialised by create_cq; the device outlives its CQs.
+    let dev = unsafe {
+        core::ptr::drop_in_place(addr_of_mut!((*ibcq.cast::<CqObj>()).data));
+        IbDev::from_raw((*ibcq).device)
+    };
+    dev.data().limits.put(Obj::Cq);
     0
 }
 
@@ -386,6 +422,17 @@ fn err_ptr<T>(e: Error) -> *mut T {
 
 /// Allocates the MrObj, registers `region` in the device's table and returns the `ib_mr`.
 fn new_mr(dev: &IbDev, region: crate::mr::Region, fr_cap: usize) -> Result<*mut bindings::ib_mr> {
+    let limits = &dev.data().limits;
+    limits.take(Obj::Mr)?;
+    new_mr_counted(dev, region, fr_cap).inspect_err(|_| limits.put(Obj::Mr))
+}
+
+/// [`new_mr`] once a unit of the device's limit is taken.
+fn new_mr_counted(
+    dev: &IbDev,
+    region: crate::mr::Region,
+    fr_cap: usize,
+) -> Result<*mut bindings::ib_mr> {
     let mut pages = KVec::with_capacity(fr_cap, GFP_KERNEL)?;
     pages.extend_with(fr_cap, 0u64, GFP_KERNEL)?;
     let obj = KBox::pin_init(
@@ -427,6 +474,7 @@ unsafe extern "C" fn reg_user_mr(
     // SAFETY: the core passes a live PD of our device.
     let dev = unsafe { IbDev::from_raw((*pd).device) };
     let r = crate::mr::check_access_flags(access as u32)
+        .and_then(|()| crate::mr::check_user_range(start, length, iova))
         .and_then(|()| super::mem::Umem::get(dev, start, length, access))
         .and_then(|umem| crate::mr::user_region(pd as usize, access as u32, iova, length, umem))
         .and_then(|r| new_mr(dev, r, 0));
@@ -462,6 +510,12 @@ unsafe extern "C" fn rereg_user_mr(
     else {
         return err_ptr(EINVAL);
     };
+    // A region with windows bound to it keeps its PD, access and translation: the IBTA's
+    // reregistration, like deregistration, refuses a region in use by windows (rdma_rxe
+    // refuses to deregister one with EINVAL).
+    if mrs.has_bound_windows(key) {
+        return err_ptr(EINVAL);
+    }
     if flags & (REREG_TRANS | REREG_ACCESS) != 0 {
         let access = if flags & REREG_ACCESS != 0 {
             access
@@ -539,10 +593,22 @@ unsafe extern "C" fn dereg_mr(ibmr: *mut bindings::ib_mr, _udata: *mut bindings:
     drop(dev.data().mrs.remove(key));
     // SAFETY: allocated by new_mr as a KBox<MrObj>; this is the only release.
     drop(unsafe { KBox::from_raw(ibmr.cast::<MrObj>()) });
+    dev.data().limits.put(Obj::Mr);
     0
 }
 
-unsafe extern "C" fn alloc_mw(mw: *mut bindings::ib_mw, _udata: *mut bindings::ib_udata) -> i32 {
+unsafe extern "C" fn alloc_mw(mw: *mut bindings::ib_mw, udata: *mut bindings::ib_udata) -> i32 {
+    // SAFETY: the core allocated mw (size_ib_mw) and set its device.
+    let dev = unsafe { IbDev::from_raw((*mw).device) };
+    // SAFETY: the core's arguments, passed through unchanged.
+    counted(dev, Obj::Mw, || unsafe { alloc_mw_uncounted(mw, udata) })
+}
+
+/// [`alloc_mw`] once a unit of the device's limit is taken.
+unsafe extern "C" fn alloc_mw_uncounted(
+    mw: *mut bindings::ib_mw,
+    _udata: *mut bindings::ib_udata,
+) -> i32 {
     // SAFETY: the core allocated mw (size_ib_mw) and set device, pd and type.
     let (dev, pd, ty) = unsafe { (IbDev::from_raw((*mw).device), (*mw).pd, (*mw).type_) };
     let type2 = match ty {
@@ -566,6 +632,7 @@ unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> i32 {
     // the tag.
     let (dev, key) = unsafe { (IbDev::from_raw((*mw).device), (*mw).rkey) };
     dev.data().mrs.remove_window(key);
+    dev.data().limits.put(Obj::Mw);
     0
 }
 
@@ -589,6 +656,20 @@ pub(super) unsafe fn ah_av(ah: *const bindings::ib_ah) -> crate::ah::Av {
 }
 
 unsafe extern "C" fn create_ah(
+    ibah: *mut bindings::ib_ah,
+    init: *mut bindings::rdma_ah_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> i32 {
+    // SAFETY: the core allocated ibah (size_ib_ah) and set its device.
+    let dev = unsafe { IbDev::from_raw((*ibah).device) };
+    // SAFETY: the core's arguments, passed through unchanged.
+    counted(dev, Obj::Ah, || unsafe {
+        create_ah_uncounted(ibah, init, udata)
+    })
+}
+
+/// [`create_ah`] once a unit of the device's limit is taken.
+unsafe extern "C" fn create_ah_uncounted(
     ibah: *mut bindings::ib_ah,
     init: *mut bindings::rdma_ah_init_attr,
     udata: *mut bindings::ib_udata,
@@ -638,6 +719,7 @@ unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> i32 
     if num != 0 {
         dev.data().ahs.remove(num);
     }
+    dev.data().limits.put(Obj::Ah);
     0
 }
 
@@ -667,6 +749,20 @@ unsafe fn qp_handle<'a>(ibqp: *mut bindings::ib_qp) -> &'a QpHandle {
 }
 
 unsafe extern "C" fn create_qp(
+    ibqp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> i32 {
+    // SAFETY: the core allocated ibqp (size_ib_qp) and set its device.
+    let dev = unsafe { IbDev::from_raw((*ibqp).device) };
+    // SAFETY: the core's arguments, passed through unchanged.
+    counted(dev, Obj::Qp, || unsafe {
+        create_qp_uncounted(ibqp, init, udata)
+    })
+}
+
+/// [`create_qp`] once a unit of the device's limit is taken.
+unsafe extern "C" fn create_qp_uncounted(
     ibqp: *mut bindings::ib_qp,
     init: *mut bindings::ib_qp_init_attr,
     udata: *mut bindings::ib_udata,
@@ -815,6 +911,7 @@ unsafe extern "C" fn destroy_qp(
     drop(table_ref);
     // SAFETY: initialised by create_qp; the core frees the memory after we return.
     unsafe { core::ptr::drop_in_place(addr_of_mut!((*ibqp.cast::<QpObj>()).data)) };
+    dev.data().limits.put(Obj::Qp);
     0
 }
 
@@ -1079,6 +1176,11 @@ unsafe extern "C" fn post_send(
         h.qp.doorbell();
         return 0;
     }
+    // A user QP's list is refused before any of it is read.
+    if let Err(e) = h.qp.accept_kernel_wrs() {
+        // SAFETY: `bad` is the core's output slot or null.
+        return unsafe { refuse_list(bad, wr, e) };
+    }
     while !wr.is_null() {
         // SAFETY: the consumer's WR list is live for the call.
         if let Err(e) = unsafe { post_one_send(ibqp, h, wr) } {
@@ -1101,8 +1203,29 @@ unsafe extern "C" fn post_recv(
 ) -> i32 {
     // SAFETY: a live QP of ours.
     let h = unsafe { qp_handle(ibqp) };
+    if wr.is_null() {
+        return 0;
+    }
+    // A user QP's list is refused before any of it is read.
+    if let Err(e) = h.qp.accept_kernel_wrs() {
+        // SAFETY: `bad` is the core's output slot or null.
+        return unsafe { refuse_list(bad, wr, e) };
+    }
     // SAFETY: the consumer's WR list is live for the call; bad is its output.
     unsafe { post_recv_list(wr, bad, h.caps.max_recv_sge, |w, s| h.qp.post_recv(w, s)) }
+}
+
+/// Refuses a whole WR list: `*bad` names its first WR (the uverbs layer counts the WRs up
+/// to it for the process) and the errno is returned.
+///
+/// # Safety
+/// `bad` is null or a writable output slot (the post trampolines' `bad` argument).
+unsafe fn refuse_list<T>(bad: *mut *const T, wr: *const T, e: Error) -> i32 {
+    if !bad.is_null() {
+        // SAFETY: non-null, so writable by the contract.
+        unsafe { *bad = wr };
+    }
+    e.to_errno()
 }
 
 /// Walks a kernel receive WR list, converting each WR and handing it to `post`.
@@ -1182,6 +1305,20 @@ unsafe extern "C" fn create_srq(
     init: *mut bindings::ib_srq_init_attr,
     udata: *mut bindings::ib_udata,
 ) -> i32 {
+    // SAFETY: the core allocated ibsrq (size_ib_srq) and set its device.
+    let dev = unsafe { IbDev::from_raw((*ibsrq).device) };
+    // SAFETY: the core's arguments, passed through unchanged.
+    counted(dev, Obj::Srq, || unsafe {
+        create_srq_uncounted(ibsrq, init, udata)
+    })
+}
+
+/// [`create_srq`] once a unit of the device's limit is taken.
+unsafe extern "C" fn create_srq_uncounted(
+    ibsrq: *mut bindings::ib_srq,
+    init: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> i32 {
     // SAFETY: the core passes a live init attr and the SRQ it allocated (size_ib_srq).
     let init = unsafe { &mut *init };
     if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
@@ -1189,10 +1326,12 @@ unsafe extern "C" fn create_srq(
     }
     let mut udata = Udata(udata, PhantomData);
     let a = &mut init.attr;
-    let slots = a.max_wr.max(1).next_power_of_two();
-    if slots > crate::qp::MAX_QP_WR || a.max_sge > crate::qp::MAX_SGE {
+    // Range first: max_wr comes from the process (next_power_of_two of a value over 2^31
+    // overflows).
+    if a.max_wr > crate::qp::MAX_QP_WR || a.max_sge > crate::qp::MAX_SGE {
         return EINVAL.to_errno();
     }
+    let slots = a.max_wr.max(1).next_power_of_two();
     let mut resp = bindings::rrxe_create_srq_resp::default();
     let mut user = None;
     if udata.is_user() {
@@ -1267,8 +1406,13 @@ unsafe extern "C" fn destroy_srq(
     ibsrq: *mut bindings::ib_srq,
     _udata: *mut bindings::ib_udata,
 ) -> i32 {
-    // SAFETY: called once, after the core made sure no QP uses the SRQ.
-    unsafe { core::ptr::drop_in_place(addr_of_mut!((*ibsrq.cast::<SrqObj>()).data)) };
+    // SAFETY: called once, after the core made sure no QP uses the SRQ; the device
+    // outlives its SRQs.
+    let dev = unsafe {
+        core::ptr::drop_in_place(addr_of_mut!((*ibsrq.cast::<SrqObj>()).data));
+        IbDev::from_raw((*ibsrq).device)
+    };
+    dev.data().limits.put(Obj::Srq);
     0
 }
 
@@ -1277,8 +1421,16 @@ unsafe extern "C" fn post_srq_recv(
     wr: *const bindings::ib_recv_wr,
     bad: *mut *const bindings::ib_recv_wr,
 ) -> i32 {
-    // SAFETY: a live SRQ of ours.
-    let h = unsafe { srq_handle(ibsrq) };
+    // SAFETY: a live SRQ of ours, of a live device.
+    let (h, dev) = unsafe { (srq_handle(ibsrq), IbDev::from_raw((*ibsrq).device)) };
+    if wr.is_null() {
+        return 0;
+    }
+    // A user SRQ's list is refused before any of it is read.
+    if let Err(e) = h.srq.accept_kernel_wrs(&dev.data().counters) {
+        // SAFETY: `bad` is the core's output slot or null.
+        return unsafe { refuse_list(bad, wr, e) };
+    }
     let (_, max_sge, _) = h.srq.attrs();
     // SAFETY: the consumer's WR list is live for the call; bad is its output.
     unsafe { post_recv_list(wr, bad, max_sge, |w, s| h.srq.post_recv(w, s)) }

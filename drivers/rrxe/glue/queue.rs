@@ -13,7 +13,8 @@ use kernel::prelude::*;
 
 /// Size of the header page.
 pub(crate) const HDR_SIZE: usize = bindings::RRXE_QUEUE_HDR_SIZE as usize;
-const PAGE: usize = 4096;
+/// Mappings are made of whole pages of the kernel's page size.
+const PAGE: usize = kernel::page::PAGE_SIZE;
 
 /// Where the queue's memory came from and who frees it.
 enum Owner {

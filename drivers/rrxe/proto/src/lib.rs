@@ -10,7 +10,8 @@
 //!   table, with checked parse / build.
 //! * [`net`]: the IPv4 / IPv6 / UDP headers of a RoCEv2 datagram.
 //! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
-//! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation.
+//! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
+//!   of free-running counters.
 //! * [`qp`], [`req`], [`resp`]: the per-QP requester, completer and responder
 //!   state machines (events in, actions out).
 #![cfg_attr(not(rrxe_kernel), no_std)]
@@ -29,6 +30,7 @@ pub mod psn;
 pub mod qp;
 pub mod req;
 pub mod resp;
+pub mod ring;
 pub mod seg;
 
 pub use crc::{Crc32, SoftCrc32};
@@ -45,6 +47,7 @@ pub use qp::{
     UdDest, WcStatus, WqeId,
 };
 pub use req::SqStats;
+pub use ring::RingIndex;
 pub use seg::{Mtu, Segment, Segments};
 
 /// `dst.copy_from_slice(src)` without its panic path (a kernel BUG): copies and returns
