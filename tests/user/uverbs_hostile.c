@@ -1,0 +1,928 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uverbs_hostile: a process that talks to an rrxe device through the raw uverbs write()
+ * ABI (struct ib_uverbs_cmd_hdr + the command structures of <rdma/ib_user_verbs.h>), so
+ * none of libibverbs' argument checks stand between it and the kernel. It asks for what a
+ * hostile or buggy process could ask for and checks that every request is answered with
+ * the exact errno (or succeeds, for values in range), without a splat:
+ *
+ *  - POST_SEND with work-request lists on user QPs (RESET and RTS), with SGEs at kernel
+ *    addresses, at an unmapped address and in the process's own registered buffer,
+ *    inline and not: a user QP takes only the doorbell (the empty list), so each list is
+ *    refused with EINVAL, its first WR named bad, and nothing is sent or completed;
+ *    POST_RECV / POST_SRQ_RECV with lists are not even offered by rrxe (EOPNOTSUPP from
+ *    the uverbs layer);
+ *  - every size field at 0, 1, 2^31, 2^32-1, max and max+1 for CREATE_CQ, CREATE_QP,
+ *    CREATE_SRQ, RESIZE_CQ, REG_MR (plus lengths that overflow), ALLOC_MW;
+ *  - handles that name nothing, or an object of another type, or an object of another
+ *    context; REREG_MR with IB_MR_REREG_PD.
+ *
+ * Usage: uverbs_hostile -d DEV -g GIDX [-W]. -W leaves out the requests that crash or leak
+ * kernel memory on a module without the fixes of issue 13 (WR lists on user QPs,
+ * CREATE_SRQ with max_wr > 2^31); the test suite never passes it.
+ *
+ * Handles are per open file (an xarray of the uverbs file, lowest free id first): a handle
+ * that another context got is only a number here. The uverbs layer answers ENOENT for a
+ * number with no object and EINVAL for an object of another type
+ * (rdma_lookup_get_uobject); those answers come before the driver is called.
+ */
+#include "tap.h"
+#include <infiniband/verbs.h>	/* only for the ABI constants IBV_QP_*, IBV_WR_*, ... */
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rrxe-abi.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define P31 0x80000000u
+#define U32MAX 0xffffffffu
+#define NONE 1000000u		/* a handle number no object of this test has */
+
+static const char *devname_;
+static int gidx;
+static int skip_unfixed;
+static uint8_t my_gid[16];
+static struct ib_uverbs_query_device_resp dev;
+
+static const char *ename(int e)
+{
+	switch (e) {
+	case 0: return "success";
+	case EINVAL: return "EINVAL";
+	case ENOENT: return "ENOENT";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EFAULT: return "EFAULT";
+	case ENOMEM: return "ENOMEM";
+	case ENOSPC: return "ENOSPC";
+	case EPERM: return "EPERM";
+	default: return strerror(e);
+	}
+}
+
+/* One TAP line: `got` (0 or -errno) must be -want (want 0: success). */
+static void expect(int got, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void expect(int got, int want, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (got == -want)
+		ok(1, "%s: %s", what, ename(want));
+	else
+		ok(0, "%s: %s (got %s)", what, ename(want), ename(-got));
+}
+
+/*
+ * One legacy write() command: the header, then `body` (len bytes, a multiple of 4). For a
+ * command with a response, body starts with its `__aligned_u64 response`, pointed here at
+ * `resp` (out bytes: the core's response, then the driver's). 0 or -errno.
+ */
+static int wcmd(int fd, uint32_t command, void *body, size_t len, void *resp, size_t out)
+{
+	struct ib_uverbs_cmd_hdr h = {
+		.command = command, .in_words = (sizeof(h) + len) / 4, .out_words = out / 4,
+	};
+	size_t n = sizeof(h) + len;
+	char *buf = calloc(1, n);
+	ssize_t w;
+	int err;
+
+	if (!buf)
+		die("calloc");
+	if (resp) {
+		uint64_t p = (uintptr_t)resp;
+
+		memcpy(body, &p, sizeof(p));
+	}
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), body, len);
+	w = write(fd, buf, n);
+	err = errno;
+	free(buf);
+	return w == (ssize_t)n ? 0 : -err;
+}
+
+/* The uverbs character device of devname_, from sysfs. */
+static void uverbs_path(char *path, size_t len)
+{
+	for (int i = 0; i < 64; i++) {
+		char f[96], name[64] = "";
+		FILE *s;
+
+		snprintf(f, sizeof(f), "/sys/class/infiniband_verbs/uverbs%d/ibdev", i);
+		s = fopen(f, "r");
+		if (!s)
+			continue;
+		if (fscanf(s, "%63s", name) != 1)
+			name[0] = 0;
+		fclose(s);
+		if (!strcmp(name, devname_)) {
+			snprintf(path, len, "/dev/infiniband/uverbs%d", i);
+			return;
+		}
+	}
+	die("no uverbs device for -d");
+}
+
+/* A new context: the device opened and GET_CONTEXT done (with rrxe's driver response). */
+static int open_ctx(void)
+{
+	struct ib_uverbs_get_context c = {};
+	uint64_t out[4];
+	struct rrxe_alloc_ucontext_resp d;
+	char path[64];
+	int fd;
+
+	uverbs_path(path, sizeof(path));
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		die(path);
+	if (wcmd(fd, IB_USER_VERBS_CMD_GET_CONTEXT, &c, sizeof(c), out,
+		 sizeof(struct ib_uverbs_get_context_resp) + sizeof(d)))
+		die("GET_CONTEXT");
+	memcpy(&d, (char *)out + sizeof(struct ib_uverbs_get_context_resp), sizeof(d));
+	if (d.abi_version != RRXE_UVERBS_ABI_VERSION)
+		die("rrxe ABI version");
+	return fd;
+}
+
+static void query_device(int fd)
+{
+	struct ib_uverbs_query_device c = {};
+
+	if (wcmd(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &c, sizeof(c), &dev, sizeof(dev)))
+		die("QUERY_DEVICE");
+}
+
+static uint32_t alloc_pd(int fd)
+{
+	struct ib_uverbs_alloc_pd c = {};
+	struct ib_uverbs_alloc_pd_resp r;
+
+	if (wcmd(fd, IB_USER_VERBS_CMD_ALLOC_PD, &c, sizeof(c), &r, sizeof(r)))
+		die("ALLOC_PD");
+	return r.pd_handle;
+}
+
+static int dealloc_pd(int fd, uint32_t h)
+{
+	struct ib_uverbs_dealloc_pd c = { .pd_handle = h };
+
+	return wcmd(fd, IB_USER_VERBS_CMD_DEALLOC_PD, &c, sizeof(c), NULL, 0);
+}
+
+/* CREATE_CQ; `drv` bytes of room for rrxe's response (a CQ ring: its queue info). */
+static int create_cq(int fd, uint32_t cqe, uint32_t vector, size_t drv, uint32_t *h,
+		     struct rrxe_create_cq_resp *info)
+{
+	struct ib_uverbs_create_cq c = { .cqe = cqe, .comp_vector = vector, .comp_channel = -1 };
+	struct ib_uverbs_create_cq_resp r;
+	uint64_t out[8] = {};
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_CREATE_CQ, &c, sizeof(c), out, sizeof(r) + drv);
+
+	memcpy(&r, out, sizeof(r));
+	if (!ret && h)
+		*h = r.cq_handle;
+	if (!ret && info)
+		memcpy(info, (char *)out + sizeof(r), sizeof(*info));
+	return ret;
+}
+
+static int destroy_cq(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_cq c = { .cq_handle = h };
+	struct ib_uverbs_destroy_cq_resp r;
+
+	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_CQ, &c, sizeof(c), &r, sizeof(r));
+}
+
+static int resize_cq(int fd, uint32_t h, uint32_t cqe)
+{
+	struct ib_uverbs_resize_cq c = { .cq_handle = h, .cqe = cqe };
+	uint64_t out[8];
+
+	return wcmd(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof(c), out,
+		    sizeof(struct ib_uverbs_resize_cq_resp) + sizeof(struct rrxe_resize_cq_resp));
+}
+
+struct caps {
+	uint32_t swr, rwr, ssge, rsge, inl;
+};
+
+static int create_qp(int fd, uint32_t pd, uint32_t cq, uint32_t srq, int is_srq, uint8_t type,
+		     struct caps k, uint32_t *h, uint32_t *qpn)
+{
+	struct ib_uverbs_create_qp c = {
+		.pd_handle = pd, .send_cq_handle = cq, .recv_cq_handle = cq, .srq_handle = srq,
+		.max_send_wr = k.swr, .max_recv_wr = k.rwr, .max_send_sge = k.ssge,
+		.max_recv_sge = k.rsge, .max_inline_data = k.inl, .qp_type = type,
+		.is_srq = is_srq,
+	};
+	struct ib_uverbs_create_qp_resp r;
+	uint64_t out[16] = {};
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_CREATE_QP, &c, sizeof(c), out,
+		       sizeof(r) + sizeof(struct rrxe_create_qp_resp));
+
+	memcpy(&r, out, sizeof(r));
+	if (!ret && h)
+		*h = r.qp_handle;
+	if (!ret && qpn)
+		*qpn = r.qpn;
+	return ret;
+}
+
+static int destroy_qp(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_qp c = { .qp_handle = h };
+	struct ib_uverbs_destroy_qp_resp r;
+
+	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_QP, &c, sizeof(c), &r, sizeof(r));
+}
+
+static int modify_qp(int fd, struct ib_uverbs_modify_qp *m)
+{
+	return wcmd(fd, IB_USER_VERBS_CMD_MODIFY_QP, m, sizeof(*m), NULL, 0);
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to QP dest of this device (its own GID). */
+static void to_rts(int fd, uint32_t h, uint32_t dest)
+{
+	struct ib_uverbs_modify_qp m = {
+		.qp_handle = h, .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+	};
+
+	if (modify_qp(fd, &m))
+		die("MODIFY_QP INIT");
+	memset(&m, 0, sizeof(m));
+	m.qp_handle = h;
+	m.qp_state = IBV_QPS_RTR;
+	m.path_mtu = IBV_MTU_1024;
+	m.dest_qp_num = dest;
+	m.max_dest_rd_atomic = 1;
+	m.min_rnr_timer = 1;
+	memcpy(m.dest.dgid, my_gid, 16);
+	m.dest.sgid_index = gidx;
+	m.dest.hop_limit = 64;
+	m.dest.is_global = 1;
+	m.dest.port_num = 1;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (modify_qp(fd, &m))
+		die("MODIFY_QP RTR");
+	memset(&m, 0, sizeof(m));
+	m.qp_handle = h;
+	m.qp_state = IBV_QPS_RTS;
+	m.timeout = 10;
+	m.retry_cnt = 2;
+	m.rnr_retry = 2;
+	m.max_rd_atomic = 1;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+	if (modify_qp(fd, &m))
+		die("MODIFY_QP RTS");
+}
+
+static int create_srq(int fd, uint32_t pd, uint32_t max_wr, uint32_t max_sge, uint32_t *h)
+{
+	struct ib_uverbs_create_srq c = { .pd_handle = pd, .max_wr = max_wr, .max_sge = max_sge };
+	struct ib_uverbs_create_srq_resp r;
+	uint64_t out[16] = {};
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &c, sizeof(c), out,
+		       sizeof(r) + sizeof(struct rrxe_create_srq_resp));
+
+	memcpy(&r, out, sizeof(r));
+	if (!ret && h)
+		*h = r.srq_handle;
+	return ret;
+}
+
+static int destroy_srq(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_srq c = { .srq_handle = h };
+	struct ib_uverbs_destroy_srq_resp r;
+
+	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_SRQ, &c, sizeof(c), &r, sizeof(r));
+}
+
+static int reg_mr(int fd, uint32_t pd, uint64_t start, uint64_t len, uint64_t va, uint32_t acc,
+		  struct ib_uverbs_reg_mr_resp *out)
+{
+	struct ib_uverbs_reg_mr c = {
+		.start = start, .length = len, .hca_va = va, .pd_handle = pd, .access_flags = acc,
+	};
+	struct ib_uverbs_reg_mr_resp r;
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_REG_MR, &c, sizeof(c), &r, sizeof(r));
+
+	if (!ret && out)
+		*out = r;
+	return ret;
+}
+
+static int dereg_mr(int fd, uint32_t h)
+{
+	struct ib_uverbs_dereg_mr c = { .mr_handle = h };
+
+	return wcmd(fd, IB_USER_VERBS_CMD_DEREG_MR, &c, sizeof(c), NULL, 0);
+}
+
+static int rereg_mr(int fd, uint32_t mr, uint32_t flags, uint64_t start, uint64_t len,
+		    uint32_t pd, struct ib_uverbs_rereg_mr_resp *out)
+{
+	struct ib_uverbs_rereg_mr c = {
+		.mr_handle = mr, .flags = flags, .start = start, .length = len, .hca_va = start,
+		.pd_handle = pd, .access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+	struct ib_uverbs_rereg_mr_resp r;
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_REREG_MR, &c, sizeof(c), &r, sizeof(r));
+
+	if (!ret && out)
+		*out = r;
+	return ret;
+}
+
+static int alloc_mw(int fd, uint32_t pd, uint8_t type, uint32_t *h)
+{
+	struct ib_uverbs_alloc_mw c = { .pd_handle = pd, .mw_type = type };
+	struct ib_uverbs_alloc_mw_resp r;
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_ALLOC_MW, &c, sizeof(c), &r, sizeof(r));
+
+	if (!ret && h)
+		*h = r.mw_handle;
+	return ret;
+}
+
+static int dealloc_mw(int fd, uint32_t h)
+{
+	struct ib_uverbs_dealloc_mw c = { .mw_handle = h };
+
+	return wcmd(fd, IB_USER_VERBS_CMD_DEALLOC_MW, &c, sizeof(c), NULL, 0);
+}
+
+static int query_qp(int fd, uint32_t h)
+{
+	struct ib_uverbs_query_qp c = { .qp_handle = h, .attr_mask = IBV_QP_STATE };
+	struct ib_uverbs_query_qp_resp r;
+
+	return wcmd(fd, IB_USER_VERBS_CMD_QUERY_QP, &c, sizeof(c), &r, sizeof(r));
+}
+
+/*
+ * POST_SEND (or, with cmd POST_RECV / POST_SRQ_RECV, a receive list: then `wrs` are
+ * struct ib_uverbs_recv_wr) of nwr WRs of wsize bytes and nsg SGEs; *bad: the response's
+ * bad_wr (how many WRs the kernel went through up to the refused one).
+ */
+static int post(int fd, uint32_t command, uint32_t h, const void *wrs, uint32_t nwr,
+		size_t wsize, const struct ib_uverbs_sge *sg, uint32_t nsg, uint32_t *bad)
+{
+	struct ib_uverbs_post_send c = {
+		.qp_handle = h, .wr_count = nwr, .sge_count = nsg, .wqe_size = wsize,
+	};
+	size_t len = sizeof(c) + nwr * wsize + nsg * sizeof(*sg);
+	char *body = calloc(1, len);
+	uint32_t r = U32MAX;	/* ib_uverbs_post_{send,recv}_resp: bad_wr */
+	int ret;
+
+	if (!body)
+		die("calloc");
+	/* post_send, post_recv and post_srq_recv share this layout. */
+	memcpy(body, &c, sizeof(c));
+	if (nwr)
+		memcpy(body + sizeof(c), wrs, nwr * wsize);
+	if (nsg)
+		memcpy(body + sizeof(c) + nwr * wsize, sg, nsg * sizeof(*sg));
+	ret = wcmd(fd, command, body, len, &r, sizeof(r));
+	free(body);
+	if (bad)
+		*bad = r;
+	return ret;
+}
+
+/* An RDMA device counter from sysfs (rrxe's hw_counters), or -1. */
+static long long counter(const char *name)
+{
+	char f[160];
+	long long v = -1;
+	FILE *s;
+
+	snprintf(f, sizeof(f), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", devname_, name);
+	s = fopen(f, "r");
+	if (!s)
+		return -1;
+	if (fscanf(s, "%lld", &v) != 1)
+		v = -1;
+	fclose(s);
+	return v;
+}
+
+static void read_gid(void)
+{
+	char f[160], text[64] = "";
+	FILE *s;
+
+	snprintf(f, sizeof(f), "/sys/class/infiniband/%s/ports/1/gids/%d", devname_, gidx);
+	s = fopen(f, "r");
+	if (!s || fscanf(s, "%63s", text) != 1 || inet_pton(AF_INET6, text, my_gid) != 1)
+		die("GID from sysfs");
+	fclose(s);
+}
+
+static const uint64_t kaddrs[] = {
+	0xffffffff81000000ull,	/* kernel text (x86-64, without KASLR) */
+	0xffff888000000000ull,	/* start of the direct map (x86-64, 4-level paging) */
+	0x10,			/* unmapped */
+};
+
+/* Work-request lists on user QPs. */
+static void wr_lists(int fd, uint32_t pd)
+{
+	struct rrxe_create_cq_resp info;
+	struct caps k = { .swr = 16, .rwr = 16, .ssge = 4, .rsge = 4, .inl = 64 };
+	struct ib_uverbs_reg_mr_resp mr;
+	uint32_t cq, qp_reset, qp_rts, qpn, srq, bad;
+	long long sent0, sent1, refused0, refused1;
+	int lists = 0;	/* POST_SEND lists that reach rrxe (each counted in user_wr_refused) */
+	volatile struct rrxe_queue_hdr *cqh;
+	char *buf;
+	void *ring;
+
+	if (create_cq(fd, 64, 0, sizeof(info), &cq, &info))
+		die("CREATE_CQ");
+	ring = mmap(NULL, info.cq.mmap_size, PROT_READ, MAP_SHARED, fd, info.cq.mmap_offset);
+	if (ring == MAP_FAILED)
+		die("mmap CQ");
+	cqh = ring;
+	if (create_qp(fd, pd, cq, 0, 0, IBV_QPT_RC, k, &qp_reset, NULL) ||
+	    create_qp(fd, pd, cq, 0, 0, IBV_QPT_RC, k, &qp_rts, &qpn))
+		die("CREATE_QP");
+	to_rts(fd, qp_rts, qpn);
+	buf = aligned_alloc(4096, 4096);
+	if (!buf)
+		die("buffer");
+	memset(buf, 0x5a, 4096);
+	if (reg_mr(fd, pd, (uintptr_t)buf, 4096, (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE, &mr))
+		die("REG_MR");
+	sent0 = counter("sent_pkts");
+	refused0 = counter("user_wr_refused");
+
+	uint32_t qps[2] = { qp_reset, qp_rts };
+	const char *qname[2] = { "RC QP in RESET", "RC QP in RTS" };
+
+	for (int q = 0; q < 2; q++) {
+		for (int a = 0; a < 4; a++) {
+			uint64_t addr = a < 3 ? kaddrs[a] : (uintptr_t)buf;
+
+			for (int inl = 0; inl < 2; inl++) {
+				struct ib_uverbs_send_wr wr = {
+					.wr_id = 1, .num_sge = 1, .opcode = IBV_WR_SEND,
+					.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0),
+				};
+				struct ib_uverbs_sge sg = {
+					.addr = addr, .length = 64, .lkey = a < 3 ? 0 : mr.lkey,
+				};
+				int r = post(fd, IB_USER_VERBS_CMD_POST_SEND, qps[q], &wr, 1,
+					     sizeof(wr), &sg, 1, &bad);
+
+				lists++;
+
+				/*
+				 * The doorbell is the only POST_SEND of a user QP: a list would
+				 * be read as a kernel consumer's (SGE addresses as kernel
+				 * pointers). EINVAL, as for any WR the QP cannot take, with
+				 * bad_wr naming the first WR.
+				 */
+				expect(r == -EINVAL && bad != 1 ? -EPROTO : r, EINVAL,
+				       "POST_SEND %s, SEND%s SGE at %#llx, bad_wr 1 (got %u)",
+				       qname[q], inl ? " INLINE" : "",
+				       (unsigned long long)addr, bad);
+			}
+		}
+	}
+	/* A longer list on the connected QP: refused at its first WR, nothing of it sent. */
+	{
+		struct ib_uverbs_send_wr wr[3] = {
+			{ .wr_id = 1, .num_sge = 1, .opcode = IBV_WR_SEND,
+			  .send_flags = IBV_SEND_SIGNALED },
+			{ .wr_id = 2, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			  .send_flags = IBV_SEND_INLINE,
+			  .wr.rdma = { .remote_addr = (uintptr_t)buf, .rkey = mr.rkey } },
+			{ .wr_id = 3, .num_sge = 2, .opcode = IBV_WR_SEND_WITH_IMM },
+		};
+		struct ib_uverbs_sge sg[4] = {
+			{ .addr = (uintptr_t)buf, .length = 64, .lkey = mr.lkey },
+			{ .addr = kaddrs[1], .length = 64 },
+			{ .addr = kaddrs[0], .length = 4096 },
+			{ .addr = kaddrs[2], .length = 8 },
+		};
+		int r = post(fd, IB_USER_VERBS_CMD_POST_SEND, qp_rts, wr, 3, sizeof(wr[0]), sg, 4,
+			     &bad);
+
+		lists += 3;	/* this one and the two below */
+
+		expect(r == -EINVAL && bad != 1 ? -EPROTO : r, EINVAL,
+		       "POST_SEND RC QP in RTS, list SEND + inline WRITE from the direct map + "
+		       "SEND_WITH_IMM from kernel text, bad_wr 1 (got %u)", bad);
+		/* The same WRITE alone, and one with more SGEs than the QP has. */
+		r = post(fd, IB_USER_VERBS_CMD_POST_SEND, qp_rts, &wr[1], 1, sizeof(wr[0]), &sg[1],
+			 1, &bad);
+		expect(r == -EINVAL && bad != 1 ? -EPROTO : r, EINVAL,
+		       "POST_SEND RC QP in RTS, RDMA_WRITE INLINE from %#llx, bad_wr 1 (got %u)",
+		       (unsigned long long)kaddrs[1], bad);
+		wr[0].num_sge = 4;
+		struct ib_uverbs_sge many[4] = {
+			{ .addr = kaddrs[1], .length = 1 }, { .addr = kaddrs[1], .length = 1 },
+			{ .addr = kaddrs[1], .length = 1 }, { .addr = kaddrs[1], .length = 1 },
+		};
+		wr[0].send_flags = IBV_SEND_INLINE;
+		r = post(fd, IB_USER_VERBS_CMD_POST_SEND, qp_rts, &wr[0], 1, sizeof(wr[0]), many, 4,
+			 &bad);
+		expect(r == -EINVAL && bad != 1 ? -EPROTO : r, EINVAL,
+		       "POST_SEND RC QP in RTS, SEND INLINE of 4 direct-map SGEs, bad_wr 1 (got %u)",
+		       bad);
+	}
+	/* The doorbell itself (no WRs, an empty ring): accepted. */
+	expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, qp_rts, NULL, 0,
+		    sizeof(struct ib_uverbs_send_wr), NULL, 0, NULL), 0,
+	       "POST_SEND RC QP in RTS, empty list (the doorbell)");
+
+	/*
+	 * Receive lists: rrxe does not set POST_RECV / POST_SRQ_RECV in uverbs_cmd_mask (its
+	 * receive queues are shared rings), so the uverbs layer has no handler for them and
+	 * answers EOPNOTSUPP (ib_uverbs_notsupp) before any driver code runs.
+	 */
+	if (create_srq(fd, pd, 16, 2, &srq))
+		die("CREATE_SRQ");
+	for (int a = 0; a < 4; a++) {
+		uint64_t addr = a < 3 ? kaddrs[a] : (uintptr_t)buf;
+		struct ib_uverbs_recv_wr rw = { .wr_id = 7, .num_sge = 1 };
+		struct ib_uverbs_sge sg = { .addr = addr, .length = 64, .lkey = a < 3 ? 0 : mr.lkey };
+
+		expect(post(fd, IB_USER_VERBS_CMD_POST_RECV, qp_rts, &rw, 1, sizeof(rw), &sg, 1,
+			    NULL), EOPNOTSUPP, "POST_RECV RC QP in RTS, SGE at %#llx",
+		       (unsigned long long)addr);
+		expect(post(fd, IB_USER_VERBS_CMD_POST_SRQ_RECV, srq, &rw, 1, sizeof(rw), &sg, 1,
+			    NULL), EOPNOTSUPP, "POST_SRQ_RECV, SGE at %#llx",
+		       (unsigned long long)addr);
+	}
+
+	/* Nothing of the refused lists went out or completed. */
+	usleep(200 * 1000);
+	sent1 = counter("sent_pkts");
+	ok(sent0 >= 0 && sent1 == sent0, "no packet sent by the refused lists (sent_pkts %lld -> %lld)",
+	   sent0, sent1);
+	refused1 = counter("user_wr_refused");
+	ok(refused0 >= 0 && refused1 - refused0 == lists,
+	   "user_wr_refused counted each refused POST_SEND list (%lld -> %lld, %d lists)",
+	   refused0, refused1, lists);
+	ok(cqh->producer == 0, "no completion from the refused lists (CQ producer %u)",
+	   cqh->producer);
+	int same = 1;
+
+	for (int i = 0; i < 4096; i++)
+		same &= buf[i] == 0x5a;
+	ok(same, "the registered buffer is unchanged");
+
+	expect(destroy_srq(fd, srq), 0, "DESTROY_SRQ");
+	expect(destroy_qp(fd, qp_reset), 0, "DESTROY_QP (RESET)");
+	expect(destroy_qp(fd, qp_rts), 0, "DESTROY_QP (RTS)");
+	expect(dereg_mr(fd, mr.mr_handle), 0, "DEREG_MR");
+	munmap(ring, info.cq.mmap_size);
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
+	free(buf);
+}
+
+/* The values every size field is tried at; max is the device's limit for the field. */
+static const char *vname(uint32_t v, uint32_t max)
+{
+	static char s[32];
+
+	if (v == max)
+		snprintf(s, sizeof(s), "max (%u)", v);
+	else if (v == max + 1)
+		snprintf(s, sizeof(s), "max+1 (%u)", v);
+	else
+		snprintf(s, sizeof(s), "%u", v);
+	return s;
+}
+
+static void sizes(int fd, uint32_t pd)
+{
+	uint32_t cq, h;
+	struct rrxe_create_cq_resp info;
+
+	/*
+	 * CREATE_CQ: cqe in 1..max_cqe. 0 and more than max_cqe are EINVAL (rxe_cq_chk_attr;
+	 * the IBTA makes the size a positive count up to the HCA's maximum). comp_vector
+	 * beyond the device's vectors is the uverbs layer's EINVAL.
+	 */
+	uint32_t cqmax = dev.max_cqe;
+	uint32_t cqv[] = { 0, 1, P31, U32MAX, cqmax, cqmax + 1 };
+
+	for (unsigned i = 0; i < sizeof(cqv) / sizeof(cqv[0]); i++) {
+		int want = cqv[i] >= 1 && cqv[i] <= cqmax ? 0 : EINVAL;
+		int r = create_cq(fd, cqv[i], 0, sizeof(info), &h, NULL);
+
+		expect(r, want, "CREATE_CQ cqe %s", vname(cqv[i], cqmax));
+		if (!r)
+			destroy_cq(fd, h);
+	}
+	expect(create_cq(fd, 16, 1, sizeof(info), &h, NULL), EINVAL,
+	       "CREATE_CQ comp_vector 1 (the device has 1)");
+	/* Without room for rrxe's response (the ring's location) the CQ is useless: EINVAL, as
+	 * rxe answers a too short udata. */
+	expect(create_cq(fd, 16, 0, 0, &h, NULL), EINVAL, "CREATE_CQ without driver response room");
+
+	/* RESIZE_CQ: the same range as CREATE_CQ (an empty CQ; rxe_cq_chk_attr). */
+	if (create_cq(fd, 16, 0, sizeof(info), &cq, NULL))
+		die("CREATE_CQ");
+	for (unsigned i = 0; i < sizeof(cqv) / sizeof(cqv[0]); i++) {
+		int want = cqv[i] >= 1 && cqv[i] <= cqmax ? 0 : EINVAL;
+
+		expect(resize_cq(fd, cq, cqv[i]), want, "RESIZE_CQ cqe %s", vname(cqv[i], cqmax));
+	}
+
+	/*
+	 * CREATE_QP (RC): each capability at 0..max succeeds (0 is a QP without that queue's
+	 * work, as rxe allows); beyond the device's limit EINVAL (rxe_qp_chk_cap). The inline
+	 * limit is rrxe's RRXE_MAX_INLINE (not reported by QUERY_DEVICE).
+	 */
+	const char *fname[5] = { "max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge",
+				 "max_inline_data" };
+	uint32_t fmax[5] = { dev.max_qp_wr, dev.max_qp_wr, dev.max_sge, dev.max_sge,
+			     RRXE_MAX_INLINE };
+
+	for (int f = 0; f < 5; f++) {
+		uint32_t v[] = { 0, 1, P31, U32MAX, fmax[f], fmax[f] + 1 };
+
+		for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1, .inl = 0 };
+			uint32_t *field[5] = { &k.swr, &k.rwr, &k.ssge, &k.rsge, &k.inl };
+			int want = v[i] <= fmax[f] ? 0 : EINVAL;
+			int r;
+
+			*field[f] = v[i];
+			r = create_qp(fd, pd, cq, 0, 0, IBV_QPT_RC, k, &h, NULL);
+			expect(r, want, "CREATE_QP RC %s %s", fname[f], vname(v[i], fmax[f]));
+			if (!r)
+				destroy_qp(fd, h);
+		}
+	}
+
+	/*
+	 * CREATE_SRQ: max_wr in 1..max_srq_wr (rxe_srq_chk_init refuses 0 and more than the
+	 * maximum with EINVAL), max_sge in 0..max_srq_sge (0 is rounded up to 1 by rxe).
+	 * max_wr above 2^31 overflowed rrxe's rounding to a power of two (a BUG).
+	 */
+	uint32_t wmax = dev.max_srq_wr, smax = dev.max_srq_sge;
+	uint32_t wv[] = { 0, 1, P31, P31 + 1, U32MAX, wmax, wmax + 1 };
+
+	for (unsigned i = 0; i < sizeof(wv) / sizeof(wv[0]); i++) {
+		int want = wv[i] >= 1 && wv[i] <= wmax ? 0 : EINVAL;
+		int r;
+
+		if (skip_unfixed && wv[i] > P31) {
+			ok(1, "CREATE_SRQ max_wr %u # SKIP -W", wv[i]);
+			continue;
+		}
+		r = create_srq(fd, pd, wv[i], 1, &h);
+		expect(r, want, "CREATE_SRQ max_wr %s", vname(wv[i], wmax));
+		if (!r)
+			destroy_srq(fd, h);
+	}
+	uint32_t sv[] = { 0, 1, P31, U32MAX, smax, smax + 1 };
+
+	for (unsigned i = 0; i < sizeof(sv) / sizeof(sv[0]); i++) {
+		int want = sv[i] <= smax ? 0 : EINVAL;
+		int r = create_srq(fd, pd, 16, sv[i], &h);
+
+		expect(r, want, "CREATE_SRQ max_sge %s", vname(sv[i], smax));
+		if (!r)
+			destroy_srq(fd, h);
+	}
+
+	/*
+	 * ALLOC_MW: the only size-like field is the u8 mw_type; the uverbs layer takes types
+	 * 1 and 2 and answers EINVAL for anything else.
+	 */
+	uint8_t mt[] = { 0, 1, 2, 3, 0x80, 0xff };
+
+	for (unsigned i = 0; i < sizeof(mt); i++) {
+		int want = mt[i] == 1 || mt[i] == 2 ? 0 : EINVAL;
+		int r = alloc_mw(fd, pd, mt[i], &h);
+
+		expect(r, want, "ALLOC_MW type %u", mt[i]);
+		if (!r)
+			dealloc_mw(fd, h);
+	}
+
+	/*
+	 * REG_MR over 2 read-write pages followed by a PROT_NONE page. ib_umem_get answers:
+	 * length 0 (no pages) and start + length wrapping EINVAL; a range running into the
+	 * PROT_NONE page EFAULT (pinning fails there) when the process may lock that much
+	 * memory (CAP_IPC_LOCK, root in the test VM), else ENOMEM (RLIMIT_MEMLOCK) first. rrxe
+	 * reports max_mr_size 2^64-1, so there is no max+1: the wrapping length stands for
+	 * it. An iova range that wraps is EINVAL (rrxe's user_region); so is an iova whose
+	 * page offset differs from start's (the uverbs layer).
+	 */
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int big = geteuid() == 0 ? EFAULT : ENOMEM;
+	struct ib_uverbs_reg_mr_resp mr;
+
+	if (m == MAP_FAILED || mprotect(m + 2 * pg, pg, PROT_NONE))
+		die("mmap");
+	memset(m, 1, 2 * pg);
+	uint64_t start = (uintptr_t)m;
+	struct {
+		uint64_t len;
+		int want;
+		const char *what;
+	} lv[] = {
+		{ 0, EINVAL, "0" }, { 1, 0, "1" }, { 2 * pg, 0, "2 pages" },
+		{ 2 * pg + 1, big, "2 pages + 1 (into PROT_NONE)" },
+		{ P31, big, "2^31" }, { U32MAX, big, "2^32-1" }, { 1ull << 40, big, "2^40" },
+		{ UINT64_MAX, EINVAL, "2^64-1 (start + length wraps)" },
+		{ UINT64_MAX - start + 1, EINVAL, "2^64 - start (end wraps to 0)" },
+	};
+
+	for (unsigned i = 0; i < sizeof(lv) / sizeof(lv[0]); i++) {
+		int r = reg_mr(fd, pd, start, lv[i].len, start, IBV_ACCESS_LOCAL_WRITE, &mr);
+
+		expect(r, lv[i].want, "REG_MR length %s", lv[i].what);
+		if (!r)
+			dereg_mr(fd, mr.mr_handle);
+	}
+	expect(reg_mr(fd, pd, start, pg, (uint64_t)-pg, IBV_ACCESS_LOCAL_WRITE, &mr), EINVAL,
+	       "REG_MR iova 2^64 - page, length page (iova + length wraps)");
+	expect(reg_mr(fd, pd, start, pg, start + 8, IBV_ACCESS_LOCAL_WRITE, &mr), EINVAL,
+	       "REG_MR iova with another page offset than start");
+	expect(reg_mr(fd, pd, start, pg, start, IBV_ACCESS_REMOTE_WRITE, &mr), EINVAL,
+	       "REG_MR REMOTE_WRITE without LOCAL_WRITE (ib_check_mr_access)");
+	munmap(m, 3 * pg);
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
+}
+
+/* Handles that name nothing, or another type of object. */
+static void handles(int fd, uint32_t pd)
+{
+	struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1 };
+	struct ib_uverbs_modify_qp m = { .qp_handle = NONE, .qp_state = IBV_QPS_INIT,
+					 .attr_mask = IBV_QP_STATE };
+	struct ib_uverbs_reg_mr_resp mr;
+	struct ib_uverbs_send_wr wr = { .opcode = IBV_WR_SEND };
+	char *buf = aligned_alloc(4096, 4096);
+	uint32_t cq, h;
+
+	if (!buf || create_cq(fd, 16, 0, sizeof(struct rrxe_create_cq_resp), &cq, NULL))
+		die("CREATE_CQ");
+	memset(buf, 0, 4096);
+	uint32_t ids[2] = { NONE, U32MAX };
+
+	for (int i = 0; i < 2; i++) {
+		uint32_t x = ids[i];
+
+		expect(create_qp(fd, x, cq, 0, 0, IBV_QPT_RC, k, &h, NULL), ENOENT,
+		       "CREATE_QP pd_handle %u", x);
+		expect(create_qp(fd, pd, x, 0, 0, IBV_QPT_RC, k, &h, NULL), ENOENT,
+		       "CREATE_QP cq handles %u", x);
+		expect(create_qp(fd, pd, cq, x, 1, IBV_QPT_RC, k, &h, NULL), ENOENT,
+		       "CREATE_QP srq_handle %u", x);
+		expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, x, NULL, 0, sizeof(wr), NULL, 0, NULL),
+		       ENOENT, "POST_SEND (doorbell) qp_handle %u", x);
+		expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, x, &wr, 1, sizeof(wr), NULL, 0, NULL),
+		       ENOENT, "POST_SEND (one WR) qp_handle %u", x);
+		m.qp_handle = x;
+		expect(modify_qp(fd, &m), ENOENT, "MODIFY_QP qp_handle %u", x);
+		expect(query_qp(fd, x), ENOENT, "QUERY_QP qp_handle %u", x);
+		expect(destroy_qp(fd, x), ENOENT, "DESTROY_QP qp_handle %u", x);
+		expect(resize_cq(fd, x, 16), ENOENT, "RESIZE_CQ cq_handle %u", x);
+		expect(destroy_cq(fd, x), ENOENT, "DESTROY_CQ cq_handle %u", x);
+		expect(create_srq(fd, x, 16, 1, &h), ENOENT, "CREATE_SRQ pd_handle %u", x);
+		expect(destroy_srq(fd, x), ENOENT, "DESTROY_SRQ srq_handle %u", x);
+		expect(reg_mr(fd, x, (uintptr_t)buf, 4096, (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE,
+			      &mr), ENOENT, "REG_MR pd_handle %u", x);
+		expect(dereg_mr(fd, x), ENOENT, "DEREG_MR mr_handle %u", x);
+		expect(rereg_mr(fd, x, IBV_REREG_MR_CHANGE_PD, 0, 0, pd, NULL), ENOENT,
+		       "REREG_MR mr_handle %u", x);
+		expect(alloc_mw(fd, x, 1, &h), ENOENT, "ALLOC_MW pd_handle %u", x);
+		expect(dealloc_mw(fd, x), ENOENT, "DEALLOC_MW mw_handle %u", x);
+		expect(dealloc_pd(fd, x), ENOENT, "DEALLOC_PD pd_handle %u", x);
+	}
+	/* The handle of an object of another type: EINVAL. */
+	expect(create_qp(fd, cq, cq, 0, 0, IBV_QPT_RC, k, &h, NULL), EINVAL,
+	       "CREATE_QP pd_handle = a CQ's handle");
+	expect(create_qp(fd, pd, pd, 0, 0, IBV_QPT_RC, k, &h, NULL), EINVAL,
+	       "CREATE_QP cq handles = a PD's handle");
+	expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, cq, NULL, 0, sizeof(wr), NULL, 0, NULL),
+	       EINVAL, "POST_SEND qp_handle = a CQ's handle");
+	expect(destroy_qp(fd, cq), EINVAL, "DESTROY_QP qp_handle = a CQ's handle");
+	expect(resize_cq(fd, pd, 16), EINVAL, "RESIZE_CQ cq_handle = a PD's handle");
+	expect(reg_mr(fd, cq, (uintptr_t)buf, 4096, (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE, &mr),
+	       EINVAL, "REG_MR pd_handle = a CQ's handle");
+	expect(alloc_mw(fd, cq, 1, &h), EINVAL, "ALLOC_MW pd_handle = a CQ's handle");
+	expect(dealloc_pd(fd, cq), EINVAL, "DEALLOC_PD pd_handle = a CQ's handle");
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
+	free(buf);
+}
+
+/*
+ * REREG_MR (the uverbs checks, then rrxe's rereg_user_mr): flags 0 EINVAL, unknown flags
+ * EOPNOTSUPP; IB_MR_REREG_PD to a handle of nothing ENOENT, of a CQ EINVAL, to a PD
+ * handle the other context got (a number with no object here) ENOENT; to another PD of
+ * this context it succeeds with the same keys (a PD change alone is made in place), and
+ * back. A failed translation change leaves the MR registered.
+ */
+static void rereg(int fd, uint32_t pd)
+{
+	int fd2 = open_ctx();
+	uint32_t pd2 = alloc_pd(fd), cq, other[64], n = 0, top;
+	char *buf = aligned_alloc(4096, 8192);
+	struct ib_uverbs_reg_mr_resp mr;
+	struct ib_uverbs_rereg_mr_resp rr;
+
+	if (!buf || create_cq(fd, 16, 0, sizeof(struct rrxe_create_cq_resp), &cq, NULL))
+		die("CREATE_CQ");
+	memset(buf, 0, 8192);
+	if (reg_mr(fd, pd, (uintptr_t)buf, 4096, (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE, &mr))
+		die("REG_MR");
+	/* Handles are handed out lowest free first: this context's are all below top. */
+	top = pd > pd2 ? pd : pd2;
+	top = top > cq ? top : cq;
+	top = top > mr.mr_handle ? top : mr.mr_handle;
+	do
+		other[n] = alloc_pd(fd2);
+	while (other[n++] <= top && n < 64);
+	if (other[n - 1] <= top)
+		die("other context's PD handles");
+
+	expect(rereg_mr(fd, mr.mr_handle, 0, 0, 0, pd2, NULL), EINVAL, "REREG_MR flags 0");
+	expect(rereg_mr(fd, mr.mr_handle, 8, 0, 0, pd2, NULL), EOPNOTSUPP, "REREG_MR flags 8");
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_PD, 0, 0, NONE, NULL), ENOENT,
+	       "REREG_MR CHANGE_PD to a PD handle with no object");
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_PD, 0, 0, cq, NULL), EINVAL,
+	       "REREG_MR CHANGE_PD to a CQ's handle");
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_PD, 0, 0, other[n - 1], NULL),
+	       ENOENT, "REREG_MR CHANGE_PD to the other context's PD handle %u", other[n - 1]);
+	/* There, the number names one of its PDs (its handles are 0..n-1, all PDs). */
+	expect(rereg_mr(fd2, mr.mr_handle, IBV_REREG_MR_CHANGE_PD, 0, 0, other[0], NULL),
+	       EINVAL, "REREG_MR of this MR's handle %u from the other context", mr.mr_handle);
+	memset(&rr, 0, sizeof(rr));
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_PD, 0, 0, pd2, &rr), 0,
+	       "REREG_MR CHANGE_PD to another PD of this context");
+	ok(rr.lkey == mr.lkey && rr.rkey == mr.rkey, "  with the same keys (%#x %#x)", rr.lkey,
+	   rr.rkey);
+	/* The PD now has a user: it cannot go; the old one can be changed back to. */
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_PD, 0, 0, pd, &rr), 0,
+	       "REREG_MR CHANGE_PD back");
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_TRANSLATION, (uintptr_t)buf, 0, pd,
+			NULL), EINVAL, "REREG_MR CHANGE_TRANSLATION length 0");
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_TRANSLATION, (uintptr_t)buf,
+			UINT64_MAX, pd, NULL), EINVAL, "REREG_MR CHANGE_TRANSLATION length 2^64-1");
+	expect(rereg_mr(fd, mr.mr_handle, IBV_REREG_MR_CHANGE_TRANSLATION |
+			IBV_REREG_MR_CHANGE_PD, (uintptr_t)buf, 8192, NONE, NULL), ENOENT,
+	       "REREG_MR CHANGE_TRANSLATION|CHANGE_PD to a PD handle with no object");
+	expect(dereg_mr(fd, mr.mr_handle), 0, "DEREG_MR after the failed re-registrations");
+	expect(dealloc_pd(fd, pd2), 0, "DEALLOC_PD of the other PD");
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
+	close(fd2);
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	int opt, fd;
+	uint32_t pd;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "d:g:W")) != -1) {
+		if (opt == 'd')
+			devname_ = optarg;
+		else if (opt == 'g')
+			gidx = atoi(optarg);
+		else if (opt == 'W')
+			skip_unfixed = 1;
+	}
+	if (!devname_)
+		die("-d DEV is required");
+	read_gid();
+	fd = open_ctx();
+	query_device(fd);
+	printf("# %s: max_cqe %u max_qp_wr %u max_sge %u max_srq_wr %u max_srq_sge %u\n",
+	       devname_, dev.max_cqe, dev.max_qp_wr, dev.max_sge, dev.max_srq_wr, dev.max_srq_sge);
+	pd = alloc_pd(fd);
+	if (skip_unfixed)
+		ok(1, "work-request lists on user QPs # SKIP -W");
+	else
+		wr_lists(fd, pd);
+	sizes(fd, pd);
+	handles(fd, pd);
+	rereg(fd, pd);
+	expect(dealloc_pd(fd, pd), 0, "DEALLOC_PD");
+	close(fd);
+	return tap_end();
+}
