@@ -12,8 +12,9 @@
  *    refused with EINVAL, its first WR named bad, and nothing is sent or completed;
  *    POST_RECV / POST_SRQ_RECV with lists are not even offered by rrxe (EOPNOTSUPP from
  *    the uverbs layer);
- *  - every size field at 0, 1, 2^31, 2^32-1, max and max+1 for CREATE_CQ, CREATE_QP,
- *    CREATE_SRQ, RESIZE_CQ, REG_MR (plus lengths that overflow), ALLOC_MW;
+ *  - every size field at 0, 1, 2^31, 2^32-1, max and max+1 for CREATE_CQ (also through
+ *    the ioctl ABI's UVERBS_METHOD_CQ_CREATE), CREATE_QP, CREATE_SRQ, RESIZE_CQ, REG_MR
+ *    (plus lengths and IOVAs that wrap), ALLOC_MW;
  *  - handles that name nothing, or an object of another type, or an object of another
  *    context; REREG_MR with IB_MR_REREG_PD.
  *
@@ -28,8 +29,11 @@
  */
 #include "tap.h"
 #include <infiniband/verbs.h>	/* only for the ABI constants IBV_QP_*, IBV_WR_*, ... */
+#include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
 #include <rdma/rrxe-abi.h>
+#include <sys/ioctl.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -191,6 +195,44 @@ static int create_cq(int fd, uint32_t cqe, uint32_t vector, size_t drv, uint32_t
 	if (!ret && info)
 		memcpy(info, (char *)out + sizeof(r), sizeof(*info));
 	return ret;
+}
+
+/*
+ * CREATE_CQ through the ioctl ABI (UVERBS_METHOD_CQ_CREATE), the path rdma-core takes
+ * today: the same driver op, reached with the core's attribute parsing instead of the
+ * write() structures. `drv` bytes of UHW_OUT for rrxe's response (0: no such attribute).
+ */
+static int ioctl_create_cq(int fd, uint32_t cqe, size_t drv, uint32_t *h)
+{
+	struct rrxe_create_cq_resp info;
+	uint32_t resp_cqe = 0;
+	struct ib_uverbs_attr a[6] = {
+		{ .attr_id = UVERBS_ATTR_CREATE_CQ_HANDLE },
+		{ .attr_id = UVERBS_ATTR_CREATE_CQ_CQE, .len = 4, .data = cqe },
+		{ .attr_id = UVERBS_ATTR_CREATE_CQ_USER_HANDLE, .len = 8, .data = 1 },
+		{ .attr_id = UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, .len = 4, .data = 0 },
+		{ .attr_id = UVERBS_ATTR_CREATE_CQ_RESP_CQE, .len = 4,
+		  .data = (uintptr_t)&resp_cqe },
+		{ .attr_id = UVERBS_ATTR_UHW_OUT, .len = drv, .data = (uintptr_t)&info },
+	};
+	struct ib_uverbs_ioctl_hdr hdr = {
+		.object_id = UVERBS_OBJECT_CQ, .method_id = UVERBS_METHOD_CQ_CREATE,
+		.num_attrs = drv ? 6 : 5,
+		.driver_id = RDMA_DRIVER_UNKNOWN,	/* rrxe's ops.driver_id: must match */
+	};
+	uint64_t buf[64];
+
+	if (drv > sizeof(info))
+		die("ioctl_create_cq");
+	hdr.length = sizeof(hdr) + hdr.num_attrs * sizeof(a[0]);
+	memcpy(buf, &hdr, sizeof(hdr));
+	memcpy((char *)buf + sizeof(hdr), a, sizeof(a));
+	if (ioctl(fd, RDMA_VERBS_IOCTL, buf))
+		return -errno;
+	/* The new object's handle comes back in its attribute's data. */
+	memcpy(a, (char *)buf + sizeof(hdr), sizeof(a));
+	*h = a[0].data;
+	return 0;
 }
 
 static int destroy_cq(int fd, uint32_t h)
@@ -435,8 +477,10 @@ static void read_gid(void)
 static const uint64_t kaddrs[] = {
 	0xffffffff81000000ull,	/* kernel text (x86-64, without KASLR) */
 	0xffff888000000000ull,	/* start of the direct map (x86-64, 4-level paging) */
+	0xff11000000000000ull,	/* start of the direct map (x86-64, 5-level paging) */
 	0x10,			/* unmapped */
 };
+#define NKADDR (sizeof(kaddrs) / sizeof(kaddrs[0]))
 
 /* Work-request lists on user QPs. */
 static void wr_lists(int fd, uint32_t pd)
@@ -474,8 +518,8 @@ static void wr_lists(int fd, uint32_t pd)
 	const char *qname[2] = { "RC QP in RESET", "RC QP in RTS" };
 
 	for (int q = 0; q < 2; q++) {
-		for (int a = 0; a < 4; a++) {
-			uint64_t addr = a < 3 ? kaddrs[a] : (uintptr_t)buf;
+		for (unsigned a = 0; a <= NKADDR; a++) {
+			uint64_t addr = a < NKADDR ? kaddrs[a] : (uintptr_t)buf;
 
 			for (int inl = 0; inl < 2; inl++) {
 				struct ib_uverbs_send_wr wr = {
@@ -483,7 +527,7 @@ static void wr_lists(int fd, uint32_t pd)
 					.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0),
 				};
 				struct ib_uverbs_sge sg = {
-					.addr = addr, .length = 64, .lkey = a < 3 ? 0 : mr.lkey,
+					.addr = addr, .length = 64, .lkey = a < NKADDR ? 0 : mr.lkey,
 				};
 				int r = post(fd, IB_USER_VERBS_CMD_POST_SEND, qps[q], &wr, 1,
 					     sizeof(wr), &sg, 1, &bad);
@@ -517,7 +561,7 @@ static void wr_lists(int fd, uint32_t pd)
 			{ .addr = (uintptr_t)buf, .length = 64, .lkey = mr.lkey },
 			{ .addr = kaddrs[1], .length = 64 },
 			{ .addr = kaddrs[0], .length = 4096 },
-			{ .addr = kaddrs[2], .length = 8 },
+			{ .addr = kaddrs[NKADDR - 1], .length = 8 },
 		};
 		int r = post(fd, IB_USER_VERBS_CMD_POST_SEND, qp_rts, wr, 3, sizeof(wr[0]), sg, 4,
 			     &bad);
@@ -557,10 +601,12 @@ static void wr_lists(int fd, uint32_t pd)
 	 */
 	if (create_srq(fd, pd, 16, 2, &srq))
 		die("CREATE_SRQ");
-	for (int a = 0; a < 4; a++) {
-		uint64_t addr = a < 3 ? kaddrs[a] : (uintptr_t)buf;
+	for (unsigned a = 0; a <= NKADDR; a++) {
+		uint64_t addr = a < NKADDR ? kaddrs[a] : (uintptr_t)buf;
 		struct ib_uverbs_recv_wr rw = { .wr_id = 7, .num_sge = 1 };
-		struct ib_uverbs_sge sg = { .addr = addr, .length = 64, .lkey = a < 3 ? 0 : mr.lkey };
+		struct ib_uverbs_sge sg = {
+			.addr = addr, .length = 64, .lkey = a < NKADDR ? 0 : mr.lkey,
+		};
 
 		expect(post(fd, IB_USER_VERBS_CMD_POST_RECV, qp_rts, &rw, 1, sizeof(rw), &sg, 1,
 			    NULL), EOPNOTSUPP, "POST_RECV RC QP in RTS, SGE at %#llx",
@@ -631,6 +677,15 @@ static void sizes(int fd, uint32_t pd)
 		if (!r)
 			destroy_cq(fd, h);
 	}
+	for (unsigned i = 0; i < sizeof(cqv) / sizeof(cqv[0]); i++) {
+		int want = cqv[i] >= 1 && cqv[i] <= cqmax ? 0 : EINVAL;
+		int r = ioctl_create_cq(fd, cqv[i], sizeof(info), &h);
+
+		expect(r, want, "ioctl CQ_CREATE cqe %s", vname(cqv[i], cqmax));
+		if (!r)
+			destroy_cq(fd, h);
+	}
+	expect(ioctl_create_cq(fd, 16, 0, &h), EINVAL, "ioctl CQ_CREATE without UHW_OUT");
 	expect(create_cq(fd, 16, 1, sizeof(info), &h, NULL), EINVAL,
 	       "CREATE_CQ comp_vector 1 (the device has 1)");
 	/* Without room for rrxe's response (the ring's location) the CQ is useless: EINVAL, as
