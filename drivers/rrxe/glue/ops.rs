@@ -794,6 +794,13 @@ unsafe extern "C" fn create_qp_uncounted(
         // SAFETY: the core passes a live SRQ of ours and counts this QP as its user.
         Some(unsafe { srq_handle(init.srq) }.srq.clone())
     };
+    // A QP with an SRQ takes its receives from the SRQ: its own receive capabilities are
+    // ignored (rdma_rxe's rxe_qp_chk_cap checks them only for a QP without one) and
+    // reported as 0.
+    if srq.is_some() {
+        init.cap.max_recv_wr = 0;
+        init.cap.max_recv_sge = 0;
+    }
     // SAFETY: the CQs given at creation are live and outlive the QP (the core counts their
     // users).
     let (Some(send_cq), Some(recv_cq)) = (unsafe { CqPtr::new(init.send_cq) }, unsafe {
