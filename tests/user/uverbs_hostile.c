@@ -729,6 +729,31 @@ static void sizes(int fd, uint32_t pd)
 	}
 
 	/*
+	 * A QP with an SRQ: its own receive capabilities are ignored, whatever they are
+	 * (rxe_qp_chk_cap checks them only for a QP without an SRQ).
+	 */
+	uint32_t srq;
+
+	if (create_srq(fd, pd, 16, 1, &srq))
+		die("CREATE_SRQ");
+	for (int f = 1; f < 4; f += 2) {
+		uint32_t v[] = { P31, U32MAX, fmax[f] + 1 };
+
+		for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1, .inl = 0 };
+			int r;
+
+			*(f == 1 ? &k.rwr : &k.rsge) = v[i];
+			r = create_qp(fd, pd, cq, srq, 1, IBV_QPT_RC, k, &h, NULL);
+			expect(r, 0, "CREATE_QP RC with an SRQ, %s %s (ignored)", fname[f],
+			       vname(v[i], fmax[f]));
+			if (!r)
+				destroy_qp(fd, h);
+		}
+	}
+	expect(destroy_srq(fd, srq), 0, "DESTROY_SRQ");
+
+	/*
 	 * CREATE_SRQ: max_wr in 1..max_srq_wr (rxe_srq_chk_init refuses 0 and more than the
 	 * maximum with EINVAL), max_sge in 0..max_srq_sge (0 is rounded up to 1 by rxe).
 	 * max_wr above 2^31 overflowed rrxe's rounding to a power of two (a BUG).
