@@ -330,6 +330,54 @@ static void to_rts(int fd, uint32_t h, uint32_t dest)
 		die("MODIFY_QP RTS");
 }
 
+/* RESET -> INIT -> RTR -> RTS for a UD QP (Q_Key 0x11111111). */
+static void ud_to_rts(int fd, uint32_t h)
+{
+	struct ib_uverbs_modify_qp m = {
+		.qp_handle = h, .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111,
+		.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+	};
+
+	if (modify_qp(fd, &m))
+		die("MODIFY_QP UD INIT");
+	memset(&m, 0, sizeof(m));
+	m.qp_handle = h;
+	m.qp_state = IBV_QPS_RTR;
+	m.attr_mask = IBV_QP_STATE;
+	if (modify_qp(fd, &m))
+		die("MODIFY_QP UD RTR");
+	m.qp_state = IBV_QPS_RTS;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (modify_qp(fd, &m))
+		die("MODIFY_QP UD RTS");
+}
+
+/* An AH to this device's own GID (rrxe's driver response: its AH number). */
+static uint32_t create_ah(int fd, uint32_t pd)
+{
+	struct ib_uverbs_create_ah c = {
+		.pd_handle = pd,
+		.attr = { .grh = { .sgid_index = gidx, .hop_limit = 64 }, .is_global = 1,
+			  .port_num = 1 },
+	};
+	struct ib_uverbs_create_ah_resp r;
+	uint64_t out[4];
+
+	memcpy(c.attr.grh.dgid, my_gid, 16);
+	if (wcmd(fd, IB_USER_VERBS_CMD_CREATE_AH, &c, sizeof(c), out,
+		 sizeof(r) + sizeof(struct rrxe_create_ah_resp)))
+		die("CREATE_AH");
+	memcpy(&r, out, sizeof(r));
+	return r.ah_handle;
+}
+
+static int destroy_ah(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_ah c = { .ah_handle = h };
+
+	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_AH, &c, sizeof(c), NULL, 0);
+}
+
 static int create_srq(int fd, uint32_t pd, uint32_t max_wr, uint32_t max_sge, uint32_t *h)
 {
 	struct ib_uverbs_create_srq c = { .pd_handle = pd, .max_wr = max_wr, .max_sge = max_sge };
@@ -589,6 +637,60 @@ static void wr_lists(int fd, uint32_t pd)
 		       "POST_SEND RC QP in RTS, SEND INLINE of 4 direct-map SGEs, bad_wr 1 (got %u)",
 		       bad);
 	}
+	/*
+	 * A UD QP: the uverbs layer resolves each WR's AH handle first (ENOENT for none,
+	 * EINVAL for another type of object) and takes only SEND opcodes (EINVAL); with a
+	 * valid AH the list reaches rrxe, which refuses it as on RC.
+	 */
+	{
+		uint32_t ud, ah = create_ah(fd, pd);
+		struct caps u = { .swr = 16, .rwr = 16, .ssge = 4, .rsge = 4, .inl = 64 };
+
+		if (create_qp(fd, pd, cq, 0, 0, IBV_QPT_UD, u, &ud, NULL))
+			die("CREATE_QP UD");
+		ud_to_rts(fd, ud);
+		for (unsigned a = 0; a <= NKADDR; a++) {
+			uint64_t addr = a < NKADDR ? kaddrs[a] : (uintptr_t)buf;
+
+			for (int inl = 0; inl < 2; inl++) {
+				struct ib_uverbs_send_wr wr = {
+					.wr_id = 9, .num_sge = 1, .opcode = IBV_WR_SEND,
+					.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0),
+					.wr.ud = { .ah = ah, .remote_qpn = 1, .remote_qkey = 0x11111111 },
+				};
+				struct ib_uverbs_sge sg = {
+					.addr = addr, .length = 64, .lkey = a < NKADDR ? 0 : mr.lkey,
+				};
+				int r = post(fd, IB_USER_VERBS_CMD_POST_SEND, ud, &wr, 1, sizeof(wr),
+					     &sg, 1, &bad);
+
+				lists++;
+				expect(r == -EINVAL && bad != 1 ? -EPROTO : r, EINVAL,
+				       "POST_SEND UD QP in RTS, SEND%s SGE at %#llx, bad_wr 1 (got %u)",
+				       inl ? " INLINE" : "", (unsigned long long)addr, bad);
+			}
+		}
+		struct ib_uverbs_send_wr wr = {
+			.num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE,
+			.wr.ud = { .ah = NONE, .remote_qpn = 1, .remote_qkey = 0x11111111 },
+		};
+		struct ib_uverbs_sge sg = { .addr = kaddrs[0], .length = 64 };
+
+		expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, ud, &wr, 1, sizeof(wr), &sg, 1, NULL),
+		       ENOENT, "POST_SEND UD QP, AH handle with no object");
+		wr.wr.ud.ah = cq;
+		expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, ud, &wr, 1, sizeof(wr), &sg, 1, NULL),
+		       EINVAL, "POST_SEND UD QP, AH handle = a CQ's handle");
+		wr.wr.ud.ah = ah;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, ud, &wr, 1, sizeof(wr), &sg, 1, NULL),
+		       EINVAL, "POST_SEND UD QP, RDMA_WRITE (not a UD opcode)");
+		expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, ud, NULL, 0, sizeof(wr), NULL, 0, NULL),
+		       0, "POST_SEND UD QP, empty list (the doorbell)");
+		expect(destroy_qp(fd, ud), 0, "DESTROY_QP (UD)");
+		expect(destroy_ah(fd, ah), 0, "DESTROY_AH");
+	}
+
 	/* The doorbell itself (no WRs, an empty ring): accepted. */
 	expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, qp_rts, NULL, 0,
 		    sizeof(struct ib_uverbs_send_wr), NULL, 0, NULL), 0,
@@ -801,6 +903,26 @@ static void sizes(int fd, uint32_t pd)
 	}
 
 	/*
+	 * ALLOC_MW up to the device's max_mw live windows (this test holds the only ones):
+	 * the next is EINVAL, as rxe's pools answer past their maximum.
+	 */
+	uint32_t *mws = calloc(dev.max_mw + 1ull, sizeof(*mws)), nmw = 0;
+	int rmw = 0;
+
+	if (!mws)
+		die("calloc");
+	while (nmw <= dev.max_mw && !(rmw = alloc_mw(fd, pd, 1, &mws[nmw])))
+		nmw++;
+	ok(nmw == dev.max_mw && rmw == -EINVAL,
+	   "ALLOC_MW: max_mw (%u) windows, then EINVAL (got %u, then %s)", dev.max_mw, nmw,
+	   ename(-rmw));
+	for (uint32_t i = 0; i < nmw; i++)
+		dealloc_mw(fd, mws[i]);
+	free(mws);
+	expect(alloc_mw(fd, pd, 2, &h), 0, "ALLOC_MW once they are deallocated");
+	dealloc_mw(fd, h);
+
+	/*
 	 * REG_MR over 2 read-write pages followed by a PROT_NONE page. ib_umem_get answers:
 	 * length 0 (no pages) and start + length wrapping EINVAL; a range running into the
 	 * PROT_NONE page EFAULT (pinning fails there) when the process may lock that much
@@ -843,6 +965,33 @@ static void sizes(int fd, uint32_t pd)
 	       "REG_MR iova with another page offset than start");
 	expect(reg_mr(fd, pd, start, pg, start, IBV_ACCESS_REMOTE_WRITE, &mr), EINVAL,
 	       "REG_MR REMOTE_WRITE without LOCAL_WRITE (ib_check_mr_access)");
+	/*
+	 * Access flags. The core (ib_check_mr_access): a bit outside IB_ACCESS_SUPPORTED
+	 * EINVAL, ON_DEMAND without ODP EOPNOTSUPP. The driver: HUGETLB EOPNOTSUPP (rxe
+	 * supports neither); a bit of the optional range (IB_UVERBS_ACCESS_OPTIONAL_RANGE,
+	 * 1 << 20 .. 1 << 29) is one a device may ignore: accepted, as rxe accepts them.
+	 */
+	struct {
+		uint32_t acc;
+		int want;
+		const char *what;
+	} av[] = {
+		{ IBV_ACCESS_LOCAL_WRITE | (1u << 10), EINVAL, "bit 10 (not an access flag)" },
+		{ IBV_ACCESS_LOCAL_WRITE | (1u << 30), EINVAL, "bit 30 (not an access flag)" },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP, "ON_DEMAND" },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_HUGETLB, EOPNOTSUPP, "HUGETLB" },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING, 0, "RELAXED_ORDERING" },
+		{ IBV_ACCESS_LOCAL_WRITE | (1u << 21), 0, "optional bit 21" },
+		{ IBV_ACCESS_LOCAL_WRITE | (1u << 29), 0, "optional bit 29" },
+	};
+
+	for (unsigned i = 0; i < sizeof(av) / sizeof(av[0]); i++) {
+		int r = reg_mr(fd, pd, start, pg, start, av[i].acc, &mr);
+
+		expect(r, av[i].want, "REG_MR access LOCAL_WRITE | %s", av[i].what);
+		if (!r)
+			dereg_mr(fd, mr.mr_handle);
+	}
 	munmap(m, 3 * pg);
 	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
 }
