@@ -15,6 +15,7 @@
  *  - every size field at 0, 1, 2^31, 2^32-1, max and max+1 for CREATE_CQ (also through
  *    the ioctl ABI's UVERBS_METHOD_CQ_CREATE), CREATE_QP, CREATE_SRQ, RESIZE_CQ, REG_MR
  *    (plus lengths and IOVAs that wrap), ALLOC_MW;
+ *  - MODIFY_QP with out-of-range attributes (EINVAL, nothing of them kept);
  *  - handles that name nothing, or an object of another type, or an object of another
  *    context; REREG_MR with IB_MR_REREG_PD.
  *
@@ -291,43 +292,52 @@ static int modify_qp(int fd, struct ib_uverbs_modify_qp *m)
 	return wcmd(fd, IB_USER_VERBS_CMD_MODIFY_QP, m, sizeof(*m), NULL, 0);
 }
 
-/* RESET -> INIT -> RTR -> RTS, connected to QP dest of this device (its own GID). */
-static void to_rts(int fd, uint32_t h, uint32_t dest)
+/* RESET -> INIT of an RC QP (port 1, remote read/write). */
+static int rc_init(int fd, uint32_t h, uint32_t access)
 {
 	struct ib_uverbs_modify_qp m = {
 		.qp_handle = h, .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = access,
 		.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
 	};
 
-	if (modify_qp(fd, &m))
-		die("MODIFY_QP INIT");
-	memset(&m, 0, sizeof(m));
-	m.qp_handle = h;
-	m.qp_state = IBV_QPS_RTR;
-	m.path_mtu = IBV_MTU_1024;
-	m.dest_qp_num = dest;
-	m.max_dest_rd_atomic = 1;
-	m.min_rnr_timer = 1;
+	return modify_qp(fd, &m);
+}
+
+/* INIT -> RTR of an RC QP, connected to QP dest of this device (its own GID). */
+static int rc_rtr(int fd, uint32_t h, uint32_t dest, uint8_t mtu, uint8_t max_dest_rd)
+{
+	struct ib_uverbs_modify_qp m = {
+		.qp_handle = h, .qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = dest,
+		.max_dest_rd_atomic = max_dest_rd, .min_rnr_timer = 1,
+		.dest = { .sgid_index = gidx, .hop_limit = 64, .is_global = 1, .port_num = 1 },
+		.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+	};
+
 	memcpy(m.dest.dgid, my_gid, 16);
-	m.dest.sgid_index = gidx;
-	m.dest.hop_limit = 64;
-	m.dest.is_global = 1;
-	m.dest.port_num = 1;
-	m.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-		      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	if (modify_qp(fd, &m))
-		die("MODIFY_QP RTR");
-	memset(&m, 0, sizeof(m));
-	m.qp_handle = h;
-	m.qp_state = IBV_QPS_RTS;
-	m.timeout = 10;
-	m.retry_cnt = 2;
-	m.rnr_retry = 2;
-	m.max_rd_atomic = 1;
-	m.attr_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-		      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
-	if (modify_qp(fd, &m))
-		die("MODIFY_QP RTS");
+	return modify_qp(fd, &m);
+}
+
+/* RTR -> RTS of an RC QP. */
+static int rc_rts(int fd, uint32_t h, uint8_t timeout, uint8_t max_rd)
+{
+	struct ib_uverbs_modify_qp m = {
+		.qp_handle = h, .qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = 2,
+		.rnr_retry = 2, .max_rd_atomic = max_rd,
+		.attr_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+	};
+
+	return modify_qp(fd, &m);
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to QP dest of this device. */
+static void to_rts(int fd, uint32_t h, uint32_t dest)
+{
+	if (rc_init(fd, h, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) ||
+	    rc_rtr(fd, h, dest, IBV_MTU_1024, 1) || rc_rts(fd, h, 10, 1))
+		die("MODIFY_QP to RTS");
 }
 
 /* RESET -> INIT -> RTR -> RTS for a UD QP (Q_Key 0x11111111). */
@@ -454,12 +464,15 @@ static int dealloc_mw(int fd, uint32_t h)
 	return wcmd(fd, IB_USER_VERBS_CMD_DEALLOC_MW, &c, sizeof(c), NULL, 0);
 }
 
-static int query_qp(int fd, uint32_t h)
+static int query_qp(int fd, uint32_t h, struct ib_uverbs_query_qp_resp *out)
 {
 	struct ib_uverbs_query_qp c = { .qp_handle = h, .attr_mask = IBV_QP_STATE };
 	struct ib_uverbs_query_qp_resp r;
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_QUERY_QP, &c, sizeof(c), &r, sizeof(r));
 
-	return wcmd(fd, IB_USER_VERBS_CMD_QUERY_QP, &c, sizeof(c), &r, sizeof(r));
+	if (!ret && out)
+		*out = r;
+	return ret;
 }
 
 /*
@@ -996,6 +1009,100 @@ static void sizes(int fd, uint32_t pd)
 	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
 }
 
+/*
+ * MODIFY_QP with values out of range, each on a new QP in an otherwise valid transition:
+ * EINVAL, and the QP keeps its state and attributes (rdma_rxe checks every attribute in
+ * rxe_qp_chk_attr before it applies any). rxe_qp_chk_attr refuses a path MTU above the
+ * port's maximum (IB_MTU_4096; the IBTA's MTU codes are 1..5), max_rd_atomic above the
+ * device's limit, a local ACK timeout above 31 (a 5-bit field) and access flags it does
+ * not support. max_dest_rd_atomic (responder resources) above the device's max_qp_rd_atom
+ * is refused as mlx5 refuses it (rxe instead allocates as many as asked; rrxe's are the
+ * advertised 16). max_rd_atomic is bounded by max_qp_init_rd_atom. The port is the
+ * uverbs layer's (rdma_is_port_valid).
+ */
+enum { TO_INIT = 1, TO_RTR, TO_RTS };
+
+struct bad_modify {
+	int step;		/* the transition tried: TO_INIT, TO_RTR or TO_RTS */
+	uint32_t access;	/* TO_INIT */
+	uint8_t port, mtu, rd, timeout;
+	const char *what;
+};
+
+static void modify(int fd, uint32_t pd)
+{
+	struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1 };
+	struct ib_uverbs_query_qp_resp q;
+	uint32_t cq, h, qpn;
+	uint8_t rdmax = dev.max_qp_rd_atom, initmax = dev.max_qp_init_rd_atom;
+	const uint32_t rw = IBV_ACCESS_REMOTE_WRITE;
+	struct bad_modify b[] = {
+		{ TO_INIT, rw, 2, 0, 0, 0, "INIT port_num 2 (the device has 1)" },
+		{ TO_INIT, rw, 0, 0, 0, 0, "INIT port_num 0" },
+		{ TO_INIT, rw | (1u << 10), 1, 0, 0, 0, "INIT access flags with bit 10" },
+		{ TO_RTR, 0, 0, 0, 1, 0, "RTR path_mtu 0" },
+		{ TO_RTR, 0, 0, 6, 1, 0, "RTR path_mtu 6" },
+		{ TO_RTR, 0, 0, 255, 1, 0, "RTR path_mtu 255" },
+		{ TO_RTR, 0, 0, IBV_MTU_1024, rdmax + 1, 0, "RTR max_dest_rd_atomic max_qp_rd_atom+1" },
+		{ TO_RTR, 0, 0, IBV_MTU_1024, 255, 0, "RTR max_dest_rd_atomic 255" },
+		{ TO_RTS, 0, 0, 0, 1, 32, "RTS timeout 32" },
+		{ TO_RTS, 0, 0, 0, 1, 255, "RTS timeout 255" },
+		{ TO_RTS, 0, 0, 0, initmax + 1, 20, "RTS timeout 20, max_rd_atomic max_qp_init_rd_atom+1" },
+		{ TO_RTS, 0, 0, 0, 255, 20, "RTS timeout 20, max_rd_atomic 255" },
+	};
+
+	if (create_cq(fd, 16, 0, sizeof(struct rrxe_create_cq_resp), &cq, NULL))
+		die("CREATE_CQ");
+	for (unsigned i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+		int r;
+
+		if (create_qp(fd, pd, cq, 0, 0, IBV_QPT_RC, k, &h, &qpn))
+			die("CREATE_QP");
+		/* To the state before the step tried. */
+		if ((b[i].step > TO_INIT && rc_init(fd, h, rw)) ||
+		    (b[i].step > TO_RTR && rc_rtr(fd, h, qpn, IBV_MTU_1024, 1)))
+			die("MODIFY_QP");
+		if (b[i].step == TO_INIT) {
+			struct ib_uverbs_modify_qp m = {
+				.qp_handle = h, .qp_state = IBV_QPS_INIT, .port_num = b[i].port,
+				.qp_access_flags = b[i].access,
+				.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					     IBV_QP_ACCESS_FLAGS,
+			};
+
+			r = modify_qp(fd, &m);
+		} else if (b[i].step == TO_RTR) {
+			r = rc_rtr(fd, h, qpn, b[i].mtu, b[i].rd);
+		} else {
+			r = rc_rts(fd, h, b[i].timeout, b[i].rd);
+		}
+		/* Refused, and nothing of it kept: the state before, no timeout set. */
+		if (query_qp(fd, h, &q))
+			die("QUERY_QP");
+		if (r == -EINVAL && (q.qp_state != b[i].step - 1 || q.timeout != 0))
+			r = -EPROTO;
+		expect(r, EINVAL, "MODIFY_QP %s, QP left in state %u with timeout 0 (got %u, %u)",
+		       b[i].what, b[i].step - 1, q.qp_state, q.timeout);
+		destroy_qp(fd, h);
+	}
+	/* The largest values in range are taken and reported back. */
+	if (create_qp(fd, pd, cq, 0, 0, IBV_QPT_RC, k, &h, &qpn))
+		die("CREATE_QP");
+	expect(rc_init(fd, h, rw) || rc_rtr(fd, h, qpn, IBV_MTU_4096, rdmax) ||
+	       rc_rts(fd, h, 31, initmax) ? -EPROTO : 0, 0,
+	       "MODIFY_QP to RTS with path MTU 4096, max_dest_rd_atomic %u, max_rd_atomic %u, "
+	       "timeout 31", rdmax, initmax);
+	if (query_qp(fd, h, &q))
+		die("QUERY_QP");
+	ok(q.qp_state == IBV_QPS_RTS && q.timeout == 31 && q.max_rd_atomic == initmax &&
+	   q.max_dest_rd_atomic == rdmax,
+	   "  QUERY_QP: RTS, timeout 31, max_rd_atomic %u, max_dest_rd_atomic %u "
+	   "(got state %u, %u, %u, %u)", initmax, rdmax, q.qp_state, q.timeout, q.max_rd_atomic,
+	   q.max_dest_rd_atomic);
+	expect(destroy_qp(fd, h), 0, "DESTROY_QP");
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
+}
+
 /* Handles that name nothing, or another type of object. */
 static void handles(int fd, uint32_t pd)
 {
@@ -1027,7 +1134,7 @@ static void handles(int fd, uint32_t pd)
 		       ENOENT, "POST_SEND (one WR) qp_handle %u", x);
 		m.qp_handle = x;
 		expect(modify_qp(fd, &m), ENOENT, "MODIFY_QP qp_handle %u", x);
-		expect(query_qp(fd, x), ENOENT, "QUERY_QP qp_handle %u", x);
+		expect(query_qp(fd, x, NULL), ENOENT, "QUERY_QP qp_handle %u", x);
 		expect(destroy_qp(fd, x), ENOENT, "DESTROY_QP qp_handle %u", x);
 		expect(resize_cq(fd, x, 16), ENOENT, "RESIZE_CQ cq_handle %u", x);
 		expect(destroy_cq(fd, x), ENOENT, "DESTROY_CQ cq_handle %u", x);
@@ -1149,6 +1256,7 @@ int main(int argc, char **argv)
 	else
 		wr_lists(fd, pd);
 	sizes(fd, pd);
+	modify(fd, pd);
 	handles(fd, pd);
 	rereg(fd, pd);
 	expect(dealloc_pd(fd, pd), 0, "DEALLOC_PD");
