@@ -29,27 +29,14 @@
  * (rdma_lookup_get_uobject); those answers come before the driver is called.
  */
 #include "tap.h"
-#include <infiniband/verbs.h>	/* only for the ABI constants IBV_QP_*, IBV_WR_*, ... */
-#include <rdma/ib_user_ioctl_cmds.h>
-#include <rdma/ib_user_verbs.h>
-#include <rdma/rdma_user_ioctl_cmds.h>
-#include <rdma/rrxe-abi.h>
-#include <sys/ioctl.h>
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <stdint.h>
+#include "uverbs_raw.h"
 #include <sys/mman.h>
-#include <unistd.h>
 
 #define P31 0x80000000u
 #define U32MAX 0xffffffffu
 #define NONE 1000000u		/* a handle number no object of this test has */
 
-static const char *devname_;
-static int gidx;
 static int skip_unfixed;
-static uint8_t my_gid[16];
-static struct ib_uverbs_query_device_resp dev;
 
 static const char *ename(int e)
 {
@@ -80,459 +67,6 @@ static void expect(int got, int want, const char *fmt, ...)
 		ok(1, "%s: %s", what, ename(want));
 	else
 		ok(0, "%s: %s (got %s)", what, ename(want), ename(-got));
-}
-
-/*
- * One legacy write() command: the header, then `body` (len bytes, a multiple of 4). For a
- * command with a response, body starts with its `__aligned_u64 response`, pointed here at
- * `resp` (out bytes: the core's response, then the driver's). 0 or -errno.
- */
-static int wcmd(int fd, uint32_t command, void *body, size_t len, void *resp, size_t out)
-{
-	struct ib_uverbs_cmd_hdr h = {
-		.command = command, .in_words = (sizeof(h) + len) / 4, .out_words = out / 4,
-	};
-	size_t n = sizeof(h) + len;
-	char *buf = calloc(1, n);
-	ssize_t w;
-	int err;
-
-	if (!buf)
-		die("calloc");
-	if (resp) {
-		uint64_t p = (uintptr_t)resp;
-
-		memcpy(body, &p, sizeof(p));
-	}
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), body, len);
-	w = write(fd, buf, n);
-	err = errno;
-	free(buf);
-	return w == (ssize_t)n ? 0 : -err;
-}
-
-/* The uverbs character device of devname_, from sysfs. */
-static void uverbs_path(char *path, size_t len)
-{
-	for (int i = 0; i < 64; i++) {
-		char f[96], name[64] = "";
-		FILE *s;
-
-		snprintf(f, sizeof(f), "/sys/class/infiniband_verbs/uverbs%d/ibdev", i);
-		s = fopen(f, "r");
-		if (!s)
-			continue;
-		if (fscanf(s, "%63s", name) != 1)
-			name[0] = 0;
-		fclose(s);
-		if (!strcmp(name, devname_)) {
-			snprintf(path, len, "/dev/infiniband/uverbs%d", i);
-			return;
-		}
-	}
-	die("no uverbs device for -d");
-}
-
-/* A new context: the device opened and GET_CONTEXT done (with rrxe's driver response). */
-static int open_ctx(void)
-{
-	struct ib_uverbs_get_context c = {};
-	uint64_t out[4];
-	struct rrxe_alloc_ucontext_resp d;
-	char path[64];
-	int fd;
-
-	uverbs_path(path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		die(path);
-	if (wcmd(fd, IB_USER_VERBS_CMD_GET_CONTEXT, &c, sizeof(c), out,
-		 sizeof(struct ib_uverbs_get_context_resp) + sizeof(d)))
-		die("GET_CONTEXT");
-	memcpy(&d, (char *)out + sizeof(struct ib_uverbs_get_context_resp), sizeof(d));
-	if (d.abi_version != RRXE_UVERBS_ABI_VERSION)
-		die("rrxe ABI version");
-	return fd;
-}
-
-static void query_device(int fd)
-{
-	struct ib_uverbs_query_device c = {};
-
-	if (wcmd(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &c, sizeof(c), &dev, sizeof(dev)))
-		die("QUERY_DEVICE");
-}
-
-static uint32_t alloc_pd(int fd)
-{
-	struct ib_uverbs_alloc_pd c = {};
-	struct ib_uverbs_alloc_pd_resp r;
-
-	if (wcmd(fd, IB_USER_VERBS_CMD_ALLOC_PD, &c, sizeof(c), &r, sizeof(r)))
-		die("ALLOC_PD");
-	return r.pd_handle;
-}
-
-static int dealloc_pd(int fd, uint32_t h)
-{
-	struct ib_uverbs_dealloc_pd c = { .pd_handle = h };
-
-	return wcmd(fd, IB_USER_VERBS_CMD_DEALLOC_PD, &c, sizeof(c), NULL, 0);
-}
-
-/* CREATE_CQ; `drv` bytes of room for rrxe's response (a CQ ring: its queue info). */
-static int create_cq(int fd, uint32_t cqe, uint32_t vector, size_t drv, uint32_t *h,
-		     struct rrxe_create_cq_resp *info)
-{
-	struct ib_uverbs_create_cq c = { .cqe = cqe, .comp_vector = vector, .comp_channel = -1 };
-	struct ib_uverbs_create_cq_resp r;
-	uint64_t out[8] = {};
-	int ret = wcmd(fd, IB_USER_VERBS_CMD_CREATE_CQ, &c, sizeof(c), out, sizeof(r) + drv);
-
-	memcpy(&r, out, sizeof(r));
-	if (!ret && h)
-		*h = r.cq_handle;
-	if (!ret && info)
-		memcpy(info, (char *)out + sizeof(r), sizeof(*info));
-	return ret;
-}
-
-/*
- * CREATE_CQ through the ioctl ABI (UVERBS_METHOD_CQ_CREATE), the path rdma-core takes
- * today: the same driver op, reached with the core's attribute parsing instead of the
- * write() structures. `drv` bytes of UHW_OUT for rrxe's response (0: no such attribute).
- */
-static int ioctl_create_cq(int fd, uint32_t cqe, size_t drv, uint32_t *h)
-{
-	struct rrxe_create_cq_resp info;
-	uint32_t resp_cqe = 0;
-	struct ib_uverbs_attr a[6] = {
-		{ .attr_id = UVERBS_ATTR_CREATE_CQ_HANDLE },
-		{ .attr_id = UVERBS_ATTR_CREATE_CQ_CQE, .len = 4, .data = cqe },
-		{ .attr_id = UVERBS_ATTR_CREATE_CQ_USER_HANDLE, .len = 8, .data = 1 },
-		{ .attr_id = UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, .len = 4, .data = 0 },
-		{ .attr_id = UVERBS_ATTR_CREATE_CQ_RESP_CQE, .len = 4,
-		  .data = (uintptr_t)&resp_cqe },
-		{ .attr_id = UVERBS_ATTR_UHW_OUT, .len = drv, .data = (uintptr_t)&info },
-	};
-	struct ib_uverbs_ioctl_hdr hdr = {
-		.object_id = UVERBS_OBJECT_CQ, .method_id = UVERBS_METHOD_CQ_CREATE,
-		.num_attrs = drv ? 6 : 5,
-		.driver_id = RDMA_DRIVER_UNKNOWN,	/* rrxe's ops.driver_id: must match */
-	};
-	uint64_t buf[64];
-
-	if (drv > sizeof(info))
-		die("ioctl_create_cq");
-	hdr.length = sizeof(hdr) + hdr.num_attrs * sizeof(a[0]);
-	memcpy(buf, &hdr, sizeof(hdr));
-	memcpy((char *)buf + sizeof(hdr), a, sizeof(a));
-	if (ioctl(fd, RDMA_VERBS_IOCTL, buf))
-		return -errno;
-	/* The new object's handle comes back in its attribute's data. */
-	memcpy(a, (char *)buf + sizeof(hdr), sizeof(a));
-	*h = a[0].data;
-	return 0;
-}
-
-static int destroy_cq(int fd, uint32_t h)
-{
-	struct ib_uverbs_destroy_cq c = { .cq_handle = h };
-	struct ib_uverbs_destroy_cq_resp r;
-
-	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_CQ, &c, sizeof(c), &r, sizeof(r));
-}
-
-static int resize_cq(int fd, uint32_t h, uint32_t cqe)
-{
-	struct ib_uverbs_resize_cq c = { .cq_handle = h, .cqe = cqe };
-	uint64_t out[8];
-
-	return wcmd(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof(c), out,
-		    sizeof(struct ib_uverbs_resize_cq_resp) + sizeof(struct rrxe_resize_cq_resp));
-}
-
-struct caps {
-	uint32_t swr, rwr, ssge, rsge, inl;
-};
-
-static int create_qp(int fd, uint32_t pd, uint32_t cq, uint32_t srq, int is_srq, uint8_t type,
-		     struct caps k, uint32_t *h, uint32_t *qpn)
-{
-	struct ib_uverbs_create_qp c = {
-		.pd_handle = pd, .send_cq_handle = cq, .recv_cq_handle = cq, .srq_handle = srq,
-		.max_send_wr = k.swr, .max_recv_wr = k.rwr, .max_send_sge = k.ssge,
-		.max_recv_sge = k.rsge, .max_inline_data = k.inl, .qp_type = type,
-		.is_srq = is_srq,
-	};
-	struct ib_uverbs_create_qp_resp r;
-	uint64_t out[16] = {};
-	int ret = wcmd(fd, IB_USER_VERBS_CMD_CREATE_QP, &c, sizeof(c), out,
-		       sizeof(r) + sizeof(struct rrxe_create_qp_resp));
-
-	memcpy(&r, out, sizeof(r));
-	if (!ret && h)
-		*h = r.qp_handle;
-	if (!ret && qpn)
-		*qpn = r.qpn;
-	return ret;
-}
-
-static int destroy_qp(int fd, uint32_t h)
-{
-	struct ib_uverbs_destroy_qp c = { .qp_handle = h };
-	struct ib_uverbs_destroy_qp_resp r;
-
-	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_QP, &c, sizeof(c), &r, sizeof(r));
-}
-
-static int modify_qp(int fd, struct ib_uverbs_modify_qp *m)
-{
-	return wcmd(fd, IB_USER_VERBS_CMD_MODIFY_QP, m, sizeof(*m), NULL, 0);
-}
-
-/* RESET -> INIT of an RC QP (port 1, remote read/write). */
-static int rc_init(int fd, uint32_t h, uint32_t access)
-{
-	struct ib_uverbs_modify_qp m = {
-		.qp_handle = h, .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = access,
-		.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-	};
-
-	return modify_qp(fd, &m);
-}
-
-/* INIT -> RTR of an RC QP, connected to QP dest of this device (its own GID). */
-static int rc_rtr(int fd, uint32_t h, uint32_t dest, uint8_t mtu, uint8_t max_dest_rd)
-{
-	struct ib_uverbs_modify_qp m = {
-		.qp_handle = h, .qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = dest,
-		.max_dest_rd_atomic = max_dest_rd, .min_rnr_timer = 1,
-		.dest = { .sgid_index = gidx, .hop_limit = 64, .is_global = 1, .port_num = 1 },
-		.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-	};
-
-	memcpy(m.dest.dgid, my_gid, 16);
-	return modify_qp(fd, &m);
-}
-
-/* RTR -> RTS of an RC QP. */
-static int rc_rts(int fd, uint32_t h, uint8_t timeout, uint8_t max_rd)
-{
-	struct ib_uverbs_modify_qp m = {
-		.qp_handle = h, .qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = 2,
-		.rnr_retry = 2, .max_rd_atomic = max_rd,
-		.attr_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
-	};
-
-	return modify_qp(fd, &m);
-}
-
-/* RESET -> INIT -> RTR -> RTS, connected to QP dest of this device. */
-static void to_rts(int fd, uint32_t h, uint32_t dest)
-{
-	if (rc_init(fd, h, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) ||
-	    rc_rtr(fd, h, dest, IBV_MTU_1024, 1) || rc_rts(fd, h, 10, 1))
-		die("MODIFY_QP to RTS");
-}
-
-/* RESET -> INIT -> RTR -> RTS for a UD QP (Q_Key 0x11111111). */
-static void ud_to_rts(int fd, uint32_t h)
-{
-	struct ib_uverbs_modify_qp m = {
-		.qp_handle = h, .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111,
-		.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
-	};
-
-	if (modify_qp(fd, &m))
-		die("MODIFY_QP UD INIT");
-	memset(&m, 0, sizeof(m));
-	m.qp_handle = h;
-	m.qp_state = IBV_QPS_RTR;
-	m.attr_mask = IBV_QP_STATE;
-	if (modify_qp(fd, &m))
-		die("MODIFY_QP UD RTR");
-	m.qp_state = IBV_QPS_RTS;
-	m.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (modify_qp(fd, &m))
-		die("MODIFY_QP UD RTS");
-}
-
-/* An AH to this device's own GID (rrxe's driver response: its AH number). */
-static uint32_t create_ah(int fd, uint32_t pd)
-{
-	struct ib_uverbs_create_ah c = {
-		.pd_handle = pd,
-		.attr = { .grh = { .sgid_index = gidx, .hop_limit = 64 }, .is_global = 1,
-			  .port_num = 1 },
-	};
-	struct ib_uverbs_create_ah_resp r;
-	uint64_t out[4];
-
-	memcpy(c.attr.grh.dgid, my_gid, 16);
-	if (wcmd(fd, IB_USER_VERBS_CMD_CREATE_AH, &c, sizeof(c), out,
-		 sizeof(r) + sizeof(struct rrxe_create_ah_resp)))
-		die("CREATE_AH");
-	memcpy(&r, out, sizeof(r));
-	return r.ah_handle;
-}
-
-static int destroy_ah(int fd, uint32_t h)
-{
-	struct ib_uverbs_destroy_ah c = { .ah_handle = h };
-
-	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_AH, &c, sizeof(c), NULL, 0);
-}
-
-static int create_srq(int fd, uint32_t pd, uint32_t max_wr, uint32_t max_sge, uint32_t *h)
-{
-	struct ib_uverbs_create_srq c = { .pd_handle = pd, .max_wr = max_wr, .max_sge = max_sge };
-	struct ib_uverbs_create_srq_resp r;
-	uint64_t out[16] = {};
-	int ret = wcmd(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &c, sizeof(c), out,
-		       sizeof(r) + sizeof(struct rrxe_create_srq_resp));
-
-	memcpy(&r, out, sizeof(r));
-	if (!ret && h)
-		*h = r.srq_handle;
-	return ret;
-}
-
-static int destroy_srq(int fd, uint32_t h)
-{
-	struct ib_uverbs_destroy_srq c = { .srq_handle = h };
-	struct ib_uverbs_destroy_srq_resp r;
-
-	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_SRQ, &c, sizeof(c), &r, sizeof(r));
-}
-
-static int reg_mr(int fd, uint32_t pd, uint64_t start, uint64_t len, uint64_t va, uint32_t acc,
-		  struct ib_uverbs_reg_mr_resp *out)
-{
-	struct ib_uverbs_reg_mr c = {
-		.start = start, .length = len, .hca_va = va, .pd_handle = pd, .access_flags = acc,
-	};
-	struct ib_uverbs_reg_mr_resp r;
-	int ret = wcmd(fd, IB_USER_VERBS_CMD_REG_MR, &c, sizeof(c), &r, sizeof(r));
-
-	if (!ret && out)
-		*out = r;
-	return ret;
-}
-
-static int dereg_mr(int fd, uint32_t h)
-{
-	struct ib_uverbs_dereg_mr c = { .mr_handle = h };
-
-	return wcmd(fd, IB_USER_VERBS_CMD_DEREG_MR, &c, sizeof(c), NULL, 0);
-}
-
-static int rereg_mr(int fd, uint32_t mr, uint32_t flags, uint64_t start, uint64_t len,
-		    uint32_t pd, struct ib_uverbs_rereg_mr_resp *out)
-{
-	struct ib_uverbs_rereg_mr c = {
-		.mr_handle = mr, .flags = flags, .start = start, .length = len, .hca_va = start,
-		.pd_handle = pd, .access_flags = IBV_ACCESS_LOCAL_WRITE,
-	};
-	struct ib_uverbs_rereg_mr_resp r;
-	int ret = wcmd(fd, IB_USER_VERBS_CMD_REREG_MR, &c, sizeof(c), &r, sizeof(r));
-
-	if (!ret && out)
-		*out = r;
-	return ret;
-}
-
-static int alloc_mw(int fd, uint32_t pd, uint8_t type, uint32_t *h)
-{
-	struct ib_uverbs_alloc_mw c = { .pd_handle = pd, .mw_type = type };
-	struct ib_uverbs_alloc_mw_resp r;
-	int ret = wcmd(fd, IB_USER_VERBS_CMD_ALLOC_MW, &c, sizeof(c), &r, sizeof(r));
-
-	if (!ret && h)
-		*h = r.mw_handle;
-	return ret;
-}
-
-static int dealloc_mw(int fd, uint32_t h)
-{
-	struct ib_uverbs_dealloc_mw c = { .mw_handle = h };
-
-	return wcmd(fd, IB_USER_VERBS_CMD_DEALLOC_MW, &c, sizeof(c), NULL, 0);
-}
-
-static int query_qp(int fd, uint32_t h, struct ib_uverbs_query_qp_resp *out)
-{
-	struct ib_uverbs_query_qp c = { .qp_handle = h, .attr_mask = IBV_QP_STATE };
-	struct ib_uverbs_query_qp_resp r;
-	int ret = wcmd(fd, IB_USER_VERBS_CMD_QUERY_QP, &c, sizeof(c), &r, sizeof(r));
-
-	if (!ret && out)
-		*out = r;
-	return ret;
-}
-
-/*
- * POST_SEND (or, with cmd POST_RECV / POST_SRQ_RECV, a receive list: then `wrs` are
- * struct ib_uverbs_recv_wr) of nwr WRs of wsize bytes and nsg SGEs; *bad: the response's
- * bad_wr (how many WRs the kernel went through up to the refused one).
- */
-static int post(int fd, uint32_t command, uint32_t h, const void *wrs, uint32_t nwr,
-		size_t wsize, const struct ib_uverbs_sge *sg, uint32_t nsg, uint32_t *bad)
-{
-	struct ib_uverbs_post_send c = {
-		.qp_handle = h, .wr_count = nwr, .sge_count = nsg, .wqe_size = wsize,
-	};
-	size_t len = sizeof(c) + nwr * wsize + nsg * sizeof(*sg);
-	char *body = calloc(1, len);
-	uint32_t r = U32MAX;	/* ib_uverbs_post_{send,recv}_resp: bad_wr */
-	int ret;
-
-	if (!body)
-		die("calloc");
-	/* post_send, post_recv and post_srq_recv share this layout. */
-	memcpy(body, &c, sizeof(c));
-	if (nwr)
-		memcpy(body + sizeof(c), wrs, nwr * wsize);
-	if (nsg)
-		memcpy(body + sizeof(c) + nwr * wsize, sg, nsg * sizeof(*sg));
-	ret = wcmd(fd, command, body, len, &r, sizeof(r));
-	free(body);
-	if (bad)
-		*bad = r;
-	return ret;
-}
-
-/* An RDMA device counter from sysfs (rrxe's hw_counters), or -1. */
-static long long counter(const char *name)
-{
-	char f[160];
-	long long v = -1;
-	FILE *s;
-
-	snprintf(f, sizeof(f), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", devname_, name);
-	s = fopen(f, "r");
-	if (!s)
-		return -1;
-	if (fscanf(s, "%lld", &v) != 1)
-		v = -1;
-	fclose(s);
-	return v;
-}
-
-static void read_gid(void)
-{
-	char f[160], text[64] = "";
-	FILE *s;
-
-	snprintf(f, sizeof(f), "/sys/class/infiniband/%s/ports/1/gids/%d", devname_, gidx);
-	s = fopen(f, "r");
-	if (!s || fscanf(s, "%63s", text) != 1 || inet_pton(AF_INET6, text, my_gid) != 1)
-		die("GID from sysfs");
-	fclose(s);
 }
 
 static const uint64_t kaddrs[] = {
@@ -781,7 +315,7 @@ static void sizes(int fd, uint32_t pd)
 	 * the IBTA makes the size a positive count up to the HCA's maximum). comp_vector
 	 * beyond the device's vectors is the uverbs layer's EINVAL.
 	 */
-	uint32_t cqmax = dev.max_cqe;
+	uint32_t cqmax = raw_attr.max_cqe;
 	uint32_t cqv[] = { 0, 1, P31, U32MAX, cqmax, cqmax + 1 };
 
 	for (unsigned i = 0; i < sizeof(cqv) / sizeof(cqv[0]); i++) {
@@ -823,7 +357,7 @@ static void sizes(int fd, uint32_t pd)
 	 */
 	const char *fname[5] = { "max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge",
 				 "max_inline_data" };
-	uint32_t fmax[5] = { dev.max_qp_wr, dev.max_qp_wr, dev.max_sge, dev.max_sge,
+	uint32_t fmax[5] = { raw_attr.max_qp_wr, raw_attr.max_qp_wr, raw_attr.max_sge, raw_attr.max_sge,
 			     RRXE_MAX_INLINE };
 
 	for (int f = 0; f < 5; f++) {
@@ -873,7 +407,7 @@ static void sizes(int fd, uint32_t pd)
 	 * maximum with EINVAL), max_sge in 0..max_srq_sge (0 is rounded up to 1 by rxe).
 	 * max_wr above 2^31 overflowed rrxe's rounding to a power of two (a BUG).
 	 */
-	uint32_t wmax = dev.max_srq_wr, smax = dev.max_srq_sge;
+	uint32_t wmax = raw_attr.max_srq_wr, smax = raw_attr.max_srq_sge;
 	uint32_t wv[] = { 0, 1, P31, P31 + 1, U32MAX, wmax, wmax + 1 };
 
 	for (unsigned i = 0; i < sizeof(wv) / sizeof(wv[0]); i++) {
@@ -919,15 +453,15 @@ static void sizes(int fd, uint32_t pd)
 	 * ALLOC_MW up to the device's max_mw live windows (this test holds the only ones):
 	 * the next is EINVAL, as rxe's pools answer past their maximum.
 	 */
-	uint32_t *mws = calloc(dev.max_mw + 1ull, sizeof(*mws)), nmw = 0;
+	uint32_t *mws = calloc(raw_attr.max_mw + 1ull, sizeof(*mws)), nmw = 0;
 	int rmw = 0;
 
 	if (!mws)
 		die("calloc");
-	while (nmw <= dev.max_mw && !(rmw = alloc_mw(fd, pd, 1, &mws[nmw])))
+	while (nmw <= raw_attr.max_mw && !(rmw = alloc_mw(fd, pd, 1, &mws[nmw])))
 		nmw++;
-	ok(nmw == dev.max_mw && rmw == -EINVAL,
-	   "ALLOC_MW: max_mw (%u) windows, then EINVAL (got %u, then %s)", dev.max_mw, nmw,
+	ok(nmw == raw_attr.max_mw && rmw == -EINVAL,
+	   "ALLOC_MW: max_mw (%u) windows, then EINVAL (got %u, then %s)", raw_attr.max_mw, nmw,
 	   ename(-rmw));
 	for (uint32_t i = 0; i < nmw; i++)
 		dealloc_mw(fd, mws[i]);
@@ -1034,7 +568,7 @@ static void modify(int fd, uint32_t pd)
 	struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1 };
 	struct ib_uverbs_query_qp_resp q;
 	uint32_t cq, h, qpn;
-	uint8_t rdmax = dev.max_qp_rd_atom, initmax = dev.max_qp_init_rd_atom;
+	uint8_t rdmax = raw_attr.max_qp_rd_atom, initmax = raw_attr.max_qp_init_rd_atom;
 	const uint32_t rw = IBV_ACCESS_REMOTE_WRITE;
 	struct bad_modify b[] = {
 		{ TO_INIT, rw, 2, 0, 0, 0, "INIT port_num 2 (the device has 1)" },
@@ -1237,19 +771,20 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((opt = getopt(argc, argv, "d:g:W")) != -1) {
 		if (opt == 'd')
-			devname_ = optarg;
+			raw_ibdev = optarg;
 		else if (opt == 'g')
-			gidx = atoi(optarg);
+			raw_gidx = atoi(optarg);
 		else if (opt == 'W')
 			skip_unfixed = 1;
 	}
-	if (!devname_)
+	if (!raw_ibdev)
 		die("-d DEV is required");
-	read_gid();
+	raw_read_gid();
 	fd = open_ctx();
 	query_device(fd);
 	printf("# %s: max_cqe %u max_qp_wr %u max_sge %u max_srq_wr %u max_srq_sge %u\n",
-	       devname_, dev.max_cqe, dev.max_qp_wr, dev.max_sge, dev.max_srq_wr, dev.max_srq_sge);
+	       raw_ibdev, raw_attr.max_cqe, raw_attr.max_qp_wr, raw_attr.max_sge,
+	       raw_attr.max_srq_wr, raw_attr.max_srq_sge);
 	pd = alloc_pd(fd);
 	if (skip_unfixed)
 		ok(1, "work-request lists on user QPs # SKIP -W");
