@@ -17,7 +17,9 @@
  *    (plus lengths and IOVAs that wrap), ALLOC_MW;
  *  - MODIFY_QP with out-of-range attributes (EINVAL, nothing of them kept);
  *  - handles that name nothing, or an object of another type, or an object of another
- *    context; REREG_MR with IB_MR_REREG_PD.
+ *    context; REREG_MR with IB_MR_REREG_PD;
+ *  - mmap() of queue memory at offsets and sizes it was not given, and of rings that were
+ *    replaced (RESIZE_CQ) or freed (DESTROY_CQ).
  *
  * Usage: uverbs_hostile -d DEV -g GIDX [-W]. -W leaves out the requests that crash or leak
  * kernel memory on a module without the fixes of issue 13 (WR lists on user QPs,
@@ -347,7 +349,7 @@ static void sizes(int fd, uint32_t pd)
 	for (unsigned i = 0; i < sizeof(cqv) / sizeof(cqv[0]); i++) {
 		int want = cqv[i] >= 1 && cqv[i] <= cqmax ? 0 : EINVAL;
 
-		expect(resize_cq(fd, cq, cqv[i]), want, "RESIZE_CQ cqe %s", vname(cqv[i], cqmax));
+		expect(resize_cq(fd, cq, cqv[i], NULL), want, "RESIZE_CQ cqe %s", vname(cqv[i], cqmax));
 	}
 
 	/*
@@ -670,7 +672,7 @@ static void handles(int fd, uint32_t pd)
 		expect(modify_qp(fd, &m), ENOENT, "MODIFY_QP qp_handle %u", x);
 		expect(query_qp(fd, x, NULL), ENOENT, "QUERY_QP qp_handle %u", x);
 		expect(destroy_qp(fd, x), ENOENT, "DESTROY_QP qp_handle %u", x);
-		expect(resize_cq(fd, x, 16), ENOENT, "RESIZE_CQ cq_handle %u", x);
+		expect(resize_cq(fd, x, 16, NULL), ENOENT, "RESIZE_CQ cq_handle %u", x);
 		expect(destroy_cq(fd, x), ENOENT, "DESTROY_CQ cq_handle %u", x);
 		expect(create_srq(fd, x, 16, 1, &h), ENOENT, "CREATE_SRQ pd_handle %u", x);
 		expect(destroy_srq(fd, x), ENOENT, "DESTROY_SRQ srq_handle %u", x);
@@ -691,7 +693,7 @@ static void handles(int fd, uint32_t pd)
 	expect(post(fd, IB_USER_VERBS_CMD_POST_SEND, cq, NULL, 0, sizeof(wr), NULL, 0, NULL),
 	       EINVAL, "POST_SEND qp_handle = a CQ's handle");
 	expect(destroy_qp(fd, cq), EINVAL, "DESTROY_QP qp_handle = a CQ's handle");
-	expect(resize_cq(fd, pd, 16), EINVAL, "RESIZE_CQ cq_handle = a PD's handle");
+	expect(resize_cq(fd, pd, 16, NULL), EINVAL, "RESIZE_CQ cq_handle = a PD's handle");
 	expect(reg_mr(fd, cq, (uintptr_t)buf, 4096, (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE, &mr),
 	       EINVAL, "REG_MR pd_handle = a CQ's handle");
 	expect(alloc_mw(fd, cq, 1, &h), EINVAL, "ALLOC_MW pd_handle = a CQ's handle");
@@ -763,6 +765,58 @@ static void rereg(int fd, uint32_t pd)
 	free(buf);
 }
 
+/* mmap() of the cmd fd at offset `off` for `len` bytes: 0 (and the mapping) or -errno. */
+static int map(int fd, uint64_t off, size_t len, void **at)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	*at = p;
+	return 0;
+}
+
+/*
+ * mmap() of queue memory: only an offset a create or resize response gave, for exactly
+ * the size it gave, maps (rdma_user_mmap_entry_get: the entry's first page and its whole
+ * length, else EINVAL). A ring replaced by RESIZE_CQ or freed by DESTROY_CQ can no longer
+ * be mapped; a mapping made before stays usable memory until munmap (the entry is freed
+ * on the last unmap), with no splat.
+ */
+static void mmaps(int fd)
+{
+	struct rrxe_create_cq_resp c;
+	struct rrxe_resize_cq_resp rz;
+	long pg = sysconf(_SC_PAGESIZE);
+	void *a = NULL, *b = NULL, *n = NULL;
+	uint32_t cq;
+
+	if (create_cq(fd, 16, 0, sizeof(c), &cq, &c))
+		die("CREATE_CQ");
+	size_t sz = c.cq.mmap_size;
+	uint64_t off = c.cq.mmap_offset;
+
+	expect(map(fd, off, sz, &a), 0, "mmap a CQ ring at its offset, its size (%zu)", sz);
+	expect(map(fd, off, sz + pg, &b), EINVAL, "mmap a CQ ring, one page more");
+	if (sz > (size_t)pg)
+		expect(map(fd, off, sz - pg, &b), EINVAL, "mmap a CQ ring, one page less");
+	expect(map(fd, off + pg, sz - pg, &b), EINVAL, "mmap a CQ ring from its second page");
+	expect(map(fd, off + (1ull << 40), sz, &b), EINVAL, "mmap at an offset nothing was given");
+	expect(resize_cq(fd, cq, 64, &rz), 0, "RESIZE_CQ to 64 (a new ring)");
+	expect(map(fd, off, sz, &b), EINVAL, "mmap the replaced ring's offset");
+	expect(map(fd, rz.cq.mmap_offset, rz.cq.mmap_size, &n), 0, "mmap the new ring");
+	/* The old mapping is still this process's memory; writing it harms nobody. */
+	memset(a, 0xff, sz);
+	ok(((volatile struct rrxe_queue_hdr *)n)->producer == 0,
+	   "the new ring's producer is 0 after writes to the old ring's mapping");
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ with both rings still mapped");
+	expect(map(fd, rz.cq.mmap_offset, rz.cq.mmap_size, &b), EINVAL,
+	       "mmap a destroyed CQ's ring");
+	memset(n, 0xff, rz.cq.mmap_size);
+	expect(munmap(a, sz) ? -errno : 0, 0, "munmap the replaced ring");
+	expect(munmap(n, rz.cq.mmap_size) ? -errno : 0, 0, "munmap the destroyed CQ's ring");
+}
+
 int main(int argc, char **argv)
 {
 	int opt, fd;
@@ -794,6 +848,7 @@ int main(int argc, char **argv)
 	modify(fd, pd);
 	handles(fd, pd);
 	rereg(fd, pd);
+	mmaps(fd);
 	expect(dealloc_pd(fd, pd), 0, "DEALLOC_PD");
 	close(fd);
 	return tap_end();

@@ -192,13 +192,16 @@ static inline int destroy_cq(int fd, uint32_t h)
 	return wcmd(fd, IB_USER_VERBS_CMD_DESTROY_CQ, &c, sizeof(c), &r, sizeof(r));
 }
 
-static inline int resize_cq(int fd, uint32_t h, uint32_t cqe)
+static inline int resize_cq(int fd, uint32_t h, uint32_t cqe, struct rrxe_resize_cq_resp *info)
 {
 	struct ib_uverbs_resize_cq c = { .cq_handle = h, .cqe = cqe };
-	uint64_t out[8];
+	uint64_t out[8] = {};
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof(c), out,
+		       sizeof(struct ib_uverbs_resize_cq_resp) + sizeof(struct rrxe_resize_cq_resp));
 
-	return wcmd(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof(c), out,
-		    sizeof(struct ib_uverbs_resize_cq_resp) + sizeof(struct rrxe_resize_cq_resp));
+	if (!ret && info)
+		memcpy(info, (char *)out + sizeof(struct ib_uverbs_resize_cq_resp), sizeof(*info));
+	return ret;
 }
 
 struct caps {
