@@ -16,6 +16,7 @@
 use crate::glue::mem::{Backing, Umem, Xfer};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use core::sync::atomic::Ordering;
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
 /// IB_ACCESS_* flags.
@@ -280,7 +281,7 @@ enum Entry {
 
 /// Slots of the table; index 0 is never used (key 0 is invalid).
 struct Slots {
-    slots: KVec<Option<Entry>>,
+    slots: KVVec<Option<Entry>>,
 }
 
 /// The low 8 bits of a new key: random for each registration, as rdma_rxe draws them
@@ -311,7 +312,7 @@ impl MrTable {
         pin_init!(MrTable {
             inner <- new_irq_spinlock!(
                 Slots {
-                    slots: KVec::new(),
+                    slots: KVVec::new(),
                 },
                 "rrxe_mr_table"
             ),
@@ -364,7 +365,7 @@ impl MrTable {
             }
             // Grow by doubling into a new vector, then swap it in if nobody else did.
             let want = core::cmp::max(16, need_grow * 2).min(MAX_MR);
-            let mut bigger: KVec<Option<Entry>> = KVec::with_capacity(want, GFP_KERNEL)?;
+            let mut bigger: KVVec<Option<Entry>> = KVVec::with_capacity(want, GFP_KERNEL)?;
             for _ in 0..want {
                 bigger.push(None, GFP_KERNEL)?;
             }
