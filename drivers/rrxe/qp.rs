@@ -45,6 +45,13 @@ pub(crate) const MAX_QP_WR: u32 = 4096;
 pub(crate) const MAX_SGE: u32 = 32;
 /// Largest inline send.
 pub(crate) const MAX_INLINE: u32 = 512;
+/// The queue sizes the device offers ([`proto::caps`] checks requests against them).
+pub(crate) const DEV_CAPS: proto::caps::DeviceCaps = proto::caps::DeviceCaps {
+    max_wr: MAX_QP_WR,
+    max_sge: MAX_SGE,
+    max_inline: MAX_INLINE,
+    max_cqe: crate::cq::MAX_CQE,
+};
 /// Received packets queued per QP before drops.
 const RX_RING: usize = 512;
 /// Packets a work run emits before yielding.
