@@ -6,6 +6,7 @@
 
 use crate::glue::bindings::rrxe_kav;
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
 /// An address vector (IPs, MAC, GRH fields).
@@ -16,7 +17,7 @@ pub(crate) const MAX_AH: usize = 1 << 15;
 
 struct Slots {
     /// (PD identity, AV); index 0 unused.
-    slots: KVec<Option<(usize, Av)>>,
+    slots: KVVec<Option<(usize, Av)>>,
 }
 
 /// Address handles of user contexts, by the number userspace names them with.
@@ -30,7 +31,7 @@ impl AhTable {
     /// An empty table.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(AhTable {
-            inner <- new_irq_spinlock!(Slots { slots: KVec::new() }, "rrxe_ah_table"),
+            inner <- new_irq_spinlock!(Slots { slots: KVVec::new() }, "rrxe_ah_table"),
         })
     }
 
@@ -55,7 +56,7 @@ impl AhTable {
                 return Err(ENOMEM);
             }
             let want = core::cmp::max(16, len * 2).min(MAX_AH);
-            let mut bigger: KVec<Option<(usize, Av)>> = KVec::with_capacity(want, GFP_KERNEL)?;
+            let mut bigger: KVVec<Option<(usize, Av)>> = KVVec::with_capacity(want, GFP_KERNEL)?;
             bigger.extend_with(want, None, GFP_KERNEL)?;
             let mut s = self.inner.lock();
             if s.slots.len() == len {

@@ -160,7 +160,7 @@ impl Cq {
     }
 
     fn ring(cqe: u32, user: bool, uctx: Option<&UContext>) -> Result<(Queue, u32)> {
-        let slots = cqe.next_power_of_two();
+        let slots = crate::proto::caps::cq_slots(cqe, &crate::qp::DEV_CAPS).map_err(|_| EINVAL)?;
         let slot = if user { USER_SLOT } else { KERNEL_SLOT };
         Ok((Queue::new(slots.trailing_zeros(), slot, uctx)?, slots))
     }

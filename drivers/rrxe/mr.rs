@@ -15,8 +15,10 @@
 
 use crate::glue::mem::{Backing, Umem, Xfer};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// IB_ACCESS_* flags.
 pub(crate) mod access {
@@ -80,9 +82,30 @@ pub(crate) struct Region {
     pub(crate) valid: bool,
     /// The memory.
     pub(crate) backing: Backing,
+    /// Identity in the device's table (set at insertion, never reused; 0: not in a table,
+    /// or removed from it).
+    pub(crate) id: u64,
+    /// Windows bound to it.
+    pub(crate) windows: u32,
 }
 
 impl Region {
+    /// What is left in a table cell once its region was removed: invalid, empty, no key.
+    fn gone() -> Region {
+        Region {
+            pd: 0,
+            access: 0,
+            iova: 0,
+            length: 0,
+            lkey: 0,
+            rkey: 0,
+            valid: false,
+            backing: Backing::KernelVa,
+            id: 0,
+            windows: 0,
+        }
+    }
+
     /// Checks `[va, va + len)` for `need` (IB_ACCESS_* bits; 0 for a local read) and
     /// returns the byte offset of `va` in the region.
     pub(crate) fn check(&self, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
@@ -247,6 +270,8 @@ pub(crate) struct Window {
 pub(crate) struct Binding {
     /// The region's key.
     pub(crate) mr_key: u32,
+    /// The region's identity (its key may be reused by a later region).
+    pub(crate) mr_id: u64,
     /// First address of the window (in the region's address space).
     pub(crate) va: u64,
     /// Length in bytes.
@@ -272,15 +297,56 @@ pub(crate) struct BindReq {
     pub(crate) access: u32,
 }
 
-/// What a slot holds.
+/// A registered region in the table, with its own lock.
+#[pin_data]
+struct MrCell {
+    /// The region. Taken (IRQs off: fast-registration loads come from any context) for
+    /// each access to it; never nested in another region's lock; may nest in a window's.
+    #[pin]
+    region: IrqSpinLock<Region>,
+}
+
+/// A memory window in the table, with its own lock.
+#[pin_data]
+struct MwCell {
+    /// The window. Taken (IRQs off) to use, bind or unbind it; a region's lock or the table
+    /// lock may be taken inside it, never the other way round.
+    #[pin]
+    window: IrqSpinLock<Window>,
+}
+
+/// What a slot holds: a reference to the object, so that an access locks only that object
+/// and the table lock is held just long enough to find it.
+#[derive(Clone)]
 enum Entry {
-    Mr(Region),
-    Mw(Window),
+    Mr(Arc<MrCell>),
+    Mw(Arc<MwCell>),
 }
 
 /// Slots of the table; index 0 is never used (key 0 is invalid).
+///
+/// INVARIANT: `free[..nfree]` holds exactly the indices `1..slots.len()` whose slot is
+/// `None` (a stack), and `free.len() == slots.len()`.
 struct Slots {
-    slots: KVec<Option<Entry>>,
+    slots: KVVec<Option<Entry>>,
+    free: KVVec<u32>,
+    nfree: usize,
+}
+
+impl Slots {
+    fn pop_free(&mut self) -> Option<u32> {
+        let n = self.nfree.checked_sub(1)?;
+        let i = *self.free.get(n)?;
+        self.nfree = n;
+        Some(i)
+    }
+
+    fn push_free(&mut self, i: u32) {
+        if let Some(f) = self.free.get_mut(self.nfree) {
+            *f = i;
+            self.nfree += 1;
+        }
+    }
 }
 
 /// The low 8 bits of a new key: random for each registration, as rdma_rxe draws them
@@ -289,11 +355,20 @@ fn key_tag() -> u32 {
     crate::glue::random_u32() & 0xff
 }
 
-/// A device's memory regions.
+/// A device's memory regions and windows, by key.
+///
+/// # Locking
+/// `inner` (the slot vector; IRQs off, any context) is held only to find, insert or remove
+/// an entry: O(1), no copy and no scan under it. Each region and window has its own lock,
+/// held for one access (check and copy). Nesting, outermost first: window → table →
+/// region; a region's lock is never held while taking another lock of this table.
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
     inner: IrqSpinLock<Slots>,
+    /// Identity of the next registration (never reused, unlike keys: a window's binding
+    /// names the region by it, so a later region under the same key is not reached).
+    next_id: AtomicU64,
 }
 
 /// Slots of the key table (slot 0 unused).
@@ -311,131 +386,222 @@ impl MrTable {
         pin_init!(MrTable {
             inner <- new_irq_spinlock!(
                 Slots {
-                    slots: KVec::new(),
+                    slots: KVVec::new(),
+                    free: KVVec::new(),
+                    nfree: 0,
                 },
                 "rrxe_mr_table"
             ),
+            next_id: AtomicU64::new(1),
         })
     }
 
     /// Adds a region and returns its key (used as both lkey and rkey).
-    pub(crate) fn insert(&self, region: Region) -> Result<u32> {
-        self.insert_entry(Entry::Mr(region))
+    pub(crate) fn insert(&self, mut region: Region) -> Result<u32> {
+        region.id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        region.windows = 0;
+        let cell = Arc::pin_init(
+            pin_init!(MrCell {
+                region <- new_irq_spinlock!(region, "rrxe_mr_region"),
+            }),
+            GFP_KERNEL,
+        )?;
+        self.insert_entry(Entry::Mr(cell))
     }
 
     /// Adds an unbound window of PD `pd` and returns its rkey.
     pub(crate) fn insert_window(&self, pd: usize, type2: bool) -> Result<u32> {
-        self.insert_entry(Entry::Mw(Window {
-            pd,
-            type2,
-            rkey: 0,
-            bound: None,
-        }))
+        let cell = Arc::pin_init(
+            pin_init!(MwCell {
+                window <- new_irq_spinlock!(
+                    Window {
+                        pd,
+                        type2,
+                        rkey: 0,
+                        bound: None,
+                    },
+                    "rrxe_mr_window"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        self.insert_entry(Entry::Mw(cell))
     }
 
-    /// The slot vector grows outside the lock (allocation may sleep).
-    fn insert_entry(&self, mut entry: Entry) -> Result<u32> {
+    /// Puts `entry` in a free slot under a fresh key (its object is not reachable before:
+    /// the key is written into it first). The slot vector grows outside the lock
+    /// (allocation may sleep).
+    fn insert_entry(&self, entry: Entry) -> Result<u32> {
         loop {
-            let need_grow = {
-                let tag = key_tag();
+            let tag = key_tag();
+            let (reserved, need_grow) = {
                 let mut s = self.inner.lock();
-                if let Some((i, slot)) = s
-                    .slots
-                    .iter_mut()
-                    .enumerate()
-                    .skip(1)
-                    .find(|(_, r)| r.is_none())
-                {
-                    let key = ((i as u32) << 8) | tag;
-                    match &mut entry {
-                        Entry::Mr(region) => {
-                            region.lkey = key;
-                            region.rkey = key;
-                        }
-                        Entry::Mw(w) => w.rkey = key,
-                    }
-                    *slot = Some(entry);
-                    return Ok(key);
-                }
-                s.slots.len()
+                (s.pop_free(), s.slots.len())
             };
+            if let Some(i) = reserved {
+                // The slot is off the free list and still empty: ours. The key goes into the
+                // object before it becomes reachable, with no table lock held (the order is
+                // window → table → region).
+                let key = (i << 8) | tag;
+                match &entry {
+                    Entry::Mr(c) => {
+                        let mut r = c.region.lock();
+                        r.lkey = key;
+                        r.rkey = key;
+                    }
+                    Entry::Mw(c) => c.window.lock().rkey = key,
+                }
+                let mut s = self.inner.lock();
+                return match s.slots.get_mut(i as usize) {
+                    Some(slot) => {
+                        *slot = Some(entry);
+                        Ok(key)
+                    }
+                    // Unreachable by the invariant.
+                    None => Err(EINVAL),
+                };
+            }
             if need_grow >= MAX_MR {
                 return Err(ENOMEM);
             }
-            // Grow by doubling into a new vector, then swap it in if nobody else did.
+            // Grow by doubling into new vectors, then swap them in if nobody else did.
             let want = core::cmp::max(16, need_grow * 2).min(MAX_MR);
-            let mut bigger: KVec<Option<Entry>> = KVec::with_capacity(want, GFP_KERNEL)?;
-            for _ in 0..want {
-                bigger.push(None, GFP_KERNEL)?;
-            }
+            let mut bigger: KVVec<Option<Entry>> = KVVec::with_capacity(want, GFP_KERNEL)?;
+            bigger.extend_with(want, None, GFP_KERNEL)?;
+            let mut free: KVVec<u32> = KVVec::with_capacity(want, GFP_KERNEL)?;
+            free.extend_with(want, 0, GFP_KERNEL)?;
             let mut s = self.inner.lock();
-            if s.slots.len() == need_grow {
+            let unused_free = if s.slots.len() == need_grow {
                 for (dst, src) in bigger.iter_mut().zip(s.slots.iter_mut()) {
                     *dst = src.take();
                 }
                 core::mem::swap(&mut s.slots, &mut bigger);
-            }
+                // The free list was empty (that is why the table grows): the new indices,
+                // highest first so that the lowest is taken first.
+                let old = core::mem::replace(&mut s.free, free);
+                s.nfree = 0;
+                for i in (need_grow.max(1)..want).rev() {
+                    s.push_free(i as u32);
+                }
+                old
+            } else {
+                free
+            };
             drop(s);
-            // `bigger` (the old, now empty vector, or the unused new one) is freed here,
-            // outside the lock.
+            drop(unused_free);
+            // The old (now empty) vectors, or the unused new ones, are freed here, outside
+            // the lock.
         }
+    }
+
+    /// The entry in the slot of `key` (whatever its tag), cloned out of the table.
+    fn entry(&self, key: u32) -> Option<Entry> {
+        self.inner.lock().slots.get((key >> 8) as usize)?.clone()
+    }
+
+    /// The region cell in the slot of `key`, whatever its tag.
+    fn region_cell(&self, key: u32) -> Option<Arc<MrCell>> {
+        match self.entry(key)? {
+            Entry::Mr(c) => Some(c),
+            Entry::Mw(_) => None,
+        }
+    }
+
+    /// The window cell in the slot of `key`, whatever its tag.
+    fn window_cell(&self, key: u32) -> Option<Arc<MwCell>> {
+        match self.entry(key)? {
+            Entry::Mw(c) => Some(c),
+            Entry::Mr(_) => None,
+        }
+    }
+
+    /// Empties slot `i`, returning what it held.
+    fn take_slot(&self, i: u32) -> Option<Entry> {
+        let mut s = self.inner.lock();
+        let e = s.slots.get_mut(i as usize)?.take()?;
+        s.push_free(i);
+        Some(e)
     }
 
     /// Removes the region in the slot of `key` (whatever its current tag: a consumer may
     /// have changed the key with ib_update_fast_reg_key), returning it so the caller
     /// releases its memory in process context.
+    ///
+    /// An access that found the region before holds its lock while it runs, so the region
+    /// is taken out of its cell only once that access is over; later ones see an invalid,
+    /// empty region. Windows bound to it can no longer reach it (their binding names the
+    /// region's identity, which no later region has).
     pub(crate) fn remove(&self, key: u32) -> Option<Region> {
-        let mut s = self.inner.lock();
-        let slot = s.slots.get_mut((key >> 8) as usize)?;
-        if !matches!(slot, Some(Entry::Mr(_))) {
+        let idx = key >> 8;
+        match self.entry(key)? {
+            Entry::Mr(_) => {}
+            Entry::Mw(_) => return None,
+        }
+        let Entry::Mr(cell) = self.take_slot(idx)? else {
             return None;
-        }
-        let region = match slot.take() {
-            Some(Entry::Mr(r)) => r,
-            _ => return None,
         };
-        // Windows bound to it lose their binding: a later region in this slot could get
-        // the same key (its tag is 8 random bits).
-        let slot_idx = key >> 8;
-        for e in s.slots.iter_mut() {
-            if let Some(Entry::Mw(w)) = e {
-                if w.bound.is_some_and(|b| b.mr_key >> 8 == slot_idx) {
-                    w.bound = None;
-                }
-            }
-        }
-        Some(region)
+        let mut r = cell.region.lock();
+        Some(core::mem::replace(&mut *r, Region::gone()))
     }
 
     /// Removes the window in the slot of `key` (dealloc_mw). False if there is none.
     pub(crate) fn remove_window(&self, key: u32) -> bool {
-        let mut s = self.inner.lock();
-        match s.slots.get_mut((key >> 8) as usize) {
-            Some(slot @ Some(Entry::Mw(_))) => {
-                *slot = None;
-                true
+        if self.window_cell(key).is_none() {
+            return false;
+        }
+        let Some(Entry::Mw(cell)) = self.take_slot(key >> 8) else {
+            return false;
+        };
+        let old = cell.window.lock().bound.take();
+        if let Some(b) = old {
+            self.release_binding(&b);
+        }
+        true
+    }
+
+    /// A binding ended: its region counts one window less (if it still exists).
+    fn release_binding(&self, b: &Binding) {
+        if let Some(c) = self.region_cell(b.mr_key) {
+            let mut r = c.region.lock();
+            if r.id == b.mr_id {
+                r.windows = r.windows.saturating_sub(1);
             }
-            _ => false,
         }
     }
 
-    /// Whether a window is bound to the region of `key` (process context: scans the table).
+    /// Whether `b` still leads to its region.
+    fn binding_live(&self, b: &Binding) -> bool {
+        self.region_cell(b.mr_key)
+            .is_some_and(|c| c.region.lock().id == b.mr_id)
+    }
+
+    /// Whether a window is bound to the region of `key`.
     pub(crate) fn has_bound_windows(&self, key: u32) -> bool {
-        let s = self.inner.lock();
-        s.slots
-            .iter()
-            .any(|e| matches!(e, Some(Entry::Mw(w)) if w.bound.is_some_and(|b| b.mr_key == key)))
+        self.region_cell(key).is_some_and(|c| {
+            let r = c.region.lock();
+            r.lkey == key && r.windows > 0
+        })
     }
 
     /// Type 2B windows bound to QP `qpn` become unbound (the QP is destroyed; its number
-    /// will be reused).
+    /// will be reused). Process context: visits every slot, each under its own short lock
+    /// (no long section with interrupts off).
     pub(crate) fn unbind_qp(&self, qpn: u32) {
-        let mut s = self.inner.lock();
-        for e in s.slots.iter_mut() {
-            if let Some(Entry::Mw(w)) = e {
+        let n = self.inner.lock().slots.len();
+        for i in 1..n {
+            let Some(cell) = self.window_cell((i as u32) << 8) else {
+                continue;
+            };
+            let old = {
+                let mut w = cell.window.lock();
                 if w.bound.is_some_and(|b| b.qpn == Some(qpn)) {
-                    w.bound = None;
+                    w.bound.take()
+                } else {
+                    None
                 }
+            };
+            if let Some(b) = old {
+                self.release_binding(&b);
             }
         }
     }
@@ -448,11 +614,12 @@ impl MrTable {
         pd: usize,
         f: impl FnOnce(&mut Region) -> R,
     ) -> Result<R, AccessError> {
-        let mut s = self.inner.lock();
-        match s.slots.get_mut((key >> 8) as usize) {
-            Some(Some(Entry::Mr(r))) if r.pd == pd => Ok(f(r)),
-            _ => Err(AccessError::BadKey),
+        let c = self.region_cell(key).ok_or(AccessError::BadKey)?;
+        let mut r = c.region.lock();
+        if r.pd != pd || r.id == 0 {
+            return Err(AccessError::BadKey);
         }
+        Ok(f(&mut r))
     }
 
     /// Moves the region of `key` from PD `pd` to PD `new_pd` (re-registration).
@@ -460,7 +627,7 @@ impl MrTable {
         self.with(key, pd, |r| r.pd = new_pd)
     }
 
-    /// Runs `f` on the region of `key` in PD `pd`, under the table lock (local keys, and
+    /// Runs `f` on the region of `key` in PD `pd`, under the region's lock (local keys, and
     /// the owner's own operations; windows are not regions).
     pub(crate) fn with<R>(
         &self,
@@ -468,19 +635,20 @@ impl MrTable {
         pd: usize,
         f: impl FnOnce(&mut Region) -> R,
     ) -> Result<R, AccessError> {
-        let mut s = self.inner.lock();
-        match s.slots.get_mut((key >> 8) as usize) {
-            Some(Some(Entry::Mr(r))) if r.lkey == key && r.pd == pd => Ok(f(r)),
-            _ => Err(AccessError::BadKey),
+        let c = self.region_cell(key).ok_or(AccessError::BadKey)?;
+        let mut r = c.region.lock();
+        if r.lkey != key || r.pd != pd || r.id == 0 {
+            return Err(AccessError::BadKey);
         }
+        Ok(f(&mut r))
     }
 
     /// Runs `f` on the region a remote access with `rkey` reaches, for QP `qpn` of PD `pd`,
-    /// under the table lock. An rkey of a window checks `[va, va + len)` and `need` against
-    /// the window first (which must be bound, and bound to `qpn` for type 2B); `f` then sees
-    /// the region with the window's rights. The region must be in the QP's PD either way: a
-    /// region moved to another PD (rereg) after a window was bound is no longer reachable
-    /// through that window.
+    /// under the region's lock (and the window's, for a window's rkey). An rkey of a window
+    /// checks `[va, va + len)` and `need` against the window first (which must be bound,
+    /// and bound to `qpn` for type 2B); `f` then sees the region with the window's rights.
+    /// The region must be in the QP's PD either way: a region moved to another PD (rereg)
+    /// after a window was bound is no longer reachable through that window.
     pub(crate) fn with_remote<R>(
         &self,
         rkey: u32,
@@ -489,23 +657,29 @@ impl MrTable {
         (va, len, need): (u64, u64, u32),
         f: impl FnOnce(&Remote<'_>) -> R,
     ) -> Result<R, AccessError> {
-        let s = self.inner.lock();
-        let b = match s.slots.get((rkey >> 8) as usize) {
-            Some(Some(Entry::Mr(r))) if r.rkey == rkey && r.pd == pd => {
-                return Ok(f(&Remote {
-                    region: r,
-                    granted: r.access,
-                }))
-            }
-            Some(Some(Entry::Mw(w))) if w.rkey == rkey && w.pd == pd => {
-                let b = w.bound.ok_or(AccessError::BadKey)?;
-                if b.qpn.is_some_and(|q| q != qpn) {
+        let mw = match self.entry(rkey).ok_or(AccessError::BadKey)? {
+            Entry::Mr(c) => {
+                let r = c.region.lock();
+                if r.rkey != rkey || r.pd != pd || r.id == 0 {
                     return Err(AccessError::BadKey);
                 }
-                b
+                return Ok(f(&Remote {
+                    region: &r,
+                    granted: r.access,
+                }));
             }
-            _ => return Err(AccessError::BadKey),
+            Entry::Mw(c) => c,
         };
+        // The window stays locked while the region is used: an unbind or invalidation
+        // waits for this access to end, and none starts after it.
+        let w = mw.window.lock();
+        if w.rkey != rkey || w.pd != pd {
+            return Err(AccessError::BadKey);
+        }
+        let b = w.bound.ok_or(AccessError::BadKey)?;
+        if b.qpn.is_some_and(|q| q != qpn) {
+            return Err(AccessError::BadKey);
+        }
         if b.access & need != need {
             return Err(AccessError::NoPermission);
         }
@@ -513,13 +687,18 @@ impl MrTable {
         if off.checked_add(len).is_none_or(|end| end > b.len) {
             return Err(AccessError::OutOfBounds);
         }
-        match s.slots.get((b.mr_key >> 8) as usize) {
-            Some(Some(Entry::Mr(r))) if r.lkey == b.mr_key && r.pd == pd => Ok(f(&Remote {
-                region: r,
-                granted: b.access,
-            })),
-            _ => Err(AccessError::BadKey),
+        let c = self.region_cell(b.mr_key).ok_or(AccessError::BadKey)?;
+        let r = c.region.lock();
+        if r.id != b.mr_id || r.lkey != b.mr_key || r.pd != pd {
+            return Err(AccessError::BadKey);
         }
+        let out = f(&Remote {
+            region: &r,
+            granted: b.access,
+        });
+        drop(r);
+        drop(w);
+        Ok(out)
     }
 
     /// Executes a BIND_MW work request of QP `qpn` in PD `pd`.
@@ -529,18 +708,27 @@ impl MrTable {
         if req.access & !WINDOW_ACCESS != 0 {
             return Err(AccessError::NoPermission);
         }
-        let mut s = self.inner.lock();
-        let type2 = match s.slots.get((req.new_rkey >> 8) as usize) {
-            Some(Some(Entry::Mw(w))) if w.pd == pd => w.type2,
-            _ => return Err(AccessError::BadKey),
-        };
-        let binding = if req.len == 0 && !type2 {
+        let mw = self.window_cell(req.new_rkey).ok_or(AccessError::BadKey)?;
+        let mut w = mw.window.lock();
+        if w.pd != pd {
+            return Err(AccessError::BadKey);
+        }
+        // A type 2B window is bound only from the free state (a binding whose region was
+        // deregistered counts as free), and to a new key.
+        if w.type2 {
+            let bound = w.bound.is_some_and(|b| self.binding_live(&b));
+            if bound || w.rkey == req.new_rkey {
+                return Err(AccessError::NoPermission);
+            }
+        }
+        let binding = if req.len == 0 && !w.type2 {
             None
         } else {
-            let r = match s.slots.get((req.mr_lkey >> 8) as usize) {
-                Some(Some(Entry::Mr(r))) if r.lkey == req.mr_lkey && r.pd == pd => r,
-                _ => return Err(AccessError::BadKey),
-            };
+            let c = self.region_cell(req.mr_lkey).ok_or(AccessError::BadKey)?;
+            let mut r = c.region.lock();
+            if r.lkey != req.mr_lkey || r.pd != pd || r.id == 0 {
+                return Err(AccessError::BadKey);
+            }
             if !r.valid || r.access & access::MW_BIND == 0 || r.access & access::ZERO_BASED != 0 {
                 return Err(AccessError::NoPermission);
             }
@@ -554,23 +742,22 @@ impl MrTable {
             if off.checked_add(req.len).is_none_or(|end| end > r.length) {
                 return Err(AccessError::OutOfBounds);
             }
+            r.windows = r.windows.saturating_add(1);
             Some(Binding {
                 mr_key: req.mr_lkey,
+                mr_id: r.id,
                 va: req.va,
                 len: req.len,
                 access: req.access,
-                qpn: type2.then_some(qpn),
+                qpn: w.type2.then_some(qpn),
             })
         };
-        let Some(Some(Entry::Mw(w))) = s.slots.get_mut((req.new_rkey >> 8) as usize) else {
-            return Err(AccessError::BadKey);
-        };
-        // A type 2B window is bound only from the free state, and to a new key.
-        if w.type2 && (w.bound.is_some() || w.rkey == req.new_rkey) {
-            return Err(AccessError::NoPermission);
-        }
         w.rkey = req.new_rkey;
-        w.bound = binding;
+        let old = core::mem::replace(&mut w.bound, binding);
+        drop(w);
+        if let Some(b) = old {
+            self.release_binding(&b);
+        }
         Ok(())
     }
 }
@@ -611,6 +798,8 @@ pub(crate) fn dma_region(pd: usize, flags: u32) -> Result<Region> {
         rkey: 0,
         valid: true,
         backing: Backing::KernelVa,
+        id: 0,
+        windows: 0,
     })
 }
 
@@ -634,6 +823,8 @@ pub(crate) fn user_region(
         rkey: 0,
         valid: true,
         backing: Backing::User(umem),
+        id: 0,
+        windows: 0,
     })
 }
 
@@ -666,6 +857,8 @@ pub(crate) fn fast_region(pd: usize, max_pages: usize) -> Result<Region> {
             page_size: kernel::page::PAGE_SIZE as u32,
             first_off: 0,
         },
+        id: 0,
+        windows: 0,
     })
 }
 
@@ -764,9 +957,12 @@ impl MrTable {
         pd: usize,
         remote_qpn: Option<u32>,
     ) -> Result<(), AccessError> {
-        let mut s = self.inner.lock();
-        match s.slots.get_mut((key >> 8) as usize) {
-            Some(Some(Entry::Mr(r))) if r.lkey == key && r.pd == pd => {
+        match self.entry(key).ok_or(AccessError::BadKey)? {
+            Entry::Mr(c) => {
+                let mut r = c.region.lock();
+                if r.lkey != key || r.pd != pd || r.id == 0 {
+                    return Err(AccessError::BadKey);
+                }
                 if matches!(r.backing, Backing::KernelPages { .. }) {
                     r.valid = false;
                     Ok(())
@@ -774,17 +970,25 @@ impl MrTable {
                     Err(AccessError::NoPermission)
                 }
             }
-            Some(Some(Entry::Mw(w))) if w.rkey == key && w.pd == pd => {
-                let Some(b) = w.bound else {
-                    return Err(AccessError::BadKey);
+            Entry::Mw(c) => {
+                let old = {
+                    let mut w = c.window.lock();
+                    if w.rkey != key || w.pd != pd {
+                        return Err(AccessError::BadKey);
+                    }
+                    let Some(b) = w.bound else {
+                        return Err(AccessError::BadKey);
+                    };
+                    if !w.type2 || remote_qpn.is_some_and(|q| b.qpn != Some(q)) {
+                        return Err(AccessError::NoPermission);
+                    }
+                    w.bound.take()
                 };
-                if !w.type2 || remote_qpn.is_some_and(|q| b.qpn != Some(q)) {
-                    return Err(AccessError::NoPermission);
+                if let Some(b) = old {
+                    self.release_binding(&b);
                 }
-                w.bound = None;
                 Ok(())
             }
-            _ => Err(AccessError::BadKey),
         }
     }
 }

@@ -28,6 +28,7 @@ use crate::glue::{CqPtr, DevPtr, NetDev, Queue, SkBuff};
 use crate::mr::access;
 use crate::proto::{self, Action, ActionSink, ResponderEnv};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
 
@@ -44,6 +45,13 @@ pub(crate) const MAX_QP_WR: u32 = 4096;
 pub(crate) const MAX_SGE: u32 = 32;
 /// Largest inline send.
 pub(crate) const MAX_INLINE: u32 = 512;
+/// The queue sizes the device offers ([`proto::caps`] checks requests against them).
+pub(crate) const DEV_CAPS: proto::caps::DeviceCaps = proto::caps::DeviceCaps {
+    max_wr: MAX_QP_WR,
+    max_sge: MAX_SGE,
+    max_inline: MAX_INLINE,
+    max_cqe: crate::cq::MAX_CQE,
+};
 /// Received packets queued per QP before drops.
 const RX_RING: usize = 512;
 /// Packets a work run emits before yielding.
@@ -252,9 +260,9 @@ pub(crate) struct Claim {
 /// counter consistent across the wrap (2^k slots) and bounds the outstanding WRs by the
 /// size the consumer asked for.
 pub(crate) struct WrRing<T: Copy> {
-    wrs: KVec<Option<T>>,
-    sges: KVec<Sge>,
-    inline: KVec<u8>,
+    wrs: KVVec<Option<T>>,
+    sges: KVVec<Sge>,
+    inline: KVVec<u8>,
     /// INVARIANT: `wrs` has `ix.slots()` entries, `sges` `max_sge` per slot and `inline`
     /// `max_inline` per slot.
     ix: proto::RingIndex,
@@ -281,15 +289,15 @@ impl<T: Copy> WrRing<T> {
         // the process (up to MB each).
         let gfp = GFP_KERNEL_ACCOUNT;
         let n = ix.slots() as usize;
-        let mut wrs = KVec::with_capacity(n, gfp)?;
+        let mut wrs = KVVec::with_capacity(n, gfp)?;
         wrs.extend_with(n, None, gfp)?;
         let ns = n * max_sge as usize;
-        let mut sges = KVec::with_capacity(ns, gfp)?;
+        let mut sges = KVVec::with_capacity(ns, gfp)?;
         sges.extend_with(ns, Sge::default(), gfp)?;
-        let mut inline = KVec::new();
+        let mut inline = KVVec::new();
         if max_inline > 0 {
             let ni = n * max_inline as usize;
-            inline = KVec::with_capacity(ni, gfp)?;
+            inline = KVVec::with_capacity(ni, gfp)?;
             inline.extend_with(ni, 0u8, gfp)?;
         }
         Ok(Self {

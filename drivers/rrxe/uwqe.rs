@@ -20,6 +20,16 @@ pub(crate) const SGE: usize = size_of::<b::rrxe_sge>();
 
 const _: () = assert!(SEND_HDR == 72 && RECV_HDR == 16 && SGE == 16);
 
+/// The layout of the shared queues' entries, for sizing them ([`crate::proto::caps`]).
+pub(crate) const FORMAT: crate::proto::caps::WqeFormat = crate::proto::caps::WqeFormat {
+    send_hdr: SEND_HDR as u32,
+    recv_hdr: RECV_HDR as u32,
+    sge: SGE as u32,
+    min_send_slot: 128,
+    min_recv_slot: 32,
+    max_slot: crate::glue::MAX_SLOT,
+};
+
 const OFF_WR_ID: usize = offset_of!(b::rrxe_send_wqe, wr_id);
 const OFF_OPCODE: usize = offset_of!(b::rrxe_send_wqe, opcode);
 const OFF_FLAGS: usize = offset_of!(b::rrxe_send_wqe, send_flags);

@@ -21,7 +21,7 @@ pub(crate) mod sync;
 pub(crate) mod task;
 
 pub(crate) use net::{KernelCrc32, SkBuff, TxSkb};
-pub(crate) use queue::{Queue, UContext};
+pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 
 /// The memory layout of every driver object the core allocates for us (`size_ib_*`): the
 /// core's struct first, so that the core's pointer is also ours, then the driver's data.

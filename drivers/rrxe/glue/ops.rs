@@ -819,29 +819,24 @@ unsafe extern "C" fn create_qp_uncounted(
             return EINVAL.to_errno();
         };
         let c = &mut init.cap;
-        if c.max_send_wr > crate::qp::MAX_QP_WR
-            || c.max_recv_wr > crate::qp::MAX_QP_WR
-            || c.max_send_sge > crate::qp::MAX_SGE
-            || c.max_recv_sge > crate::qp::MAX_SGE
-            || c.max_inline_data > crate::qp::MAX_INLINE
-        {
+        let asked = crate::proto::caps::QpCaps {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline: c.max_inline_data,
+        };
+        let Ok(l) =
+            crate::proto::caps::user_qp_layout(&asked, &crate::qp::DEV_CAPS, &crate::uwqe::FORMAT)
+        else {
             return EINVAL.to_errno();
-        }
-        let sq_slots = c.max_send_wr.max(1).next_power_of_two();
-        let rq_slots = c.max_recv_wr.max(1).next_power_of_two();
-        let sq_slot = (crate::uwqe::SEND_HDR as u32
-            + (c.max_send_sge * crate::uwqe::SGE as u32).max(c.max_inline_data))
-        .max(128)
-        .next_power_of_two();
-        let rq_slot = (crate::uwqe::RECV_HDR as u32
-            + c.max_recv_sge.max(1) * crate::uwqe::SGE as u32)
-            .max(32)
-            .next_power_of_two();
-        let sq = match crate::glue::Queue::new(sq_slots.trailing_zeros(), sq_slot, Some(&uctx)) {
+        };
+        let (sq_slots, rq_slots) = (l.sq.slots(), l.rq.slots());
+        let sq = match crate::glue::Queue::new(l.sq.log2_slots, l.sq.slot_size, Some(&uctx)) {
             Ok(q) => q,
             Err(e) => return e.to_errno(),
         };
-        let rq = match crate::glue::Queue::new(rq_slots.trailing_zeros(), rq_slot, Some(&uctx)) {
+        let rq = match crate::glue::Queue::new(l.rq.log2_slots, l.rq.slot_size, Some(&uctx)) {
             Ok(q) => q,
             Err(e) => return e.to_errno(),
         };
@@ -1335,20 +1330,25 @@ unsafe extern "C" fn create_srq_uncounted(
     let a = &mut init.attr;
     // Range first: max_wr comes from the process (next_power_of_two of a value over 2^31
     // overflows).
-    if a.max_wr > crate::qp::MAX_QP_WR || a.max_sge > crate::qp::MAX_SGE {
+    let Ok(slots) = crate::proto::caps::check_srq_caps(a.max_wr, a.max_sge, &crate::qp::DEV_CAPS)
+    else {
         return EINVAL.to_errno();
-    }
-    let slots = a.max_wr.max(1).next_power_of_two();
+    };
     let mut resp = bindings::rrxe_create_srq_resp::default();
     let mut user = None;
     if udata.is_user() {
         let Some(uctx) = UContext::from_udata(&udata) else {
             return EINVAL.to_errno();
         };
-        let slot = (crate::uwqe::RECV_HDR as u32 + a.max_sge.max(1) * crate::uwqe::SGE as u32)
-            .max(32)
-            .next_power_of_two();
-        match super::Queue::new(slots.trailing_zeros(), slot, Some(&uctx)) {
+        let Ok(shape) = crate::proto::caps::user_srq_shape(
+            a.max_wr,
+            a.max_sge,
+            &crate::qp::DEV_CAPS,
+            &crate::uwqe::FORMAT,
+        ) else {
+            return EINVAL.to_errno();
+        };
+        match super::Queue::new(shape.log2_slots, shape.slot_size, Some(&uctx)) {
             Ok(q) => {
                 resp.rq = q.info();
                 user = Some(q);

@@ -16,6 +16,9 @@ pub(crate) const HDR_SIZE: usize = bindings::RRXE_QUEUE_HDR_SIZE as usize;
 /// Mappings are made of whole pages of the kernel's page size.
 const PAGE: usize = kernel::page::PAGE_SIZE;
 
+/// Largest slot of a queue.
+pub(crate) const MAX_SLOT: u32 = 4096;
+
 /// Where the queue's memory came from and who frees it.
 enum Owner {
     /// Kernel-only queue: we vfree it.
@@ -57,7 +60,8 @@ impl Queue {
     /// Allocates a zeroed queue of `1 << log2_slots` slots of `slot_size` bytes (a power of
     /// two, at least 8), mappable through `uctx` if given.
     pub(crate) fn new(log2_slots: u32, slot_size: u32, uctx: Option<&UContext>) -> Result<Self> {
-        if log2_slots > 20 || slot_size < 8 || !slot_size.is_power_of_two() || slot_size > 4096 {
+        if log2_slots > 20 || slot_size < 8 || !slot_size.is_power_of_two() || slot_size > MAX_SLOT
+        {
             return Err(EINVAL);
         }
         let slots_bytes = (slot_size as usize) << log2_slots;

@@ -219,3 +219,62 @@ pub fn responder(data: &[u8]) {
         }
     }
 }
+
+/// Queue sizing from arbitrary requested capabilities (what create_qp/create_srq/create_cq
+/// receive from a process): never panics, and what it accepts fits the device and the
+/// request.
+pub fn caps(data: &[u8]) {
+    use rrxe_proto::caps::*;
+    let mut w = [0u32; 6];
+    for (i, c) in data.chunks(4).take(6).enumerate() {
+        let mut b = [0u8; 4];
+        b[..c.len()].copy_from_slice(c);
+        w[i] = u32::from_le_bytes(b);
+    }
+    // Mostly near the edges: small values, powers of two and their neighbours, u32::MAX.
+    let edge = |v: u32| match v >> 29 {
+        0 => v & 0x3f,
+        1 => 1u32 << (v & 31),
+        2 => (1u32 << (v & 31)).wrapping_sub(1),
+        3 => (1u32 << (v & 31)).wrapping_add(1),
+        _ => v,
+    };
+    let dev = DeviceCaps {
+        max_wr: 4096,
+        max_sge: 32,
+        max_inline: 512,
+        max_cqe: 65536,
+    };
+    let f = WqeFormat {
+        send_hdr: 72,
+        recv_hdr: 16,
+        sge: 16,
+        min_send_slot: 128,
+        min_recv_slot: 32,
+        max_slot: 4096,
+    };
+    let c = QpCaps {
+        max_send_wr: edge(w[0]),
+        max_recv_wr: edge(w[1]),
+        max_send_sge: edge(w[2]),
+        max_recv_sge: edge(w[3]),
+        max_inline: edge(w[4]),
+    };
+    if let Ok(l) = user_qp_layout(&c, &dev, &f) {
+        assert!(check_qp_caps(&c, &dev).is_ok());
+        assert!(l.sq.slots() >= c.max_send_wr && l.sq.slots() <= dev.max_wr);
+        assert!(l.rq.slots() >= c.max_recv_wr && l.rq.slots() <= dev.max_wr);
+        for q in [l.sq, l.rq] {
+            assert!(q.slot_size.is_power_of_two() && q.slot_size <= f.max_slot);
+        }
+        assert!(l.sq.slot_size >= f.send_hdr + (c.max_send_sge * f.sge).max(c.max_inline));
+        assert!(l.rq.slot_size >= f.recv_hdr + c.max_recv_sge.max(1) * f.sge);
+    }
+    if let Ok(s) = user_srq_shape(c.max_send_wr, c.max_send_sge, &dev, &f) {
+        assert!(s.slots() >= c.max_send_wr && s.slots() <= dev.max_wr);
+        assert!(s.slot_size >= f.recv_hdr + c.max_send_sge.max(1) * f.sge);
+    }
+    if let Ok(n) = cq_slots(edge(w[5]), &dev) {
+        assert!(n.is_power_of_two() && n >= edge(w[5]) && n <= dev.max_cqe);
+    }
+}

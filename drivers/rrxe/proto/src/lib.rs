@@ -10,6 +10,7 @@
 //!   table, with checked parse / build.
 //! * [`net`]: the IPv4 / IPv6 / UDP headers of a RoCEv2 datagram.
 //! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
+//! * [`caps`]: range checks and sizing of the queues a consumer asks for.
 //! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
 //!   of free-running counters.
 //! * [`qp`], [`req`], [`resp`]: the per-QP requester, completer and responder
@@ -21,6 +22,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod caps;
 pub mod crc;
 pub mod hdr;
 pub mod icrc;

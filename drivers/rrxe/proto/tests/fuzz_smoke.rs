@@ -133,3 +133,12 @@ fn smoke_responder() {
         bodies::responder(&raw);
     }
 }
+
+#[test]
+fn smoke_caps() {
+    let mut r = Rng(0x0bad_cafe_1234_5678);
+    for _ in 0..iters() {
+        let d: Vec<u8> = (0..(r.next() % 28)).map(|_| r.next() as u8).collect();
+        bodies::caps(&d);
+    }
+}
