@@ -6,15 +6,17 @@
  * hostile or buggy process could ask for and checks that every request is answered with
  * the exact errno (or succeeds, for values in range), without a splat:
  *
- *  - POST_SEND with work-request lists on user QPs (RESET and RTS), with SGEs at kernel
- *    addresses, at an unmapped address and in the process's own registered buffer,
- *    inline and not: a user QP takes only the doorbell (the empty list), so each list is
- *    refused with EINVAL, its first WR named bad, and nothing is sent or completed;
+ *  - POST_SEND with work-request lists on user QPs (RC in RESET and RTS, UD in RTS), with
+ *    SGEs at kernel addresses, at an unmapped address and in the process's own registered
+ *    buffer, inline and not: a user QP takes only the doorbell (the empty list), so each
+ *    list is refused with EINVAL, its first WR named bad, counted in user_wr_refused, and
+ *    nothing is sent or completed;
  *    POST_RECV / POST_SRQ_RECV with lists are not even offered by rrxe (EOPNOTSUPP from
  *    the uverbs layer);
  *  - every size field at 0, 1, 2^31, 2^32-1, max and max+1 for CREATE_CQ (also through
  *    the ioctl ABI's UVERBS_METHOD_CQ_CREATE), CREATE_QP, CREATE_SRQ, RESIZE_CQ, REG_MR
- *    (plus lengths and IOVAs that wrap), ALLOC_MW;
+ *    (plus lengths and IOVAs that wrap, and access flags), ALLOC_MW (its type, and
+ *    max_mw live windows);
  *  - MODIFY_QP with out-of-range attributes (EINVAL, nothing of them kept);
  *  - handles that name nothing, or an object of another type, or an object of another
  *    context; REREG_MR with IB_MR_REREG_PD;
