@@ -382,6 +382,32 @@ static void sizes(int fd, uint32_t pd)
 	}
 
 	/*
+	 * qp_type: the uverbs layer takes RC, UC, UD, RAW_PACKET, XRC_INI, XRC_TGT and DRIVER
+	 * and answers EINVAL for the rest (SMI and GSI are kernel-only); for XRC_TGT it looks
+	 * up an XRCD by pd_handle (a PD here: EINVAL). rrxe answers EOPNOTSUPP for the types
+	 * it does not implement, as rxe_qp_chk_init does.
+	 */
+	struct {
+		uint8_t type;
+		int want;
+	} qt[] = {
+		{ 0, EINVAL }, { 1, EINVAL }, { IBV_QPT_RC, 0 }, { IBV_QPT_UC, 0 },
+		{ IBV_QPT_UD, 0 }, { 5, EINVAL }, { 6, EINVAL }, { 7, EINVAL },
+		{ IBV_QPT_RAW_PACKET, geteuid() == 0 ? EOPNOTSUPP : EPERM },
+		{ IBV_QPT_XRC_SEND, EOPNOTSUPP }, { IBV_QPT_XRC_RECV, EINVAL }, { 11, EINVAL },
+		{ IBV_QPT_DRIVER, EOPNOTSUPP },
+	};
+
+	for (unsigned i = 0; i < sizeof(qt) / sizeof(qt[0]); i++) {
+		struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1, .inl = 0 };
+		int r = create_qp(fd, pd, cq, 0, 0, qt[i].type, k, &h, NULL);
+
+		expect(r, qt[i].want, "CREATE_QP qp_type %u", qt[i].type);
+		if (!r)
+			destroy_qp(fd, h);
+	}
+
+	/*
 	 * A QP with an SRQ: its own receive capabilities are ignored, whatever they are
 	 * (rxe_qp_chk_cap checks them only for a QP without an SRQ).
 	 */
