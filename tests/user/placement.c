@@ -3,8 +3,9 @@
  * Placement errors (TAP output, one host, loopback RC QPs A -> B): a buffer that cannot be
  * read or written is never a silent success, and each side gets the status the IBTA (and
  * rdma_rxe, where it agrees) gives:
- *   - a receive into a bad lkey, or into an MR without Local Write: the receive completes
- *     with LOC_PROT_ERR, the sender with REM_OP_ERR (NAK remote operational error);
+ *   - a receive (from the RQ or an SRQ) into a bad lkey, or into an MR without Local Write:
+ *     the receive completes with LOC_PROT_ERR, the sender with REM_OP_ERR (NAK remote
+ *     operational error);
  *   - a SEND gathered from a bad lkey: LOC_PROT_ERR, nothing reaches B;
  *   - a READ into a bad lkey, an atomic whose result buffer has a bad lkey: LOC_PROT_ERR and
  *     the local buffer untouched;
@@ -12,7 +13,8 @@
  *     REM_INV_REQ_ERR and without IBV_WC_WITH_INV (the key is still open), the sender
  *     succeeds;
  *   - a large RDMA WRITE whose target MR is deregistered after its first packets landed:
- *     REM_ACCESS_ERR, and nothing is written after that.
+ *     REM_ACCESS_ERR, and nothing is written after that;
+ *   - a READ or atomic to a responder with max_dest_rd_atomic 0: REM_INV_REQ_ERR.
  *
  * With PLACEMENT_RXE=1 the device is rdma_rxe, which reports LOC_QP_OP_ERR where the IBTA
  * status is LOC_PROT_ERR (a receive or gather with a bad lkey: rxe's copy_data failure is
@@ -54,7 +56,7 @@ struct pair {
 
 /* A fresh connected pair (every error case leaves one in the error state); both QPs grant
  * remote read, write and atomic access. */
-static void pair_new(struct pair *p)
+static void pair_new_srq(struct pair *p, struct ibv_srq *srq)
 {
 	struct ibv_qp_attr at = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 						     IBV_ACCESS_REMOTE_ATOMIC };
@@ -64,11 +66,16 @@ static void pair_new(struct pair *p)
 	if (!p->cqa || !p->cqb)
 		die("ibv_create_cq");
 	p->a = loop_rc_qp(p->cqa, NULL, 1, 0);
-	p->b = loop_rc_qp(p->cqb, NULL, 1, 0);
+	p->b = loop_rc_qp(p->cqb, srq, 1, 0);
 	if (ibv_modify_qp(p->a, &at, IBV_QP_ACCESS_FLAGS) || ibv_modify_qp(p->b, &at, IBV_QP_ACCESS_FLAGS))
 		die("INIT -> INIT with atomic access");
 	to_rts(p->a, p->b->qp_num);
 	to_rts(p->b, p->a->qp_num);
+}
+
+static void pair_new(struct pair *p)
+{
+	pair_new_srq(p, NULL);
 }
 
 static void pair_free(struct pair *p)
@@ -157,6 +164,61 @@ static void recv_into(const char *what, void *addr, uint32_t lkey)
 	ok(sa == IBV_WC_REM_OP_ERR, "%s: the sender gets REM_OP_ERR (status %d)", what, sa);
 	ok(all(dst, BUF, 0x5a), "%s: nothing was written", what);
 	pair_free(&p);
+}
+
+/* The same through a shared receive queue (the receive WQE comes from the SRQ). */
+static void srq_recv_into_bad_lkey(void)
+{
+	struct ibv_srq_init_attr sa_init = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa_init);
+	struct ibv_sge s = { (uintptr_t)dst, 256, bad_key(dst_mr->lkey) };
+	struct ibv_recv_wr r = { .wr_id = 3, .sg_list = &s, .num_sge = 1 }, *bad;
+	struct ibv_wc wa = {}, wb = {};
+	struct pair p;
+	int sa, sb;
+
+	if (!srq)
+		die("ibv_create_srq");
+	pair_new_srq(&p, srq);
+	memset(dst, 0x5a, BUF);
+	if (ibv_post_srq_recv(srq, &r, &bad) || post(&p, IBV_WR_SEND, src, 100, src_mr->lkey, 0, 0, 0, 0))
+		die("post");
+	sb = wait_ms(p.cqb, &wb, 5000);
+	sa = wait_ms(p.cqa, &wa, 5000);
+	ok(sb == ibta_or_rxe(IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR) && wb.wr_id == 3,
+	   "an SRQ receive into a bad lkey completes with %s (status %d)",
+	   rxe ? "LOC_QP_OP_ERR (rxe)" : "LOC_PROT_ERR", sb);
+	ok(sa == IBV_WC_REM_OP_ERR && all(dst, BUF, 0x5a),
+	   "an SRQ receive into a bad lkey: the sender gets REM_OP_ERR, nothing written (status %d)", sa);
+	pair_free(&p);
+	ibv_destroy_srq(srq);
+}
+
+/* A responder given no resources for READ and atomic requests (max_dest_rd_atomic 0)
+ * refuses them: an invalid request (rdma_rxe: "too many RDMA/atomic requests"). */
+static void no_responder_resources(void)
+{
+	struct ibv_wc wa = {};
+	struct pair p;
+	int st;
+
+	for (int atomic = 0; atomic < 2; atomic++) {
+		loop_dest_rd_atomic = 0;
+		pair_new(&p);
+		loop_dest_rd_atomic = 1;
+		memset(src, 0x22, BUF);
+		if (atomic)
+			st = post(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, src, 8, src_mr->lkey, (uintptr_t)dst,
+				  dst_mr->rkey, 0, 1);
+		else
+			st = post(&p, IBV_WR_RDMA_READ, src, 64, src_mr->lkey, (uintptr_t)dst, dst_mr->rkey,
+				  0, 0);
+		st = st ? -2 : wait_ms(p.cqa, &wa, 5000);
+		ok(st == IBV_WC_REM_INV_REQ_ERR && all(src, BUF, 0x22),
+		   "%s to a responder with max_dest_rd_atomic 0: REM_INV_REQ_ERR (status %d)",
+		   atomic ? "FETCH_ADD" : "READ", st);
+		pair_free(&p);
+	}
 }
 
 static void send_from_bad_lkey(void)
@@ -320,11 +382,13 @@ int main(int argc, char **argv)
 	printf("device %s%s\n", ibv_get_device_name(ctx->device), rxe ? " (rdma_rxe statuses)" : "");
 	recv_into("a receive into a bad lkey", dst, bad_key(dst_mr->lkey));
 	recv_into("a receive into an MR without LOCAL_WRITE", dst, ro_mr->lkey);
+	srq_recv_into_bad_lkey();
 	send_from_bad_lkey();
 	read_into_bad_lkey();
 	atomic_result(1);
 	atomic_result(0);
 	send_with_inv_bad_key();
+	no_responder_resources();
 	write_then_dereg();
 	return tap_end();
 }
