@@ -652,10 +652,14 @@ impl<const R: usize> Responder<R> {
                 e.next_k = 0;
                 e.pending = true;
                 e.seq = seq;
-                if len > 0 && env.check_access(rkey, va, len, Access::RemoteRead).is_err() {
-                    // Cannot happen for a genuine retry; do not answer.
-                    e.pending = false;
-                    return RxStatus::Invalid;
+                if len > 0 {
+                    if let Err(err) = env.check_access(rkey, va, len, Access::RemoteRead) {
+                        // The MR went away (invalidated, deregistered) since the original
+                        // request: an R_Key violation, as for the original (rdma_rxe's
+                        // duplicate READ goes through read_reply → RESPST_ERR_RKEY_VIOLATION).
+                        e.pending = false;
+                        return self.access_nak(psn, err, sink);
+                    }
                 }
                 RxStatus::Duplicate
             }

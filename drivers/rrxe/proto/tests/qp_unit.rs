@@ -1336,3 +1336,23 @@ fn max_dest_rd_atomic_limits_the_responder() {
     assert_eq!(q.modify(&m, &mut sb), Ok(()));
     assert_eq!(q.config().max_dest_rd_atomic, 4);
 }
+
+#[test]
+fn duplicate_read_whose_mr_went_away_is_naked_remote_access() {
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let (_, p) = req(Opcode::RC_READ_REQUEST, 100, true, 600);
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    b.poll_tx(100, &mut s);
+    assert_eq!(s.sent().len(), 3);
+    // The responses were lost; the requester retries after the MR was deregistered.
+    env.bad_rkey = 5;
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Invalid);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1, "a NAK, no READ response: {sent:?}");
+    assert_eq!(aeth_of(&sent[0]), AethKind::Nak(NakCode::RemoteAccess));
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(100));
+    assert_eq!(b.state(), QpState::Error);
+}
