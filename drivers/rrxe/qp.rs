@@ -583,6 +583,7 @@ fn wc_status(s: proto::WcStatus) -> u32 {
         RnrRetryExcErr => b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
         WrFlushErr => b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
         BadRespErr => b::ib_wc_status_IB_WC_BAD_RESP_ERR,
+        LocProtErr => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
     }
 }
 
@@ -990,6 +991,7 @@ impl Qp {
             attrs.max_rd_atomic = v;
         }
         if let Some(v) = m.max_dest_rd_atomic {
+            pm.max_dest_rd_atomic = Some(v);
             attrs.max_dest_rd_atomic = v;
         }
         if let Some(v) = m.access {
@@ -1124,34 +1126,70 @@ impl Qp {
     }
 
     /// Copies bytes into (or out of) a WR's scatter/gather list at `offset`.
-    fn wr_buffer_copy(&self, sges: &[Sge], mut offset: u32, buf: &mut Xfer<'_>) -> bool {
+    ///
+    /// Every SGE the bytes touch is checked first (its lkey in the QP's PD, valid, the range
+    /// inside its region, Local Write to place into it) and nothing is copied unless all
+    /// pass: an atomic result or a receive into a bad lkey leaves the buffer untouched
+    /// (IBTA: a local protection error). Bytes beyond the list are a length error. A region
+    /// deregistered between the check and the copy fails the copy (a protection error with
+    /// the earlier SGEs written; the WQE completes in error either way).
+    fn wr_buffer_copy(
+        &self,
+        sges: &[Sge],
+        offset: u32,
+        buf: &mut Xfer<'_>,
+    ) -> Result<(), proto::PlaceError> {
         let mrs = &self.dev.get().data().mrs;
         let need = match buf {
             Xfer::To(_) => access::LOCAL_WRITE,
             Xfer::From(_) => 0,
         };
+        let total = buf.len();
+        // Pass 1: check, and find that the list holds all of the bytes.
+        let mut off = offset;
         let mut done = 0usize;
         for sge in sges {
-            if done == buf.len() {
+            if done == total {
                 break;
             }
-            if offset >= sge.len {
-                offset -= sge.len;
+            if off >= sge.len {
+                off -= sge.len;
                 continue;
             }
-            let n = core::cmp::min((sge.len - offset) as usize, buf.len() - done);
-            let Some(mut chunk) = buf.sub(done, n) else {
-                return false;
-            };
-            let va = sge.addr.wrapping_add(u64::from(offset));
-            let r = mrs.with(sge.lkey, self.pd, |r| r.copy(va, &mut chunk, need));
-            if !matches!(r, Ok(Ok(()))) {
-                return false;
+            let n = core::cmp::min((sge.len - off) as usize, total - done);
+            let va = sge.addr.wrapping_add(u64::from(off));
+            let r = mrs.with(sge.lkey, self.pd, |r| r.check(va, n as u64, need));
+            if !matches!(r, Ok(Ok(_))) {
+                return Err(proto::PlaceError::Protection);
             }
             done += n;
-            offset = 0;
+            off = 0;
         }
-        done == buf.len()
+        if done != total {
+            return Err(proto::PlaceError::Length);
+        }
+        // Pass 2: copy.
+        let mut off = offset;
+        let mut done = 0usize;
+        for sge in sges {
+            if done == total {
+                break;
+            }
+            if off >= sge.len {
+                off -= sge.len;
+                continue;
+            }
+            let n = core::cmp::min((sge.len - off) as usize, total - done);
+            let mut chunk = buf.sub(done, n).ok_or(proto::PlaceError::Length)?;
+            let va = sge.addr.wrapping_add(u64::from(off));
+            let r = mrs.with(sge.lkey, self.pd, |r| r.copy(va, &mut chunk, need));
+            if !matches!(r, Ok(Ok(()))) {
+                return Err(proto::PlaceError::Protection);
+            }
+            done += n;
+            off = 0;
+        }
+        Ok(())
     }
 
     /// Drives the engine with everything that arrived (process context), transmitting on
@@ -1403,12 +1441,15 @@ impl Sink<'_> {
         p.ib.get(r.off as usize..(r.off as usize).checked_add(r.len as usize)?)
     }
 
-    fn send(&mut self, tx: &proto::TxPacket) {
+    /// Transmits `tx`. `Err` only if its payload cannot be read (a send WQE's gather list,
+    /// the MR of a READ response): proto decides what follows. Any other failure is a lost
+    /// packet (counted), which the protocol recovers like a loss on the wire.
+    fn send(&mut self, tx: &proto::TxPacket) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
         let counters = &qp.dev.get().data().counters;
         let Some(ndev) = self.ndev else {
             counters.inc(Counter::TxDrops);
-            return;
+            return Ok(());
         };
         let av = match tx.ud_wqe {
             Some(id) => qp
@@ -1418,8 +1459,9 @@ impl Sink<'_> {
                 .and_then(|w| w.ud.map(|(av, _)| av)),
             None => self.av,
         };
-        let Some(av) = av else { return };
+        let Some(av) = av else { return Ok(()) };
         let len = tx.payload.len();
+        let mut gather = Ok(());
         let fill = |buf: &mut [u8]| -> bool {
             match tx.payload {
                 proto::Payload::None => true,
@@ -1440,7 +1482,11 @@ impl Sink<'_> {
                         .with_remote(rkey, qp.pd, qp.qpn, need, |r| {
                             r.copy(va, &mut Xfer::From(buf), access::REMOTE_READ)
                         });
-                    matches!(r, Ok(Ok(())))
+                    // The MR was checked when the READ arrived; it may have gone since.
+                    if !matches!(r, Ok(Ok(()))) {
+                        gather = Err(proto::PlaceError::Protection);
+                    }
+                    gather.is_ok()
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
                     let i = id.0 as u32;
@@ -1454,12 +1500,15 @@ impl Sink<'_> {
                         }
                     } else {
                         let sges = sq.sges(i, wr.num_sge);
-                        qp.wr_buffer_copy(sges, offset, &mut Xfer::From(buf))
+                        gather = qp.wr_buffer_copy(sges, offset, &mut Xfer::From(buf));
+                        gather.is_ok()
                     }
                 }
             }
         };
-        match crate::net::transmit(ndev, &av, self.sport, &tx.hdrs, len, fill) {
+        let sent = crate::net::transmit(ndev, &av, self.sport, &tx.hdrs, len, fill);
+        gather?;
+        match sent {
             Ok(()) => counters.inc(Counter::SentPkts),
             Err(e) => {
                 counters.inc(Counter::TxDrops);
@@ -1471,27 +1520,86 @@ impl Sink<'_> {
                 );
             }
         }
+        Ok(())
     }
 
-    fn place_wqe(&self, id: proto::WqeId, offset: u32, data: &[u8]) {
+    /// Places bytes into send WQE `id`'s buffer (READ response data, an atomic's result).
+    fn place_wqe(
+        &self,
+        id: proto::WqeId,
+        offset: u32,
+        data: &[u8],
+    ) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
         let i = id.0 as u32;
         let sq = qp.sq.lock();
-        if let Some(wr) = sq.get(i) {
-            let sges = sq.sges(i, wr.num_sge);
-            let _ = qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data));
-        }
+        let wr = sq.get(i).ok_or(proto::PlaceError::Protection)?;
+        let sges = sq.sges(i, wr.num_sge);
+        qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
     }
 
-    fn place_recv(&self, offset: u32, data: &[u8]) {
+    /// Places bytes into the receive WQE of the message in progress.
+    fn place_recv(&self, offset: u32, data: &[u8]) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
-        if qp.claim_head().is_none() {
-            return;
-        }
+        // proto asked recv_head_len first: a WQE is claimed (else nothing can take the data).
+        qp.claim_head().ok_or(proto::PlaceError::Length)?;
         let c = qp.claim.lock();
-        if let Some(cl) = &*c {
-            let sges = cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]);
-            let _ = qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data));
+        let cl = c.as_ref().ok_or(proto::PlaceError::Length)?;
+        let sges = cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]);
+        qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
+    }
+
+    /// UD: the GRH area of the receive buffer, from the packet's IP header (the IPv6 header,
+    /// or the IPv4 header in its last 20 bytes).
+    fn place_grh(&self) -> Result<(), proto::PlaceError> {
+        let Some(p) = self.pkt else {
+            return Err(proto::PlaceError::Length);
+        };
+        let mut grh = [0u8; GRH_LEN];
+        let h = p.ip_hdr;
+        let at = GRH_LEN.saturating_sub(h.len());
+        if let Some(d) = grh.get_mut(at..at + h.len()) {
+            proto::copy_exact(d, h);
+        }
+        self.place_recv(0, &grh)
+    }
+
+    /// Places the bytes of a placement action; the result goes back to proto.
+    fn place_action(&mut self, a: &Action) -> Result<(), proto::PlaceError> {
+        let qp = self.qp;
+        let missing = proto::PlaceError::Length;
+        match *a {
+            Action::PlaceWqe { id, offset, src } => {
+                let data = self.pkt_bytes(src).ok_or(missing)?;
+                self.place_wqe(id, offset, data)
+            }
+            // The CQE consumer reads the original value in host order.
+            Action::AtomicResult { id, value } => self.place_wqe(id, 0, &value.to_ne_bytes()),
+            Action::PlaceRecv { offset, src } => {
+                let data = self.pkt_bytes(src).ok_or(missing)?;
+                self.place_recv(offset, data)
+            }
+            Action::PlaceGrh => self.place_grh(),
+            Action::PlaceMr { rkey, va, src } => {
+                let data = self.pkt_bytes(src).ok_or(missing)?;
+                // Checked at the message's first packet; re-checked here because the MR or
+                // window may have been invalidated or deregistered since (rdma_rxe re-looks
+                // the rkey up for every packet).
+                let need = (va, data.len() as u64, access::REMOTE_WRITE);
+                let r = qp
+                    .dev
+                    .get()
+                    .data()
+                    .mrs
+                    .with_remote(rkey, qp.pd, qp.qpn, need, |r| {
+                        r.copy(va, &mut Xfer::To(data), access::REMOTE_WRITE)
+                    });
+                match r {
+                    Ok(Ok(())) => Ok(()),
+                    _ => Err(proto::PlaceError::Protection),
+                }
+            }
+            _ => Ok(()),
         }
     }
 
@@ -1502,27 +1610,18 @@ impl Sink<'_> {
             return;
         };
         let wr = cl.wr;
-        if let (Some(p), true) = (self.pkt, qp.kind.is_ud()) {
-            // The GRH area: the IPv6 header, or the IPv4 header in its last 20 bytes.
-            let mut grh = [0u8; GRH_LEN];
-            let h = p.ip_hdr;
-            let at = GRH_LEN.saturating_sub(h.len());
-            if let Some(d) = grh.get_mut(at..at + h.len()) {
-                proto::copy_exact(d, h);
-            }
-            let sges = cl.sges.get(..wr.num_sge as usize).unwrap_or(&[]);
-            let _ = qp.wr_buffer_copy(sges, 0, &mut Xfer::To(&grh));
-        }
         let mut flags = 0;
         let mut ex = 0;
         if let Some(imm) = c.imm {
             flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
             // The CQE holds immediate data in wire (big-endian) byte order.
             ex = imm.to_be();
-        } else if let Some(k) = c.inv_rkey {
+        } else if let (Some(k), proto::WcStatus::Success) = (c.inv_rkey, c.status) {
+            // proto invalidated the key (ResponderEnv::invalidate) before reporting it: a key
+            // that could not be invalidated is never reported (rdma_rxe sets
+            // IB_WC_WITH_INVALIDATE only on a successful completion).
             flags |= b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
             ex = k;
-            let _ = qp.dev.get().data().mrs.invalidate(k, qp.pd, Some(qp.qpn));
         }
         let mut comp = Completion {
             wr_id: wr.wr_id,
@@ -1539,7 +1638,7 @@ impl Sink<'_> {
             qp_addr: qp.ibqp_addr,
             ..Default::default()
         };
-        if qp.kind.is_ud() {
+        if qp.kind.is_ud() && c.status == proto::WcStatus::Success {
             if let Some(p) = self.pkt {
                 comp.wc_flags |= b::ib_wc_flags_IB_WC_GRH
                     | b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE
@@ -1570,35 +1669,28 @@ impl Sink<'_> {
 }
 
 impl ActionSink for Sink<'_> {
+    fn place(&mut self, a: Action) -> Result<(), proto::PlaceError> {
+        self.place_action(&a)
+    }
+
+    fn transmit(&mut self, p: proto::TxPacket) -> Result<(), proto::PlaceError> {
+        self.send(&p)
+    }
+
     fn push(&mut self, a: Action) {
         let qp = self.qp;
         match a {
-            Action::Send(tx) => self.send(&tx),
-            Action::PlaceWqe { id, offset, src } => {
-                if let Some(data) = self.pkt_bytes(src) {
-                    self.place_wqe(id, offset, data);
-                }
+            // ACKs and NAKs: no payload to read.
+            Action::Send(tx) => {
+                let _ = self.send(&tx);
             }
-            Action::AtomicResult { id, value } => {
-                self.place_wqe(id, 0, &value.to_ne_bytes());
-            }
-            Action::PlaceRecv { offset, src } => {
-                if let Some(data) = self.pkt_bytes(src) {
-                    self.place_recv(offset, data);
-                }
-            }
-            Action::PlaceMr { rkey, va, src } => {
-                if let Some(data) = self.pkt_bytes(src) {
-                    let need = (va, data.len() as u64, access::REMOTE_WRITE);
-                    let _ = qp
-                        .dev
-                        .get()
-                        .data()
-                        .mrs
-                        .with_remote(rkey, qp.pd, qp.qpn, need, |r| {
-                            r.copy(va, &mut Xfer::To(data), access::REMOTE_WRITE)
-                        });
-                }
+            // proto hands placements to `place`, which reports failure; none come here.
+            Action::PlaceWqe { .. }
+            | Action::AtomicResult { .. }
+            | Action::PlaceRecv { .. }
+            | Action::PlaceGrh
+            | Action::PlaceMr { .. } => {
+                let _ = self.place_action(&a);
             }
             Action::SendComplete(c) => self.send_complete(&c),
             Action::RecvComplete(c) => self.recv_complete(&c),
@@ -1651,9 +1743,10 @@ impl ResponderEnv for Env<'_> {
         a: proto::Access,
     ) -> Result<(), proto::AccessError> {
         let need = need_bits(a);
-        // The QP itself must allow the remote operation (except FLUSH, checked on the MR).
-        if a != proto::Access::Flush && self.access & need != need {
-            return Err(proto::AccessError::NoPermission);
+        // The QP itself must enable the remote operation: otherwise it is an unsupported
+        // request (rdma_rxe's check_qp_attr_access, an invalid-request NAK).
+        if self.access & need != need {
+            return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
         let q = (self.qp.pd, self.qp.qpn);
@@ -1672,7 +1765,7 @@ impl ResponderEnv for Env<'_> {
         op: proto::AtomicOp,
     ) -> Result<u64, proto::AccessError> {
         if self.access & access::REMOTE_ATOMIC == 0 {
-            return Err(proto::AccessError::NoPermission);
+            return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
         let need = (va, 8, access::REMOTE_ATOMIC);
@@ -1685,7 +1778,7 @@ impl ResponderEnv for Env<'_> {
 
     fn atomic_write(&mut self, rkey: u32, va: u64, value: u64) -> Result<(), proto::AccessError> {
         if self.access & access::REMOTE_WRITE == 0 {
-            return Err(proto::AccessError::NoPermission);
+            return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
         let need = (va, 8, access::REMOTE_WRITE);
@@ -1700,6 +1793,13 @@ impl ResponderEnv for Env<'_> {
 
     fn recv_head_len(&mut self) -> Option<u32> {
         self.qp.claim_head().map(|w| w.len)
+    }
+
+    /// SEND with Invalidate: an FR MR or a type 2B window bound to this QP, in its PD.
+    fn invalidate(&mut self, rkey: u32) -> Result<(), proto::AccessError> {
+        let mrs = &self.qp.dev.get().data().mrs;
+        mrs.invalidate(rkey, self.qp.pd, Some(self.qp.qpn))
+            .map_err(map_err)
     }
 
     /// FLUSH: the MR must grant each placement type asked for. Memory is coherent here, so
@@ -1723,6 +1823,12 @@ impl ResponderEnv for Env<'_> {
         }
         if need == 0 {
             return Err(proto::AccessError::NoPermission);
+        }
+        // The QP must enable each placement type too (rdma_rxe's check_qp_attr_access:
+        // FLUSH_GLOBAL / FLUSH_PERSISTENT in the QP's access flags, else an unsupported
+        // request, NAKed invalid request).
+        if self.access & need != need {
+            return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
         let (pd, qpn) = (self.qp.pd, self.qp.qpn);

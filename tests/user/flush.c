@@ -7,6 +7,8 @@
  *   - a range and a whole-region FLUSH of an MR registered with FLUSH_GLOBAL complete;
  *   - a range past the MR, an MR without flush access, a placement type the MR does not
  *     grant (persistence) and a bad rkey end in a remote access error;
+ *   - a responder QP without the flush access asked for: a remote invalid request error
+ *     (as rdma_rxe: an operation the QP does not enable);
  *   - a malformed request (no placement type) completes in error locally.
  *
  * With a peer, the responder is the other host's QPs and MRs (any RoCE stack, e.g. rdma_rxe):
@@ -28,9 +30,25 @@
 #include "rings.h"
 #include "sock.h"
 
-/* rdma-core 45+ names: IBV_ACCESS_FLUSH_GLOBAL and IBV_WC_FLUSH (= IB_UVERBS_WC_FLUSH). */
+/* rdma-core 45+ names: IBV_ACCESS_FLUSH_GLOBAL, IBV_ACCESS_FLUSH_PERSISTENT and IBV_WC_FLUSH
+ * (= IB_UVERBS_WC_FLUSH). */
 #define ACCESS_FLUSH_GLOBAL (1 << 8)
+#define ACCESS_FLUSH_PERSISTENT (1 << 9)
 #define WC_FLUSH 8
+
+/* The FLUSH access the responder QP grants: a FLUSH needs it on the QP as on the MR (as
+ * rdma_rxe checks: an invalid request otherwise). */
+static unsigned int qp_flush_access = ACCESS_FLUSH_GLOBAL | ACCESS_FLUSH_PERSISTENT;
+
+/* Adds qp_flush_access to a responder QP in INIT (INIT -> INIT). */
+static void grant_flush(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr at = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						     qp_flush_access };
+
+	if (ibv_modify_qp(qp, &at, IBV_QP_ACCESS_FLAGS))
+		die("INIT -> INIT with flush access");
+}
 
 static uint8_t tgt[16384], plain[4096];
 static struct ibv_mr *tgt_mr, *plain_mr;
@@ -58,6 +76,7 @@ static void serve_one(void)
 	if (!cq)
 		die("ibv_create_cq");
 	qp = loop_rc_qp(cq, NULL, 1, 0);
+	grant_flush(qp);
 	me.qpn = qp->qp_num;
 	xfer(&me, sizeof(me), 1);
 	xfer(&them, sizeof(them), 0);
@@ -109,6 +128,7 @@ static int flush_once(uint8_t type, uint8_t level, enum which which, uint64_t of
 		if (!cqb)
 			die("ibv_create_cq");
 		b = loop_rc_qp(cqb, NULL, 1, 0);
+		grant_flush(b);
 		t = (struct target){ b->qp_num, gid, (uintptr_t)tgt, (uintptr_t)plain,
 				     tgt_mr->rkey, plain_mr->rkey };
 		to_rts(b, a->qp_num);
@@ -197,6 +217,19 @@ int main(int argc, char **argv)
 	st = flush_once(0, RRXE_FLUSH_RANGE, TGT, 0, 64, 0, &op);
 	ok(st > 0 && st != IBV_WC_REM_ACCESS_ERR,
 	   "a FLUSH WQE with no placement type completes in error locally (status %d)", st);
+	if (!loop_peer) {
+		/* The MR grants the flush, the responder QP does not (one host only: a peer's QPs
+		 * always grant it). */
+		qp_flush_access = 0;
+		st = flush_once(RRXE_FLUSH_GLOBAL, RRXE_FLUSH_RANGE, TGT, 0, 64, 0, &op);
+		ok(st == IBV_WC_REM_INV_REQ_ERR,
+		   "a QP without flush access: remote invalid request error (status %d)", st);
+		qp_flush_access = ACCESS_FLUSH_GLOBAL;
+		st = flush_once(RRXE_FLUSH_PERSISTENT, RRXE_FLUSH_RANGE, TGT, 0, 64, 0, &op);
+		ok(st == IBV_WC_REM_INV_REQ_ERR,
+		   "a QP granting global visibility only, asked for persistence: remote invalid request "
+		   "error (status %d)", st);
+	}
 	ibv_dereg_mr(tgt_mr);
 	ibv_dereg_mr(plain_mr);
 	return tap_end();

@@ -18,6 +18,8 @@ static union ibv_gid gid;
 static int gidx;
 /* Two-host programs: -p PORT, and -s (server) or a peer address as the last argument. */
 static int loop_port = 18990, loop_server;
+/* The responder resources (max_dest_rd_atomic) to_rts_gid gives a QP. */
+static uint8_t loop_dest_rd_atomic = 1;
 static const char *loop_peer;
 
 /* Parses -d DEV -g GIDX [-p PORT] [-s | PEER], opens DEV (or the first device), allocates
@@ -89,7 +91,7 @@ static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_
 {
 	struct ibv_qp_attr at = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
-		.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
+		.max_dest_rd_atomic = loop_dest_rd_atomic, .min_rnr_timer = 1,
 		.ah_attr = { .is_global = 1, .port_num = 1,
 			     .grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 } },
 	};

@@ -54,6 +54,13 @@ impl ResponderEnv for FuzzEnv {
             Err(AccessError::OutOfBounds)
         }
     }
+    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessError> {
+        if rkey & 1 == 0 {
+            Ok(())
+        } else {
+            Err(AccessError::BadKey)
+        }
+    }
     fn recv_head_len(&mut self) -> Option<u32> {
         if self.recvs > 0 {
             Some(u32::from(self.knob) * 37)
@@ -73,6 +80,22 @@ impl ActionSink for CountSink {
         if let Action::RecvComplete(_) = a {
             self.recv_done += 1;
         }
+    }
+    /// Every fifth copy fails, so that the error paths are driven too.
+    fn place(&mut self, a: Action) -> Result<(), PlaceError> {
+        if self.n % 5 == 4 {
+            self.n += 1;
+            return Err(if self.n % 2 == 0 {
+                PlaceError::Protection
+            } else {
+                PlaceError::Length
+            });
+        }
+        self.push(a);
+        Ok(())
+    }
+    fn transmit(&mut self, p: TxPacket) -> Result<(), PlaceError> {
+        self.place(Action::Send(p))
     }
 }
 

@@ -44,9 +44,9 @@ pub use opcode::{OpKind, Opcode, OpcodeInfo, Position, Transport};
 pub use psn::Psn;
 pub use qp::{
     Access, AccessError, Action, ActionBuf, ActionSink, AtomicOp, Event, ModifyError, ModifyQp,
-    Payload, PktRange, PostError, Qp, QpConfig, QpError, QpState, QpType, RecvCompletion, RecvKind,
-    RemoteAddr, ResponderEnv, RxStatus, SendCompletion, SendOp, SendWqe, TimerKind, TxPacket,
-    UdDest, WcStatus, WqeId,
+    Payload, PktRange, PlaceError, PostError, Qp, QpConfig, QpError, QpState, QpType,
+    RecvCompletion, RecvKind, RemoteAddr, ResponderEnv, RxStatus, SendCompletion, SendOp, SendWqe,
+    TimerKind, TxPacket, UdDest, WcStatus, WqeId,
 };
 pub use req::SqStats;
 pub use ring::RingIndex;

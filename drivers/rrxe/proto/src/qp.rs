@@ -189,6 +189,9 @@ pub enum WcStatus {
     WrFlushErr,
     /// Bad response.
     BadRespErr,
+    /// Local protection error: a local buffer (an SGE's L_Key, its range or its access
+    /// rights) could not be read or written (IBTA "Local Protection Error").
+    LocProtErr,
 }
 
 /// Completion of a send WQE.
@@ -325,6 +328,9 @@ pub enum Action {
         /// Source bytes in the packet.
         src: PktRange,
     },
+    /// Copy the received packet's network header into the GRH area (the first 40 bytes)
+    /// of the head receive WQE (UD).
+    PlaceGrh,
     /// Copy `src` of the received packet into MR `rkey` at `va` (validated).
     PlaceMr {
         /// Rkey.
@@ -353,10 +359,44 @@ pub enum Action {
     StateChanged(QpState),
 }
 
+/// Why the driver could not move the bytes of an action (see [`ActionSink::place`] and
+/// [`ActionSink::transmit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlaceError {
+    /// A local buffer's key is unknown or invalid (deregistered, invalidated, other PD),
+    /// the range lies outside its region, or the region does not grant the access (a
+    /// receive or READ buffer without Local Write).
+    Protection,
+    /// The data does not fit the local buffer.
+    Length,
+}
+
 /// Receiver of actions.
+///
+/// Actions that move bytes report failure back, so that the state machine that emitted
+/// them decides what follows (a NAK, an error completion, the QP to the error state): data
+/// placement goes through [`ActionSink::place`] and packets through
+/// [`ActionSink::transmit`].
 pub trait ActionSink {
     /// Accepts one action.
     fn push(&mut self, a: Action);
+    /// Applies a placement action ([`Action::PlaceWqe`], [`Action::AtomicResult`],
+    /// [`Action::PlaceRecv`], [`Action::PlaceGrh`], [`Action::PlaceMr`]): `Ok` once every
+    /// byte landed. An `Err` must leave the destination untouched where the action is
+    /// one copy into one local buffer (an atomic result). The default records the action
+    /// and reports success.
+    fn place(&mut self, a: Action) -> Result<(), PlaceError> {
+        self.push(a);
+        Ok(())
+    }
+    /// Transmits a packet. `Err` only when the payload's source cannot be read (a send
+    /// WQE's gather list, the MR of a READ response); a packet lost for any other reason
+    /// (no route, no memory) is `Ok`, like a loss on the wire, and recovered by the
+    /// protocol. The default records the packet as [`Action::Send`] and reports success.
+    fn transmit(&mut self, p: TxPacket) -> Result<(), PlaceError> {
+        self.push(Action::Send(p));
+        Ok(())
+    }
 }
 
 /// A fixed-capacity action buffer (actions beyond `N` are counted in
@@ -432,8 +472,8 @@ pub enum Access {
     Flush,
 }
 
-/// Memory access failure reported by the driver (all become a
-/// remote-access-error NAK).
+/// Memory access failure reported by the driver (a remote-access-error NAK, except
+/// [`AccessError::QpDenied`]: an invalid-request NAK).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AccessError {
     /// Unknown / invalid rkey or wrong PD.
@@ -442,6 +482,9 @@ pub enum AccessError {
     OutOfBounds,
     /// Region does not grant the access.
     NoPermission,
+    /// The QP's own access flags do not enable the operation (rdma_rxe's
+    /// `check_qp_attr_access`: an unsupported operation, NAKed as an invalid request).
+    QpDenied,
 }
 
 /// Atomic operation performed by the driver.
@@ -479,6 +522,12 @@ pub trait ResponderEnv {
     fn atomic_write(&mut self, rkey: u32, va: u64, value: u64) -> Result<(), AccessError>;
     /// Length of the head receive WQE, or `None` if none is posted.
     fn recv_head_len(&mut self) -> Option<u32>;
+    /// Invalidates `rkey` for a SEND with Invalidate (an MR or a type 2 window of the
+    /// QP's PD). Default: succeeds.
+    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessError> {
+        let _ = rkey;
+        Ok(())
+    }
     /// Performs a FLUSH of the range. Default: access check only.
     fn flush(&mut self, rkey: u32, va: u64, len: u32, sel: u8, plt: u8) -> Result<(), AccessError> {
         let _ = (sel, plt);
@@ -515,6 +564,10 @@ pub struct QpConfig {
     pub min_rnr_timer: u8,
     /// Max outstanding READ/atomic requests as requester.
     pub max_rd_atomic: u8,
+    /// READ/atomic/FLUSH/ATOMIC WRITE requests the responder keeps replies for (its
+    /// reply cache in use: `min(R, this)`); 0 refuses them (invalid-request NAK, as
+    /// rdma_rxe's `check_resource` does).
+    pub max_dest_rd_atomic: u8,
     /// Max packets in flight (unacknowledged) as requester (clamped to 2^23-1).
     pub max_inflight: u32,
     /// Response packets one READ request asks for at most: a longer READ WQE is
@@ -545,6 +598,7 @@ impl QpConfig {
         rnr_retry: 7,
         min_rnr_timer: 12,
         max_rd_atomic: 16,
+        max_dest_rd_atomic: 16,
         max_inflight: 1024,
         read_chunk: 64,
     };
@@ -589,6 +643,8 @@ pub struct ModifyQp {
     pub min_rnr_timer: Option<u8>,
     /// Max outstanding READ/atomic as requester.
     pub max_rd_atomic: Option<u8>,
+    /// Responder resources for READ/atomic requests (at most `R`).
+    pub max_dest_rd_atomic: Option<u8>,
 }
 
 /// Errors of [`Qp::post_send`].
@@ -813,6 +869,14 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         if let Some(v) = m.max_rd_atomic {
             c.max_rd_atomic = v;
         }
+        if let Some(v) = m.max_dest_rd_atomic {
+            // The reply cache has R entries: more cannot be honoured (rdma_rxe refuses
+            // more than its device's max_qp_rd_atom with EINVAL too).
+            if usize::from(v) > R {
+                return Err(ModifyError::InvalidAttr);
+            }
+            c.max_dest_rd_atomic = v;
+        }
         self.cfg = c;
         let from = self.state;
         match to {
@@ -926,6 +990,11 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         let mut more = false;
         if matches!(self.state, QpState::Rtr | QpState::Rts) {
             more |= self.rq.poll_tx(&mut left, sink);
+            if self.rq.is_error() {
+                // A READ response whose data could not be read (NAKed).
+                self.enter_error(sink);
+                return false;
+            }
         }
         if self.state == QpState::Rts {
             more |= self.sq.poll_tx(&mut left, sink);

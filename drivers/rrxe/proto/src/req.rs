@@ -58,6 +58,17 @@
 //!
 //! Any forward progress resets both retry counters.
 //!
+//! # Local buffer errors
+//!
+//! The driver reports a gather list it cannot read ([`ActionSink::transmit`]) and a READ
+//! response or atomic result it cannot place ([`ActionSink::place`]). Either completes
+//! the WQE with `LocProtErr` (the IBTA status of a local L_Key / access / range
+//! violation) and the QP enters the error state, as rdma_rxe does (`finish_packet` →
+//! `LOC_PROT_ERR` for a range fault, `do_read` / `do_atomic` → `LOC_PROT_ERR`; rdma_rxe
+//! reports an unknown lkey while gathering as `LOC_QP_OP_ERR`, where the IBTA status is
+//! the protection error used here). An atomic result that cannot be placed leaves the
+//! local buffer untouched.
+//!
 //! # Congestion window (RC)
 //!
 //! SEND and WRITE packets go out only while fewer than `cwnd` PSNs are
@@ -74,8 +85,8 @@ use super::hdr::{Aeth, AethKind, AtomicEth, Bth, Deth, Feth, Headers, NakCode, P
 use super::opcode::{OpKind, Opcode, Position, Transport};
 use super::psn::{Psn, PSN_HALF};
 use super::qp::{
-    Action, ActionSink, Payload, PktRange, PostError, QpConfig, QpType, RxStatus, SendCompletion,
-    SendOp, SendWqe, TimerKind, TxPacket, WcStatus,
+    Action, ActionSink, Payload, PktRange, PlaceError, PostError, QpConfig, QpType, RxStatus,
+    SendCompletion, SendOp, SendWqe, TimerKind, TxPacket, WcStatus,
 };
 use super::seg::Segments;
 
@@ -440,6 +451,20 @@ impl<const S: usize> SendQueue<S> {
         }));
     }
 
+    /// WQE `i` (the `i`-th held one) failed locally: the WQEs posted before it, still
+    /// waiting for their ACKs, are flushed (the QP is going to the error state and
+    /// completions stay in posting order), WQE `i` completes with `status`, the rest are
+    /// flushed when the QP enters the error state.
+    fn fail_at<A: ActionSink>(&mut self, i: usize, status: WcStatus, sink: &mut A) {
+        for _ in 0..i {
+            if self.len == 0 {
+                break;
+            }
+            self.complete_head(WcStatus::WrFlushErr, sink);
+        }
+        self.fail(status, sink);
+    }
+
     fn fail<A: ActionSink>(&mut self, status: WcStatus, sink: &mut A) {
         if self.len > 0 {
             self.complete_head(status, sink);
@@ -583,7 +608,15 @@ impl<const S: usize> SendQueue<S> {
                 // The window is full after this packet: ask for the ACK that reopens it.
                 pkt.hdrs.bth.ack_req = true;
             }
-            sink.push(Action::Send(pkt));
+            if let Err(e) = sink.transmit(pkt) {
+                // The gather list cannot be read (see the module docs).
+                let status = match e {
+                    PlaceError::Protection => WcStatus::LocProtErr,
+                    PlaceError::Length => WcStatus::LocLenErr,
+                };
+                self.fail_at(i, status, sink);
+                return false;
+            }
             *left -= 1;
             if self.send_psn.before(self.high_psn) {
                 self.stats.retransmits = self.stats.retransmits.wrapping_add(1);
@@ -994,14 +1027,19 @@ impl<const S: usize> SendQueue<S> {
                     return RxStatus::Invalid;
                 }
                 if want > 0 {
-                    sink.push(Action::PlaceWqe {
+                    let place = Action::PlaceWqe {
                         id: e.wqe.id,
                         offset: off,
                         src: PktRange {
                             off: p.payload_off,
                             len: p.payload_len,
                         },
-                    });
+                    };
+                    if sink.place(place).is_err() {
+                        // rdma_rxe's do_read: LOC_PROT_ERR, QP to error.
+                        self.fail(WcStatus::LocProtErr, sink);
+                        return RxStatus::Ok;
+                    }
                 }
                 if last {
                     self.complete_head(WcStatus::Success, sink);
@@ -1022,10 +1060,16 @@ impl<const S: usize> SendQueue<S> {
                 let Some(a) = p.hdrs.atomic_ack else {
                     return RxStatus::Invalid;
                 };
-                sink.push(Action::AtomicResult {
+                let place = Action::AtomicResult {
                     id: e.wqe.id,
                     value: a.orig,
-                });
+                };
+                if sink.place(place).is_err() {
+                    // rdma_rxe's do_atomic: LOC_PROT_ERR, QP to error; the buffer is
+                    // untouched (the driver checks the whole destination first).
+                    self.fail(WcStatus::LocProtErr, sink);
+                    return RxStatus::Ok;
+                }
                 self.complete_head(WcStatus::Success, sink);
             }
             _ => return RxStatus::Invalid,

@@ -20,6 +20,24 @@
 //!   the rkey through [`ResponderEnv`]: failure → NAK remote access error, QP
 //!   error. Data is placed with `PlaceRecv` / `PlaceMr` actions.
 //!
+//! # Placement errors
+//!
+//! Placement is reported back by [`ActionSink::place`] and acted on here:
+//!
+//! * a receive buffer that cannot take the data (bad L_Key, no Local Write, range):
+//!   the receive completes with `LocProtErr` (`LocLenErr` if it is too short), an RC
+//!   responder NAKs "remote operational error" (invalid request for a length error) and
+//!   the QP enters the error state, on every transport (IBTA responder class A / C; see
+//!   [`Responder::recv_failed`] for rdma_rxe's statuses);
+//! * an RDMA WRITE whose MR is invalidated or deregistered after its FIRST packet: NAK
+//!   remote access error and QP error (RC), the rest of the message dropped (UC), as
+//!   rdma_rxe re-checks the rkey on every packet (`check_rkey` → `RKEY_VIOLATION`);
+//! * a READ response whose MR can no longer be read: NAK remote access error at the
+//!   response's PSN, QP error (rdma_rxe's `read_reply` → `RKEY_VIOLATION`);
+//! * a SEND with Invalidate whose rkey cannot be invalidated: the receive completes with
+//!   `RemInvReqErr` and without the invalidated key, the message is acknowledged and the
+//!   QP enters the error state (rdma_rxe's `RESPST_ERR_INVALIDATE_RKEY`, "class J").
+//!
 //! READ, atomic, FLUSH and ATOMIC WRITE responses go through a fixed reply
 //! cache of `R` entries and are emitted by [`Responder::poll_tx`] in PSN order;
 //! a plain ACK requested while responses are still queued is deferred behind
@@ -41,8 +59,8 @@ use super::hdr::{Aeth, AethKind, AtomicAckEth, Bth, Headers, NakCode, Packet, AE
 use super::opcode::{OpKind, Opcode, Position};
 use super::psn::Psn;
 use super::qp::{
-    Access, Action, ActionSink, AtomicOp, Payload, PktRange, QpConfig, QpType, RecvCompletion,
-    RecvKind, ResponderEnv, RxStatus, TxPacket, WcStatus,
+    Access, AccessError, Action, ActionSink, AtomicOp, Payload, PktRange, PlaceError, QpConfig,
+    QpType, RecvCompletion, RecvKind, ResponderEnv, RxStatus, TxPacket, WcStatus,
 };
 use super::seg::Segments;
 
@@ -200,6 +218,17 @@ impl<const R: usize> Responder<R> {
         }
     }
 
+    /// The NAK for a failed access check: the QP not enabling the operation is an
+    /// unsupported request (rdma_rxe: `check_qp_attr_access` → invalid request), anything
+    /// about the key or its region an R_Key violation (remote access error).
+    fn access_nak<A: ActionSink>(&mut self, psn: Psn, e: AccessError, sink: &mut A) -> RxStatus {
+        let code = match e {
+            AccessError::QpDenied => NakCode::InvalidRequest,
+            _ => NakCode::RemoteAccess,
+        };
+        self.fatal(psn, code, sink)
+    }
+
     fn fatal<A: ActionSink>(&mut self, psn: Psn, code: NakCode, sink: &mut A) -> RxStatus {
         let syn = Aeth::syndrome_of(AethKind::Nak(code));
         sink.push(Action::Send(self.ack_packet(psn, syn)));
@@ -207,12 +236,54 @@ impl<const R: usize> Responder<R> {
         RxStatus::Invalid
     }
 
+    /// A reply cache entry among the first `max_dest_rd_atomic` (the responder resources
+    /// the QP was given): a free one or the oldest finished one.
+    /// The head receive WQE could not take the data of the message at `psn`: it completes
+    /// in error and the QP enters the error state, on every transport (rdma_rxe: a
+    /// `copy_data` failure is `RESPST_ERR_MALFORMED_WQE`, class A for all QP types).
+    ///
+    /// * Protection (L_Key, range, no Local Write): IBTA class A, "remote operational
+    ///   error" NAK; the receive completes with `LocProtErr`, the IBTA status of a local
+    ///   L_Key violation (rdma_rxe reports `LOC_QP_OP_ERR` here; the NAK is the same).
+    /// * Length: IBTA class C, "invalid request" NAK; the receive completes with
+    ///   `LocLenErr` (rdma_rxe reports `REM_INV_REQ_ERR`).
+    fn recv_failed<A: ActionSink>(
+        &mut self,
+        psn: Psn,
+        e: PlaceError,
+        kind: RecvKind,
+        src_qp: u32,
+        sink: &mut A,
+    ) -> RxStatus {
+        let (status, code) = match e {
+            PlaceError::Protection => (WcStatus::LocProtErr, NakCode::RemoteOperational),
+            PlaceError::Length => (WcStatus::LocLenErr, NakCode::InvalidRequest),
+        };
+        sink.push(Action::RecvComplete(RecvCompletion {
+            status,
+            kind,
+            byte_len: 0,
+            imm: None,
+            inv_rkey: None,
+            src_qp,
+            solicited: false,
+        }));
+        self.cur = Cur::Idle;
+        if self.cfg.qp_type == QpType::Rc {
+            return self.fatal(psn, code, sink);
+        }
+        self.error = true;
+        RxStatus::Invalid
+    }
+
     fn alloc_reply(&mut self) -> Option<usize> {
-        if let Some(i) = self.replies.iter().position(Option::is_none) {
+        let limit = usize::from(self.cfg.max_dest_rd_atomic).min(R);
+        let used = self.replies.get(..limit)?;
+        if let Some(i) = used.iter().position(Option::is_none) {
             return Some(i);
         }
         let mut best: Option<(usize, u64)> = None;
-        for (i, r) in self.replies.iter().enumerate() {
+        for (i, r) in used.iter().enumerate() {
             if let Some(r) = r {
                 if !r.pending && best.is_none_or(|(_, s)| r.age < s) {
                     best = Some((i, r.age));
@@ -303,23 +374,49 @@ impl<const R: usize> Responder<R> {
                     }
                 };
                 if len > 0 {
-                    sink.push(Action::PlaceRecv {
+                    let place = Action::PlaceRecv {
                         offset: off,
                         src: range(p),
-                    });
+                    };
+                    if let Err(e) = sink.place(place) {
+                        return self.recv_failed(psn, e, RecvKind::Send, self.cfg.dest_qpn, sink);
+                    }
                 }
                 if pos.ends() {
                     self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
                     self.cur = Cur::Idle;
+                    // SEND with Invalidate: the key is invalidated before the completion
+                    // says so. If it cannot be (unknown key, another PD, a bound type 1
+                    // window, an MR with windows bound), the receive completes with
+                    // RemInvReqErr and without the key, so the consumer does not take the
+                    // MR for closed, and the QP enters the error state after acknowledging
+                    // the message (rdma_rxe: RESPST_ERR_INVALIDATE_RKEY, "class J").
+                    let inv_failed = match p.hdrs.ieth {
+                        Some(k) => env.invalidate(k).is_err(),
+                        None => false,
+                    };
                     sink.push(Action::RecvComplete(RecvCompletion {
-                        status: WcStatus::Success,
+                        status: if inv_failed {
+                            WcStatus::RemInvReqErr
+                        } else {
+                            WcStatus::Success
+                        },
                         kind: RecvKind::Send,
                         byte_len: end,
                         imm: p.hdrs.imm,
-                        inv_rkey: p.hdrs.ieth,
+                        inv_rkey: if inv_failed { None } else { p.hdrs.ieth },
                         src_qp: self.cfg.dest_qpn,
                         solicited: p.hdrs.bth.se,
                     }));
+                    if inv_failed {
+                        self.epsn = psn.next();
+                        if p.hdrs.bth.ack_req {
+                            // Now: nothing is transmitted once the QP is in error.
+                            sink.push(Action::Send(self.ack_packet(psn, AETH_ACK_UNLIMITED)));
+                        }
+                        self.error = true;
+                        return RxStatus::Ok;
+                    }
                 } else {
                     self.cur = Cur::Send { recv_len, off: end };
                 }
@@ -335,12 +432,12 @@ impl<const R: usize> Responder<R> {
                         let Some(r) = p.hdrs.reth else {
                             return self.fatal(psn, NakCode::InvalidRequest, sink);
                         };
-                        if r.len > 0
-                            && env
-                                .check_access(r.rkey, r.va, r.len, Access::RemoteWrite)
-                                .is_err()
-                        {
-                            return self.fatal(psn, NakCode::RemoteAccess, sink);
+                        if r.len > 0 {
+                            if let Err(e) =
+                                env.check_access(r.rkey, r.va, r.len, Access::RemoteWrite)
+                            {
+                                return self.access_nak(psn, e, sink);
+                            }
                         }
                         (r.rkey, r.va, r.len, 0)
                     }
@@ -350,11 +447,18 @@ impl<const R: usize> Responder<R> {
                     _ => return self.fatal(psn, NakCode::InvalidRequest, sink),
                 };
                 if len > 0 {
-                    sink.push(Action::PlaceMr {
+                    let place = Action::PlaceMr {
                         rkey,
                         va: va.wrapping_add(u64::from(off)),
                         src: range(p),
-                    });
+                    };
+                    // The MR was valid at the FIRST packet; it may have been invalidated or
+                    // deregistered since: an R_Key violation, IBTA class C (rdma_rxe
+                    // re-checks the rkey on every packet: RESPST_ERR_RKEY_VIOLATION).
+                    if sink.place(place).is_err() {
+                        self.cur = Cur::Idle;
+                        return self.fatal(psn, NakCode::RemoteAccess, sink);
+                    }
                 }
                 if pos.ends() {
                     self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
@@ -390,12 +494,10 @@ impl<const R: usize> Responder<R> {
                 let Some(slot) = self.alloc_reply() else {
                     return self.fatal(psn, NakCode::InvalidRequest, sink);
                 };
-                if r.len > 0
-                    && env
-                        .check_access(r.rkey, r.va, r.len, Access::RemoteRead)
-                        .is_err()
-                {
-                    return self.fatal(psn, NakCode::RemoteAccess, sink);
+                if r.len > 0 {
+                    if let Err(e) = env.check_access(r.rkey, r.va, r.len, Access::RemoteRead) {
+                        return self.access_nak(psn, e, sink);
+                    }
                 }
                 let seq = self.next_seq();
                 if let Some(s) = self.replies.get_mut(slot) {
@@ -441,7 +543,7 @@ impl<const R: usize> Responder<R> {
                         };
                         match env.atomic(a.rkey, a.va, op) {
                             Ok(orig) => ReplyKind::Atomic { orig },
-                            Err(_) => return self.fatal(psn, NakCode::RemoteAccess, sink),
+                            Err(e) => return self.access_nak(psn, e, sink),
                         }
                     }
                     OpKind::AtomicWrite => {
@@ -451,8 +553,8 @@ impl<const R: usize> Responder<R> {
                         if r.va & 7 != 0 || r.len != 8 {
                             return self.fatal(psn, NakCode::InvalidRequest, sink);
                         }
-                        if env.atomic_write(r.rkey, r.va, v).is_err() {
-                            return self.fatal(psn, NakCode::RemoteAccess, sink);
+                        if let Err(e) = env.atomic_write(r.rkey, r.va, v) {
+                            return self.access_nak(psn, e, sink);
                         }
                         ReplyKind::Empty
                     }
@@ -460,8 +562,8 @@ impl<const R: usize> Responder<R> {
                         let (Some(r), Some(f)) = (p.hdrs.reth, p.hdrs.feth) else {
                             return self.fatal(psn, NakCode::InvalidRequest, sink);
                         };
-                        if env.flush(r.rkey, r.va, r.len, f.sel, f.plt).is_err() {
-                            return self.fatal(psn, NakCode::RemoteAccess, sink);
+                        if let Err(e) = env.flush(r.rkey, r.va, r.len, f.sel, f.plt) {
+                            return self.access_nak(psn, e, sink);
                         }
                         ReplyKind::Empty
                     }
@@ -550,10 +652,14 @@ impl<const R: usize> Responder<R> {
                 e.next_k = 0;
                 e.pending = true;
                 e.seq = seq;
-                if len > 0 && env.check_access(rkey, va, len, Access::RemoteRead).is_err() {
-                    // Cannot happen for a genuine retry; do not answer.
-                    e.pending = false;
-                    return RxStatus::Invalid;
+                if len > 0 {
+                    if let Err(err) = env.check_access(rkey, va, len, Access::RemoteRead) {
+                        // The MR went away (invalidated, deregistered) since the original
+                        // request: an R_Key violation, as for the original (rdma_rxe's
+                        // duplicate READ goes through read_reply → RESPST_ERR_RKEY_VIOLATION).
+                        e.pending = false;
+                        return self.access_nak(psn, err, sink);
+                    }
                 }
                 RxStatus::Duplicate
             }
@@ -622,10 +728,13 @@ impl<const R: usize> Responder<R> {
                     return RxStatus::Invalid;
                 };
                 if len > 0 {
-                    sink.push(Action::PlaceRecv {
+                    let place = Action::PlaceRecv {
                         offset: off,
                         src: range(p),
-                    });
+                    };
+                    if let Err(e) = sink.place(place) {
+                        return self.recv_failed(psn, e, RecvKind::Send, self.cfg.dest_qpn, sink);
+                    }
                 }
                 if pos.ends() {
                     self.cur = Cur::Idle;
@@ -669,11 +778,17 @@ impl<const R: usize> Responder<R> {
                     return RxStatus::Invalid;
                 };
                 if len > 0 {
-                    sink.push(Action::PlaceMr {
+                    let place = Action::PlaceMr {
                         rkey,
                         va: va.wrapping_add(u64::from(off)),
                         src: range(p),
-                    });
+                    };
+                    // An MR invalidated mid-message: the rest of the message is dropped
+                    // (rdma_rxe: UC R_Key violation, class D/E, `drop_msg`).
+                    if sink.place(place).is_err() {
+                        self.cur = Cur::Idle;
+                        return RxStatus::Invalid;
+                    }
                 }
                 if pos.ends() {
                     self.cur = Cur::Idle;
@@ -732,11 +847,16 @@ impl<const R: usize> Responder<R> {
         if total > recv_len {
             return RxStatus::Invalid;
         }
-        if len > 0 {
-            sink.push(Action::PlaceRecv {
+        let psn = p.hdrs.bth.psn;
+        let mut placed = sink.place(Action::PlaceGrh);
+        if len > 0 && placed.is_ok() {
+            placed = sink.place(Action::PlaceRecv {
                 offset: UD_GRH_LEN,
                 src: range(p),
             });
+        }
+        if let Err(e) = placed {
+            return self.recv_failed(psn, e, RecvKind::Send, deth.src_qp, sink);
         }
         sink.push(Action::RecvComplete(RecvCompletion {
             status: WcStatus::Success,
@@ -835,11 +955,23 @@ impl<const R: usize> Responder<R> {
                     (h, Payload::None)
                 }
             };
-            sink.push(Action::Send(TxPacket {
+            let psn = hdrs.bth.psn;
+            let sent = sink.transmit(TxPacket {
                 hdrs,
                 payload,
                 ud_wqe: None,
-            }));
+            });
+            if sent.is_err() {
+                // The MR of a READ was invalidated or deregistered while its responses
+                // were going out: an R_Key violation, IBTA class C (rdma_rxe's
+                // `read_reply` → RESPST_ERR_RKEY_VIOLATION). The NAK carries the PSN of the
+                // response that could not be built, the one the requester waits for.
+                let syn = Aeth::syndrome_of(AethKind::Nak(NakCode::RemoteAccess));
+                sink.push(Action::Send(self.ack_packet(psn, syn)));
+                self.error = true;
+                *left = left.saturating_sub(1);
+                return false;
+            }
             *left -= 1;
             if let Some(Some(x)) = self.replies.get_mut(i) {
                 x.next_k = next_k;

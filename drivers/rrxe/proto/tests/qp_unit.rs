@@ -3,11 +3,23 @@
 use rrxe_proto::hdr::AETH_ACK_UNLIMITED;
 use rrxe_proto::*;
 
+/// Records actions; `fail` (if set) decides which placements and transmissions the
+/// "driver" cannot carry out (those are not recorded).
 #[derive(Default)]
-struct Sink(Vec<Action>);
+struct Sink(Vec<Action>, Option<fn(&Action) -> Option<PlaceError>>);
 impl ActionSink for Sink {
     fn push(&mut self, a: Action) {
         self.0.push(a);
+    }
+    fn place(&mut self, a: Action) -> Result<(), PlaceError> {
+        if let Some(e) = self.1.and_then(|f| f(&a)) {
+            return Err(e);
+        }
+        self.0.push(a);
+        Ok(())
+    }
+    fn transmit(&mut self, p: TxPacket) -> Result<(), PlaceError> {
+        self.place(Action::Send(p))
     }
 }
 impl Sink {
@@ -42,9 +54,16 @@ struct Env {
     recvs: u32,
     atomics: u32,
     bad_rkey: u32,
+    /// Access checks fail as "the QP does not enable it".
+    qp_denied: bool,
+    /// Keys invalidated (SEND with Invalidate).
+    invalidated: Vec<u32>,
 }
 impl ResponderEnv for Env {
     fn check_access(&mut self, rkey: u32, _: u64, _: u32, _: Access) -> Result<(), AccessError> {
+        if self.qp_denied {
+            return Err(AccessError::QpDenied);
+        }
         if rkey == self.bad_rkey {
             Err(AccessError::BadKey)
         } else {
@@ -63,6 +82,13 @@ impl ResponderEnv for Env {
     }
     fn recv_head_len(&mut self) -> Option<u32> {
         (self.recvs > 0).then_some(4096)
+    }
+    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessError> {
+        if rkey == self.bad_rkey {
+            return Err(AccessError::BadKey);
+        }
+        self.invalidated.push(rkey);
+        Ok(())
     }
 }
 
@@ -512,14 +538,15 @@ fn ud_qkey_and_grh_offset() {
     assert_eq!(b.on_packet(&mk(78), &mut env, &mut s), RxStatus::BadQkey);
     assert!(s.0.is_empty());
     assert_eq!(b.on_packet(&mk(77), &mut env, &mut s), RxStatus::Ok);
+    assert_eq!(s.0[0], Action::PlaceGrh);
     assert_eq!(
-        s.0[0],
+        s.0[1],
         Action::PlaceRecv {
             offset: 40,
             src: PktRange { off: 20, len: 10 }
         }
     );
-    assert!(matches!(s.0[1], Action::RecvComplete(c) if c.byte_len == 50 && c.src_qp == 33));
+    assert!(matches!(s.0[2], Action::RecvComplete(c) if c.byte_len == 50 && c.src_qp == 33));
 }
 
 #[test]
@@ -844,4 +871,488 @@ fn a_read_waits_for_the_read_window_where_a_write_would_not() {
     assert_eq!(more, 1, "the READ request, once the WRITE was acknowledged");
     let st: Vec<WcStatus> = done.iter().map(|c| c.status).collect();
     assert_eq!(st, [WcStatus::Success, WcStatus::Success]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Placement errors: the sink reports a copy it could not do, the state machine decides.
+
+fn recv_completions(s: &Sink) -> Vec<RecvCompletion> {
+    s.0.iter()
+        .filter_map(|a| match a {
+            Action::RecvComplete(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Feeds `pkts` (requests of `a`) to `b` with sink `sb`, then `b`'s answers back to `a`:
+/// (`b`'s actions, `a`'s actions).
+fn round_trip(a: &mut Q, b: &mut Q, env: &mut Env, pkts: &[TxPacket], sb: &mut Sink) -> Sink {
+    for t in pkts {
+        let (_, p) = wire(t, 7);
+        b.on_packet(&p, env, sb);
+    }
+    b.poll_tx(100, sb);
+    let mut sa = Sink::default();
+    for t in sb.sent() {
+        let (_, p) = wire(&t, 0);
+        a.on_packet(&p, env, &mut sa);
+    }
+    sa
+}
+
+fn send_op() -> SendOp {
+    SendOp::Send {
+        imm: None,
+        inv_rkey: None,
+    }
+}
+
+#[test]
+fn recv_into_a_bad_lkey_completes_with_loc_prot_err_and_naks_rem_op_err() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env {
+        recvs: 2,
+        ..Default::default()
+    };
+    let mut s = Sink::default();
+    a.post_send(wqe(1, send_op(), 600), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let mut sb = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::PlaceRecv { .. }).then_some(PlaceError::Protection)),
+    );
+    let sa = round_trip(&mut a, &mut b, &mut env, &s.sent(), &mut sb);
+    let rc = recv_completions(&sb);
+    assert_eq!(rc.len(), 1, "the receive completes once: {:?}", sb.0);
+    assert_eq!(rc[0].status, WcStatus::LocProtErr);
+    assert_eq!(rc[0].byte_len, 0);
+    let naks = sb.sent();
+    assert_eq!(naks.len(), 1);
+    assert_eq!(aeth_of(&naks[0]), AethKind::Nak(NakCode::RemoteOperational));
+    assert_eq!(
+        naks[0].hdrs.bth.psn,
+        Psn::new(100),
+        "NAK of the FIRST packet"
+    );
+    assert_eq!(b.state(), QpState::Error);
+    assert!(sb.0.contains(&Action::FlushRecvQueue));
+    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
+    assert_eq!(st, [WcStatus::RemOpErr]);
+    assert_eq!(a.state(), QpState::Error);
+}
+
+#[test]
+fn recv_too_short_at_placement_is_a_length_error() {
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env {
+        recvs: 1,
+        ..Default::default()
+    };
+    let mut sb = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::PlaceRecv { .. }).then_some(PlaceError::Length)),
+    );
+    let (_, p) = req(Opcode::RC_SEND_ONLY, 100, true, 8);
+    assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
+    assert_eq!(recv_completions(&sb)[0].status, WcStatus::LocLenErr);
+    assert_eq!(
+        aeth_of(&sb.sent()[0]),
+        AethKind::Nak(NakCode::InvalidRequest)
+    );
+    assert_eq!(b.state(), QpState::Error);
+}
+
+#[test]
+fn write_whose_mr_goes_away_mid_message_is_naked_remote_access() {
+    // 4 packets; the MR is valid for the FIRST (the access check passes) and gone from
+    // the second on: placement of the MIDDLE at offset 256 fails.
+    let (mut a, mut b, mut env, pkts) = rc_write(64, 5, 4);
+    assert_eq!(pkts.len(), 4);
+    let mut sb = Sink(
+        vec![],
+        Some(|a| match a {
+            Action::PlaceMr { va, .. } if *va >= 0x1000 + 256 => Some(PlaceError::Protection),
+            _ => None,
+        }),
+    );
+    let sa = round_trip(&mut a, &mut b, &mut env, &pkts, &mut sb);
+    let placed =
+        sb.0.iter()
+            .filter(|a| matches!(a, Action::PlaceMr { .. }))
+            .count();
+    assert_eq!(placed, 1, "only the FIRST packet's bytes landed");
+    let naks = sb.sent();
+    assert_eq!(naks.len(), 1, "one NAK, then nothing: {naks:?}");
+    assert_eq!(aeth_of(&naks[0]), AethKind::Nak(NakCode::RemoteAccess));
+    assert_eq!(naks[0].hdrs.bth.psn, Psn::new(101));
+    assert_eq!(b.state(), QpState::Error);
+    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
+    assert_eq!(st, [WcStatus::RemAccessErr]);
+}
+
+#[test]
+fn uc_write_whose_mr_goes_away_drops_the_rest_of_the_message() {
+    let mut a = qp(QpType::Uc, 1, 2);
+    let mut b = qp(QpType::Uc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    let w = SendOp::Write {
+        remote: REMOTE,
+        imm: None,
+    };
+    a.post_send(wqe(1, w, 768), &mut s).unwrap();
+    a.post_send(wqe(2, w, 256), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let pkts = s.sent();
+    assert_eq!(pkts.len(), 4);
+    let mut sb = Sink(
+        vec![],
+        Some(|a| match a {
+            Action::PlaceMr { va, .. } if *va == 0x1000 + 256 => Some(PlaceError::Protection),
+            _ => None,
+        }),
+    );
+    let st: Vec<RxStatus> = pkts
+        .iter()
+        .map(|t| {
+            let (_, p) = wire(t, 1);
+            b.on_packet(&p, &mut env, &mut sb)
+        })
+        .collect();
+    assert_eq!(
+        st,
+        [
+            RxStatus::Ok,
+            RxStatus::Invalid,
+            RxStatus::Invalid,
+            RxStatus::Ok
+        ],
+        "the LAST of the broken message is dropped, the next message lands"
+    );
+    assert_eq!(b.state(), QpState::Rts);
+    assert!(sb.sent().is_empty(), "UC never answers");
+}
+
+#[test]
+fn send_with_invalidate_of_a_bad_rkey_does_not_report_the_key() {
+    for (rkey, ok) in [(0x55u32, true), (9, false)] {
+        let mut a = qp(QpType::Rc, 1, 2);
+        let mut b = qp(QpType::Rc, 2, 1);
+        let mut env = Env {
+            recvs: 1,
+            bad_rkey: 9,
+            ..Default::default()
+        };
+        let mut s = Sink::default();
+        let op = SendOp::Send {
+            imm: None,
+            inv_rkey: Some(rkey),
+        };
+        a.post_send(wqe(1, op, 16), &mut s).unwrap();
+        a.poll_tx(100, &mut s);
+        let mut sb = Sink::default();
+        let sa = round_trip(&mut a, &mut b, &mut env, &s.sent(), &mut sb);
+        let rc = recv_completions(&sb);
+        assert_eq!(rc.len(), 1);
+        // Requester: the message was delivered and ACKed either way (rdma_rxe: class J
+        // completes the receive in error, then acknowledges).
+        let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
+        assert_eq!(st, [WcStatus::Success]);
+        assert_eq!(aeth_of(&sb.sent()[0]), AethKind::Ack { credits: 31 });
+        if ok {
+            assert_eq!(rc[0].status, WcStatus::Success);
+            assert_eq!(rc[0].inv_rkey, Some(0x55));
+            assert_eq!(env.invalidated, [0x55]);
+            assert_eq!(b.state(), QpState::Rts);
+        } else {
+            assert_eq!(rc[0].status, WcStatus::RemInvReqErr);
+            assert_eq!(
+                rc[0].inv_rkey, None,
+                "no WITH_INVALIDATE for a key still open"
+            );
+            assert!(env.invalidated.is_empty());
+            assert_eq!(b.state(), QpState::Error);
+        }
+    }
+}
+
+#[test]
+fn read_response_that_cannot_be_placed_completes_with_loc_prot_err() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 600), &mut s)
+        .unwrap();
+    a.post_send(wqe(2, send_op(), 10), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let mut sb = Sink::default();
+    for t in s.sent() {
+        let (_, p) = wire(&t, 0);
+        b.on_packet(&p, &mut env, &mut sb);
+    }
+    b.poll_tx(100, &mut sb);
+    let resp: Vec<TxPacket> = sb
+        .sent()
+        .into_iter()
+        .filter(|t| t.hdrs.bth.opcode != Opcode::RC_ACKNOWLEDGE)
+        .collect();
+    assert_eq!(
+        resp.len(),
+        3,
+        "three READ responses (the SEND waits for an RNR: no recv)"
+    );
+    let mut sa = Sink(
+        vec![],
+        Some(|a| {
+            matches!(a, Action::PlaceWqe { offset: 256, .. }).then_some(PlaceError::Protection)
+        }),
+    );
+    for t in &resp {
+        let (_, p) = wire(t, 4);
+        a.on_packet(&p, &mut env, &mut sa);
+    }
+    let placed =
+        sa.0.iter()
+            .filter(|a| matches!(a, Action::PlaceWqe { .. }))
+            .count();
+    assert_eq!(placed, 1);
+    let st: Vec<(u64, WcStatus)> = sa
+        .completions()
+        .iter()
+        .map(|c| (c.id.0, c.status))
+        .collect();
+    assert_eq!(st, [(1, WcStatus::LocProtErr), (2, WcStatus::WrFlushErr)]);
+    assert_eq!(a.state(), QpState::Error);
+}
+
+#[test]
+fn atomic_result_that_cannot_be_placed_completes_with_loc_prot_err() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    a.post_send(
+        wqe(
+            1,
+            SendOp::FetchAdd {
+                remote: REMOTE,
+                add: 1,
+            },
+            8,
+        ),
+        &mut s,
+    )
+    .unwrap();
+    a.poll_tx(100, &mut s);
+    let mut sb = Sink::default();
+    let (_, p) = wire(&s.sent()[0], 0);
+    b.on_packet(&p, &mut env, &mut sb);
+    b.poll_tx(100, &mut sb);
+    let mut sa = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::AtomicResult { .. }).then_some(PlaceError::Protection)),
+    );
+    let (_, p) = wire(&sb.sent()[0], 0);
+    a.on_packet(&p, &mut env, &mut sa);
+    assert!(!sa
+        .0
+        .iter()
+        .any(|a| matches!(a, Action::AtomicResult { .. })));
+    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
+    assert_eq!(st, [WcStatus::LocProtErr]);
+    assert_eq!(a.state(), QpState::Error);
+}
+
+#[test]
+fn gather_failure_completes_the_wqe_with_loc_prot_err_in_order() {
+    for t in [QpType::Rc, QpType::Uc] {
+        let mut a = qp(t, 1, 2);
+        let mut s = Sink(
+            vec![],
+            Some(|a| match a {
+                Action::Send(p) if matches!(p.payload, Payload::Wqe { id: WqeId(2), .. }) => {
+                    Some(PlaceError::Protection)
+                }
+                _ => None,
+            }),
+        );
+        for id in 1..=3 {
+            a.post_send(wqe(id, send_op(), 100), &mut s).unwrap();
+        }
+        a.poll_tx(100, &mut s);
+        assert_eq!(s.sent().len(), 1, "{t:?}: WQE 1 went out, WQE 2 could not");
+        let st: Vec<(u64, WcStatus)> = s.completions().iter().map(|c| (c.id.0, c.status)).collect();
+        let first = if t == QpType::Rc {
+            // Still waiting for its ACK when the QP goes to the error state.
+            WcStatus::WrFlushErr
+        } else {
+            WcStatus::Success
+        };
+        assert_eq!(
+            st,
+            [
+                (1, first),
+                (2, WcStatus::LocProtErr),
+                (3, WcStatus::WrFlushErr)
+            ],
+            "{t:?}"
+        );
+        assert_eq!(a.state(), QpState::Error);
+    }
+}
+
+#[test]
+fn read_response_whose_mr_goes_away_is_naked_remote_access() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 600), &mut s)
+        .unwrap();
+    a.poll_tx(100, &mut s);
+    let mut sb = Sink(
+        vec![],
+        Some(|a| match a {
+            Action::Send(p) if matches!(p.payload, Payload::Mr { va, .. } if va > 0x1000) => {
+                Some(PlaceError::Protection)
+            }
+            _ => None,
+        }),
+    );
+    let sa = round_trip(&mut a, &mut b, &mut env, &s.sent(), &mut sb);
+    let out = sb.sent();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].hdrs.bth.opcode, Opcode::RC_READ_RESPONSE_FIRST);
+    assert_eq!(aeth_of(&out[1]), AethKind::Nak(NakCode::RemoteAccess));
+    assert_eq!(
+        out[1].hdrs.bth.psn,
+        Psn::new(101),
+        "the response that could not be built"
+    );
+    assert_eq!(b.state(), QpState::Error);
+    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
+    assert_eq!(st, [WcStatus::RemAccessErr]);
+}
+
+#[test]
+fn ud_recv_that_cannot_be_placed_completes_with_loc_prot_err() {
+    let mut b = qp(QpType::Ud, 2, 0);
+    let mut env = Env {
+        recvs: 1,
+        ..Default::default()
+    };
+    let mut h = Headers::new(Bth::new(Opcode::UD_SEND_ONLY, 2, Psn::new(5)));
+    h.deth = Some(Deth {
+        qkey: 77,
+        src_qp: 33,
+    });
+    let mut buf = vec![0u8; 64];
+    let n = build_packet(&h, &[9; 10], &mut buf).unwrap();
+    buf.truncate(n);
+    let p = parse_packet(&buf).unwrap();
+    let mut sb = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::PlaceGrh).then_some(PlaceError::Protection)),
+    );
+    assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
+    let rc = recv_completions(&sb);
+    assert_eq!((rc[0].status, rc[0].src_qp), (WcStatus::LocProtErr, 33));
+    assert!(sb.sent().is_empty());
+    assert_eq!(b.state(), QpState::Error);
+}
+
+#[test]
+fn qp_without_the_access_naks_invalid_request() {
+    // READ / WRITE / FLUSH the QP does not enable: an unsupported request (rdma_rxe's
+    // check_qp_attr_access), not an R_Key violation.
+    for op in [Opcode::RC_READ_REQUEST, Opcode::RC_WRITE_ONLY] {
+        let mut b = qp(QpType::Rc, 2, 1);
+        let mut env = Env {
+            qp_denied: true,
+            ..Default::default()
+        };
+        let mut sb = Sink::default();
+        let (_, p) = req(op, 100, true, 8);
+        assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
+        assert_eq!(
+            aeth_of(&sb.sent()[0]),
+            AethKind::Nak(NakCode::InvalidRequest),
+            "{op:?}"
+        );
+        assert_eq!(b.state(), QpState::Error);
+    }
+}
+
+#[test]
+fn max_dest_rd_atomic_limits_the_responder() {
+    // 0: READ and atomic requests are refused (rdma_rxe: TOO_MANY_RDMA_ATM_REQ).
+    for op in [Opcode::RC_READ_REQUEST, Opcode::RC_FETCH_ADD] {
+        let mut b = qp_with(QpType::Rc, 2, 1, |c| c.max_dest_rd_atomic = 0);
+        let mut env = Env::default();
+        let mut sb = Sink::default();
+        let (_, p) = req(
+            op,
+            100,
+            true,
+            if op == Opcode::RC_FETCH_ADD { 0 } else { 8 },
+        );
+        assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
+        assert_eq!(
+            aeth_of(&sb.sent()[0]),
+            AethKind::Nak(NakCode::InvalidRequest),
+            "{op:?} {:?}",
+            sb.0
+        );
+    }
+    // 1: a second READ while the first one's responses are still queued does not fit.
+    let mut b = qp_with(QpType::Rc, 2, 1, |c| c.max_dest_rd_atomic = 1);
+    let mut env = Env::default();
+    let mut sb = Sink::default();
+    let (_, p) = req(Opcode::RC_READ_REQUEST, 100, true, 8);
+    assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Ok);
+    let (_, p) = req(Opcode::RC_READ_REQUEST, 101, true, 8);
+    assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
+    // Once answered, its entry is reused.
+    let mut b = qp_with(QpType::Rc, 2, 1, |c| c.max_dest_rd_atomic = 1);
+    for psn in 100..110 {
+        let (_, p) = req(Opcode::RC_READ_REQUEST, psn, true, 8);
+        assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Ok);
+        b.poll_tx(100, &mut sb);
+    }
+    // More than the reply cache holds is refused by modify.
+    let mut q = qp(QpType::Rc, 2, 1);
+    let m = ModifyQp {
+        max_dest_rd_atomic: Some(5),
+        ..Default::default()
+    };
+    assert_eq!(q.modify(&m, &mut sb), Err(ModifyError::InvalidAttr));
+    let m = ModifyQp {
+        max_dest_rd_atomic: Some(4),
+        ..Default::default()
+    };
+    assert_eq!(q.modify(&m, &mut sb), Ok(()));
+    assert_eq!(q.config().max_dest_rd_atomic, 4);
+}
+
+#[test]
+fn duplicate_read_whose_mr_went_away_is_naked_remote_access() {
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let (_, p) = req(Opcode::RC_READ_REQUEST, 100, true, 600);
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    b.poll_tx(100, &mut s);
+    assert_eq!(s.sent().len(), 3);
+    // The responses were lost; the requester retries after the MR was deregistered.
+    env.bad_rkey = 5;
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Invalid);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1, "a NAK, no READ response: {sent:?}");
+    assert_eq!(aeth_of(&sent[0]), AethKind::Nak(NakCode::RemoteAccess));
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(100));
+    assert_eq!(b.state(), QpState::Error);
 }

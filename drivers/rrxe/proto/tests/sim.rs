@@ -359,6 +359,7 @@ impl World {
                         .ok_or("PlaceRecv overflow")?
                         .copy_from_slice(data);
                 }
+                Action::PlaceGrh => {}
                 Action::PlaceMr { rkey, va, src } => {
                     let rx = rx.ok_or("PlaceMr without packet")?;
                     let data = &rx[src.off as usize..(src.off + src.len) as usize];
