@@ -52,6 +52,7 @@ static const char *ename(int e)
 	case EFAULT: return "EFAULT";
 	case ENOMEM: return "ENOMEM";
 	case ENOSPC: return "ENOSPC";
+	case EBUSY: return "EBUSY";
 	case EPERM: return "EPERM";
 	default: return strerror(e);
 	}
@@ -793,6 +794,37 @@ static void rereg(int fd, uint32_t pd)
 	free(buf);
 }
 
+/*
+ * Objects still in use: the uverbs layer refuses to destroy a PD, CQ or SRQ that a QP
+ * (or an MR, for the PD) holds with EBUSY (ib_destroy_usecnt) and the object stays usable;
+ * once its users are gone it goes.
+ */
+static void in_use(int fd)
+{
+	struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1 };
+	struct ib_uverbs_reg_mr_resp mr;
+	char *buf = aligned_alloc(4096, 4096);
+	uint32_t pd = alloc_pd(fd), cq, srq, qp;
+
+	if (!buf || create_cq(fd, 16, 0, sizeof(struct rrxe_create_cq_resp), &cq, NULL) ||
+	    create_srq(fd, pd, 16, 1, &srq) || create_qp(fd, pd, cq, srq, 1, IBV_QPT_RC, k, &qp, NULL))
+		die("CREATE_CQ/SRQ/QP");
+	memset(buf, 0, 4096);
+	expect(dealloc_pd(fd, pd), EBUSY, "DEALLOC_PD of a PD with a QP and an SRQ");
+	expect(destroy_cq(fd, cq), EBUSY, "DESTROY_CQ of a QP's CQ");
+	expect(destroy_srq(fd, srq), EBUSY, "DESTROY_SRQ of a QP's SRQ");
+	expect(resize_cq(fd, cq, 32, NULL), 0, "RESIZE_CQ of that CQ still works");
+	expect(destroy_qp(fd, qp), 0, "DESTROY_QP");
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ once the QP is gone");
+	expect(destroy_srq(fd, srq), 0, "DESTROY_SRQ once the QP is gone");
+	if (reg_mr(fd, pd, (uintptr_t)buf, 4096, (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE, &mr))
+		die("REG_MR");
+	expect(dealloc_pd(fd, pd), EBUSY, "DEALLOC_PD of a PD with an MR");
+	expect(dereg_mr(fd, mr.mr_handle), 0, "DEREG_MR");
+	expect(dealloc_pd(fd, pd), 0, "DEALLOC_PD once it is empty");
+	free(buf);
+}
+
 /* mmap() of the cmd fd at offset `off` for `len` bytes: 0 (and the mapping) or -errno. */
 static int map(int fd, uint64_t off, size_t len, void **at)
 {
@@ -876,6 +908,7 @@ int main(int argc, char **argv)
 	modify(fd, pd);
 	handles(fd, pd);
 	rereg(fd, pd);
+	in_use(fd);
 	mmaps(fd);
 	expect(dealloc_pd(fd, pd), 0, "DEALLOC_PD");
 	close(fd);
