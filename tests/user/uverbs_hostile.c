@@ -713,6 +713,9 @@ static void handles(int fd, uint32_t pd)
 		expect(alloc_mw(fd, x, 1, &h), ENOENT, "ALLOC_MW pd_handle %u", x);
 		expect(dealloc_mw(fd, x), ENOENT, "DEALLOC_MW mw_handle %u", x);
 		expect(dealloc_pd(fd, x), ENOENT, "DEALLOC_PD pd_handle %u", x);
+		expect(req_notify_cq(fd, x, 0), ENOENT, "REQ_NOTIFY_CQ cq_handle %u", x);
+		expect(modify_srq(fd, x, IBV_SRQ_LIMIT, 0, 1), ENOENT, "MODIFY_SRQ srq_handle %u", x);
+		expect(query_srq(fd, x, NULL), ENOENT, "QUERY_SRQ srq_handle %u", x);
 	}
 	/* The handle of an object of another type: EINVAL. */
 	expect(create_qp(fd, cq, cq, 0, 0, IBV_QPT_RC, k, &h, NULL), EINVAL,
@@ -792,6 +795,44 @@ static void rereg(int fd, uint32_t pd)
 	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
 	close(fd2);
 	free(buf);
+}
+
+/*
+ * The other commands rrxe takes: QUERY_PORT of a port the device does not have is the
+ * core's EINVAL (ib_query_port); REQ_NOTIFY_CQ takes any solicited_only (non-zero:
+ * solicited). MODIFY_SRQ: a limit above the SRQ's max_wr is EINVAL (as rxe_srq_chk_attr),
+ * up to it is armed; resizing (IB_SRQ_MAX_WR) is EOPNOTSUPP: rrxe does not resize SRQs
+ * (it does not advertise IB_DEVICE_SRQ_RESIZE). Mask bits the IBTA does not define are
+ * ignored, as rxe ignores them.
+ */
+static void other_cmds(int fd, uint32_t pd)
+{
+	struct ib_uverbs_query_srq_resp q;
+	uint32_t cq, srq;
+	uint8_t ports[] = { 0, 2, 255 };
+
+	for (unsigned i = 0; i < sizeof(ports); i++)
+		expect(query_port(fd, ports[i]), EINVAL, "QUERY_PORT port %u", ports[i]);
+	expect(query_port(fd, 1), 0, "QUERY_PORT port 1");
+	if (create_cq(fd, 16, 0, sizeof(struct rrxe_create_cq_resp), &cq, NULL) ||
+	    create_srq(fd, pd, 16, 1, &srq) || query_srq(fd, srq, &q))
+		die("CREATE_CQ/SRQ");
+	expect(req_notify_cq(fd, cq, 0), 0, "REQ_NOTIFY_CQ next completion");
+	expect(req_notify_cq(fd, cq, 0x55), 0, "REQ_NOTIFY_CQ solicited_only 0x55");
+	expect(modify_srq(fd, srq, IBV_SRQ_LIMIT, 0, q.max_wr + 1), EINVAL,
+	       "MODIFY_SRQ limit max_wr+1 (%u)", q.max_wr + 1);
+	expect(modify_srq(fd, srq, IBV_SRQ_LIMIT, 0, U32MAX), EINVAL, "MODIFY_SRQ limit 2^32-1");
+	expect(modify_srq(fd, srq, IBV_SRQ_LIMIT, 0, q.max_wr), 0, "MODIFY_SRQ limit max_wr (%u)",
+	       q.max_wr);
+	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, U32MAX, 0), EOPNOTSUPP,
+	       "MODIFY_SRQ max_wr 2^32-1 (no resize)");
+	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, 1, 0), EOPNOTSUPP, "MODIFY_SRQ max_wr 1 (no resize)");
+	expect(modify_srq(fd, srq, 0xfffffffc, 0, 0), 0, "MODIFY_SRQ with only undefined mask bits");
+	expect(query_srq(fd, srq, &q), 0, "QUERY_SRQ");
+	ok(q.max_wr == 16 && q.srq_limit == 16, "  max_wr 16, limit 16 (got %u, %u)", q.max_wr,
+	   q.srq_limit);
+	expect(destroy_srq(fd, srq), 0, "DESTROY_SRQ");
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ");
 }
 
 /*
@@ -908,6 +949,7 @@ int main(int argc, char **argv)
 	modify(fd, pd);
 	handles(fd, pd);
 	rereg(fd, pd);
+	other_cmds(fd, pd);
 	in_use(fd);
 	mmaps(fd);
 	expect(dealloc_pd(fd, pd), 0, "DEALLOC_PD");

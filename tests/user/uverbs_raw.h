@@ -458,6 +458,41 @@ static inline int post(int fd, uint32_t command, uint32_t h, const void *wrs, ui
 	return ret;
 }
 
+static inline int modify_srq(int fd, uint32_t h, uint32_t mask, uint32_t max_wr, uint32_t limit)
+{
+	struct ib_uverbs_modify_srq c = {
+		.srq_handle = h, .attr_mask = mask, .max_wr = max_wr, .srq_limit = limit,
+	};
+
+	return wcmd(fd, IB_USER_VERBS_CMD_MODIFY_SRQ, &c, sizeof(c), NULL, 0);
+}
+
+static inline int query_srq(int fd, uint32_t h, struct ib_uverbs_query_srq_resp *out)
+{
+	struct ib_uverbs_query_srq c = { .srq_handle = h };
+	struct ib_uverbs_query_srq_resp r;
+	int ret = wcmd(fd, IB_USER_VERBS_CMD_QUERY_SRQ, &c, sizeof(c), &r, sizeof(r));
+
+	if (!ret && out)
+		*out = r;
+	return ret;
+}
+
+static inline int req_notify_cq(int fd, uint32_t h, uint32_t solicited_only)
+{
+	struct ib_uverbs_req_notify_cq c = { .cq_handle = h, .solicited_only = solicited_only };
+
+	return wcmd(fd, IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &c, sizeof(c), NULL, 0);
+}
+
+static inline int query_port(int fd, uint8_t port)
+{
+	struct ib_uverbs_query_port c = { .port_num = port };
+	struct ib_uverbs_query_port_resp r;
+
+	return wcmd(fd, IB_USER_VERBS_CMD_QUERY_PORT, &c, sizeof(c), &r, sizeof(r));
+}
+
 /* An RDMA device counter from sysfs (rrxe's hw_counters), or -1. */
 static inline long long counter(const char *name)
 {
