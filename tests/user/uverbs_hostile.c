@@ -20,6 +20,8 @@
  *  - MODIFY_QP with out-of-range attributes (EINVAL, nothing of them kept);
  *  - handles that name nothing, or an object of another type, or an object of another
  *    context; REREG_MR with IB_MR_REREG_PD;
+ *  - objects in use (EBUSY), and commands the uverbs layer lets run concurrently on one
+ *    object (RESIZE_CQ, MODIFY_QP, POST_SEND) from several threads;
  *  - mmap() of queue memory at offsets and sizes it was not given, and of rings that were
  *    replaced (RESIZE_CQ) or freed (DESTROY_CQ).
  *
@@ -34,6 +36,7 @@
  */
 #include "tap.h"
 #include "uverbs_raw.h"
+#include <pthread.h>
 #include <sys/mman.h>
 
 #define P31 0x80000000u
@@ -866,6 +869,81 @@ static void in_use(int fd)
 	free(buf);
 }
 
+/*
+ * Commands on one CQ and one QP from several threads at once. The uverbs layer takes a
+ * CQ for RESIZE_CQ, and a QP for MODIFY_QP and POST_SEND, for reading only: the driver
+ * sees these concurrently on the same object. Each call is valid on its own, so each
+ * must succeed; afterwards both objects still work and go.
+ */
+#define RACE_N 300
+
+struct race {
+	int fd;
+	uint32_t cq, qp;
+	int which;
+	int fails;
+};
+
+static void *racer(void *arg)
+{
+	struct race *r = arg;
+	struct ib_uverbs_modify_qp m = { .qp_handle = r->qp, .attr_mask = IBV_QP_STATE };
+
+	for (int i = 0; i < RACE_N; i++) {
+		int e = 0;
+
+		switch (r->which) {
+		case 0:
+		case 1:
+			e = resize_cq(r->fd, r->cq, (r->which ? 16 : 100) + i % 50, NULL);
+			break;
+		case 2:
+			e = req_notify_cq(r->fd, r->cq, i & 1);
+			break;
+		case 3:
+			/* RESET -> INIT -> RESET, with doorbells in between. */
+			if (i % 2 == 0) {
+				e = rc_init(r->fd, r->qp, IBV_ACCESS_REMOTE_WRITE);
+			} else {
+				m.qp_state = IBV_QPS_RESET;
+				e = modify_qp(r->fd, &m);
+			}
+			e = e ? e : post(r->fd, IB_USER_VERBS_CMD_POST_SEND, r->qp, NULL, 0,
+					 sizeof(struct ib_uverbs_send_wr), NULL, 0, NULL);
+			break;
+		}
+		r->fails += e != 0;
+	}
+	return NULL;
+}
+
+static void races(int fd, uint32_t pd)
+{
+	struct caps k = { .swr = 4, .rwr = 4, .ssge = 1, .rsge = 1 };
+	struct race r[4];
+	pthread_t t[4];
+	uint32_t cq, qp;
+	const char *what[4] = { "RESIZE_CQ (100..149)", "RESIZE_CQ (16..65)", "REQ_NOTIFY_CQ",
+				"MODIFY_QP RESET<->INIT and doorbells" };
+
+	if (create_cq(fd, 64, 0, sizeof(struct rrxe_create_cq_resp), &cq, NULL) ||
+	    create_qp(fd, pd, cq, 0, 0, IBV_QPT_RC, k, &qp, NULL))
+		die("CREATE_CQ/QP");
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct race){ .fd = fd, .cq = cq, .qp = qp, .which = i };
+		if (pthread_create(&t[i], NULL, racer, &r[i]))
+			die("pthread_create");
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++)
+		ok(r[i].fails == 0, "%d x %s, concurrently with the others: all succeed (%d failed)",
+		   RACE_N, what[i], r[i].fails);
+	expect(resize_cq(fd, cq, 32, NULL), 0, "RESIZE_CQ afterwards");
+	expect(destroy_qp(fd, qp), 0, "DESTROY_QP afterwards");
+	expect(destroy_cq(fd, cq), 0, "DESTROY_CQ afterwards");
+}
+
 /* mmap() of the cmd fd at offset `off` for `len` bytes: 0 (and the mapping) or -errno. */
 static int map(int fd, uint64_t off, size_t len, void **at)
 {
@@ -951,6 +1029,7 @@ int main(int argc, char **argv)
 	rereg(fd, pd);
 	other_cmds(fd, pd);
 	in_use(fd);
+	races(fd, pd);
 	mmaps(fd);
 	expect(dealloc_pd(fd, pd), 0, "DEALLOC_PD");
 	close(fd);
