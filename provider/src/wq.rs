@@ -66,6 +66,16 @@ impl QpState {
         }
     }
 
+    /// Whether receives just posted need the doorbell: in ERROR they are to complete
+    /// flushed at once (IBTA; rdma_rxe's kernel `rxe_post_recv` schedules its flush for the
+    /// same reason), and the kernel only looks at the receive queue when it runs the QP.
+    /// Only a state recorded here is seen: receives posted after a kernel-initiated move to
+    /// ERROR that no query reported wait for the next doorbell or modify (as with librxe,
+    /// whose receives never reach the kernel).
+    pub fn recv_needs_doorbell(&self) -> bool {
+        self.get() == qp_state::ERR
+    }
+
     /// Whether the receive queue takes work requests: every state from INIT on.
     pub fn check_recv(&self) -> Result<(), WrError> {
         use qp_state::*;
@@ -642,6 +652,11 @@ mod tests {
             st.set(state);
             assert_eq!(st.check_send().is_ok(), send, "send in {state}");
             assert_eq!(st.check_recv().is_ok(), recv, "recv in {state}");
+            assert_eq!(
+                st.recv_needs_doorbell(),
+                state == ERR,
+                "doorbell in {state}"
+            );
         }
     }
 

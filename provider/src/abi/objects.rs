@@ -1519,8 +1519,19 @@ pub(super) unsafe extern "C" fn post_recv(
         return e.errno();
     }
     match qp.rq.as_ref() {
-        // SAFETY: the caller's list and out pointer.
-        Some(rq) => unsafe { post_recv_list(rq, wr, bad_wr) },
+        Some(rq) => {
+            // SAFETY: the caller's list and out pointer.
+            let ret = unsafe { post_recv_list(rq, wr, bad_wr) };
+            if qp.state.recv_needs_doorbell() {
+                // The kernel flushes the receive queue of a QP in error when it runs it.
+                // SAFETY: a live QP's context.
+                let db = doorbell(unsafe { (*qp.ibqp().context).cmd_fd }, qp.ibqp().handle);
+                if ret == 0 {
+                    return db;
+                }
+            }
+            ret
+        }
         None => {
             if !bad_wr.is_null() {
                 // SAFETY: the caller's out pointer.
