@@ -38,6 +38,11 @@ pub fn hca_type_is_rrxe(content: &[u8]) -> bool {
 /// `device/modalias`), and a device name proves nothing, since `rdma link add NAME` and
 /// `rdma dev set OLD name NEW` name a device anything (and an rdma_rxe device may be called
 /// rrxe0). A device without the attribute (any other driver) is not ours.
+///
+/// What this cannot settle: an rrxe device given a name librxe's name match takes (`rxe*`)
+/// goes to whichever provider libibverbs tries first (it tries them in load order, and
+/// librxe accepts rrxe's uverbs ABI version 1 on 64-bit hosts), and librxe then fails to
+/// open it. Only a driver id of rrxe's own, matched before any name, would settle that.
 pub fn is_rrxe_device(ibdev_path: &Path) -> bool {
     let Ok(f) = std::fs::File::open(ibdev_path.join(HCA_TYPE_ATTR)) else {
         return false;

@@ -3,11 +3,11 @@
 # timeout: 600
 # librrxe binds to rrxe devices by what they are (the hca_type sysfs attribute rrxe.ko sets),
 # not by their name: a device added as roce0 (VM 0) and one renamed with `rdma dev set`
-# (VM 1: rrxe0 -> tenant_a, then -> rxe9, a name librxe's name match takes) each open
-# through librrxe (tests/user/provider_of), pass ibv_devinfo and an ibv_rc_pingpong with
-# data checks. Before that, on the same VMs, stock rdma_rxe devices (rxe0, and rrxe7, the
-# name librrxe once matched) are served by librxe and never by librrxe, even with librxe
-# removed from the driver list.
+# (VM 1: rrxe0 -> tenant_a, then -> tenant_b) each open through librrxe
+# (tests/user/provider_of), pass ibv_devinfo and an ibv_rc_pingpong with data checks, with
+# the providers loaded in either order. Before that, on the same VMs, stock rdma_rxe
+# devices (rxe0, and rrxe7, the name librrxe once matched) are served by librxe and never
+# by librrxe, even with librxe removed from the driver list.
 . "$RRXE_ROOT/qemu/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -77,13 +77,27 @@ pair "ibv_rc_pingpong 4 KiB x100, checked (roce0 <-> tenant_a)" 120 -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18631 -n 100 -s 4096 -c -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18631 -n 100 -s 4096 -c @PEER
 
-# A name librxe's name match (rxe*) takes: librxe refuses rrxe's ABI, librrxe serves it.
+# libibverbs tries its providers in the order it loaded them, which follows the readdir
+# order of /etc/libibverbs.d (a tmpfs here). Flip the order of rxe.driver and rrxe.driver by
+# re-creating one of them: librrxe must win either way (librxe has no match for an rrxe
+# device under these names, and librrxe's match takes no rdma_rxe device).
+order() { ls -U /etc/libibverbs.d | grep -E '^r+xe\.driver$' | paste -sd' '; }
+recreate() {
+  cat "/etc/libibverbs.d/$1" > "/run/rename-$1" && rm "/etc/libibverbs.d/$1" &&
+    mv "/run/rename-$1" "/etc/libibverbs.d/$1"
+}
+before=$(order)
+recreate "${before##* }"
+[ "$(order)" = "$before" ] && recreate "${before%% *}"
+after=$(order)
+if [ "$after" != "$before" ]; then ok "driver files re-ordered: '$before' -> '$after'"
+else not_ok "driver files re-ordered: '$before' -> '$after'"; fi
 if [ "$RRXE_VM" = 1 ]; then
-  check "rdma dev set tenant_a name rxe9" rdma dev set tenant_a name rxe9
-  DEV=rxe9
-  rename_check
+  check "rdma dev set tenant_a name tenant_b" rdma dev set tenant_a name tenant_b
+  DEV=tenant_b
 fi
-pair "ibv_rc_pingpong 4 KiB x100, checked (roce0 <-> rxe9)" 120 -- \
+rename_check
+pair "ibv_rc_pingpong 4 KiB x100, checked (roce0 <-> tenant_b, other driver order)" 120 -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18632 -n 100 -s 4096 -c -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18632 -n 100 -s 4096 -c @PEER
 
