@@ -1132,9 +1132,10 @@ pub(super) unsafe extern "C" fn query_qp(
             size_of::<ibv_query_qp>(),
         )
     };
-    // ibv_cmd_query_qp always asks the kernel for the state and fills `qp_state`. A state the
-    // kernel moved the QP to (ERROR, SQE) takes work requests like the one recorded.
-    if ret == 0 {
+    // Recorded only when asked for, so that no field left unset is taken for the state. A
+    // state the kernel moved the QP to (ERROR, SQE) takes work requests like the one it
+    // replaces.
+    if ret == 0 && mask & IBV_QP_STATE != 0 {
         // SAFETY: a live QP of ours; `attr` is the caller's `ibv_qp_attr`, just filled.
         unsafe { (*qp.cast::<RrxeQp>()).state.set(qp_attr_state(attr)) };
     }
