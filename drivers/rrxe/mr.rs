@@ -10,11 +10,8 @@
 //! that was deregistered (removed from the table) can no longer be reached, and its memory
 //! (pinned pages) is released afterwards by the deregistering thread, in process context.
 
-// Lookups and accesses are used by the QP datapath (issue #4).
-#![allow(dead_code)]
-
 use crate::glue::mem::{Backing, Umem, Xfer};
-use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
@@ -138,12 +135,6 @@ impl Region {
         })
     }
 
-    /// Checks that the region is valid and grants `need`, whatever the range (a FLUSH of
-    /// the whole region).
-    pub(crate) fn check_whole(&self, need: u32) -> Result<(), AccessError> {
-        self.check_whole_as(self.access, need)
-    }
-
     fn check_whole_as(&self, granted: u32, need: u32) -> Result<(), AccessError> {
         if !self.valid {
             return Err(AccessError::BadKey);
@@ -172,11 +163,6 @@ impl Region {
             .map_err(|_| AccessError::OutOfBounds)
     }
 
-    /// An 8-byte atomic at `va` (8-aligned); returns the original value.
-    pub(crate) fn atomic(&self, va: u64, op: crate::proto::AtomicOp) -> Result<u64, AccessError> {
-        self.atomic_as(self.access, va, op)
-    }
-
     fn atomic_as(
         &self,
         granted: u32,
@@ -197,11 +183,6 @@ impl Region {
                 crate::proto::AtomicOp::FetchAdd { add } => a.fetch_add(add, Ordering::SeqCst),
             })
             .map_err(|_| AccessError::OutOfBounds)
-    }
-
-    /// ATOMIC WRITE: stores the 8 payload bytes (`value` is their big-endian reading).
-    pub(crate) fn atomic_write(&self, va: u64, value: u64) -> Result<(), AccessError> {
-        self.atomic_write_as(self.access, va, value)
     }
 
     fn atomic_write_as(&self, granted: u32, va: u64, value: u64) -> Result<(), AccessError> {
@@ -297,22 +278,38 @@ pub(crate) struct BindReq {
     pub(crate) access: u32,
 }
 
-/// A registered region in the table, with its own lock.
+/// A registered region in the table, with its own locks.
 #[pin_data]
 struct MrCell {
-    /// The region. Taken (IRQs off: fast-registration loads come from any context) for
-    /// each access to it; never nested in another region's lock; may nest in a window's.
+    /// The region. Taken with bottom halves off (process context and the QP engine, in
+    /// process context or softirq) for each access to it, so copies run with interrupts
+    /// on; never nested in another region's lock; may nest in a window's.
     #[pin]
-    region: IrqSpinLock<Region>,
+    region: BhSpinLock<Region>,
+    /// The page list of the next fast registration, staged by post_send (any context,
+    /// hence IRQs off) and moved into the region when the REG_MR work request executes.
+    /// Nests inside `region`.
+    #[pin]
+    staged: IrqSpinLock<Staged>,
+}
+
+/// Pages staged for a fast registration.
+struct Staged {
+    /// The region's PD (a fast-registration region never changes PD).
+    pd: usize,
+    /// Room for the region's largest page list (allocated at alloc_mr).
+    pages: KVec<u64>,
+    /// Entries of `pages` in use.
+    n: usize,
 }
 
 /// A memory window in the table, with its own lock.
 #[pin_data]
 struct MwCell {
-    /// The window. Taken (IRQs off) to use, bind or unbind it; a region's lock or the table
-    /// lock may be taken inside it, never the other way round.
+    /// The window. Taken with bottom halves off to use, bind or unbind it; a region's lock
+    /// or the table lock may be taken inside it, never the other way round.
     #[pin]
-    window: IrqSpinLock<Window>,
+    window: BhSpinLock<Window>,
 }
 
 /// What a slot holds: a reference to the object, so that an access locks only that object
@@ -358,10 +355,12 @@ fn key_tag() -> u32 {
 /// A device's memory regions and windows, by key.
 ///
 /// # Locking
-/// `inner` (the slot vector; IRQs off, any context) is held only to find, insert or remove
-/// an entry: O(1), no copy and no scan under it. Each region and window has its own lock,
-/// held for one access (check and copy). Nesting, outermost first: window → table →
-/// region; a region's lock is never held while taking another lock of this table.
+/// `inner` (the slot vector; IRQs off, any context: post_send stages fast registrations
+/// through it) is held only to find, insert or remove an entry: O(1), no copy and no scan
+/// under it, and no other lock of the table is taken inside it. Each region and window has
+/// its own bottom-half lock, held for one access (check and copy, with interrupts on):
+/// callers must not hold an interrupts-off lock. Nesting, outermost first: window →
+/// region → the region's `staged`; the table lock is taken and released on its own.
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
@@ -400,9 +399,21 @@ impl MrTable {
     pub(crate) fn insert(&self, mut region: Region) -> Result<u32> {
         region.id = self.next_id.fetch_add(1, Ordering::Relaxed);
         region.windows = 0;
+        let pages = match &region.backing {
+            Backing::KernelPages { pages, .. } => pages.len(),
+            _ => 0,
+        };
+        let mut staged = KVec::with_capacity(pages, GFP_KERNEL)?;
+        staged.extend_with(pages, 0u64, GFP_KERNEL)?;
+        let staged = Staged {
+            pd: region.pd,
+            pages: staged,
+            n: 0,
+        };
         let cell = Arc::pin_init(
             pin_init!(MrCell {
-                region <- new_irq_spinlock!(region, "rrxe_mr_region"),
+                region <- new_bh_spinlock!(region, "rrxe_mr_region"),
+                staged <- new_irq_spinlock!(staged, "rrxe_mr_staged"),
             }),
             GFP_KERNEL,
         )?;
@@ -413,7 +424,7 @@ impl MrTable {
     pub(crate) fn insert_window(&self, pd: usize, type2: bool) -> Result<u32> {
         let cell = Arc::pin_init(
             pin_init!(MwCell {
-                window <- new_irq_spinlock!(
+                window <- new_bh_spinlock!(
                     Window {
                         pd,
                         type2,
@@ -606,25 +617,16 @@ impl MrTable {
         }
     }
 
-    /// Runs `f` on the region in the slot of `key` in PD `pd`, whatever its tag (fast
-    /// registration: the consumer picks the new tag before posting REG_MR).
-    fn with_slot<R>(
-        &self,
-        key: u32,
-        pd: usize,
-        f: impl FnOnce(&mut Region) -> R,
-    ) -> Result<R, AccessError> {
-        let c = self.region_cell(key).ok_or(AccessError::BadKey)?;
-        let mut r = c.region.lock();
-        if r.pd != pd || r.id == 0 {
-            return Err(AccessError::BadKey);
-        }
-        Ok(f(&mut r))
-    }
-
     /// Moves the region of `key` from PD `pd` to PD `new_pd` (re-registration).
     pub(crate) fn set_pd(&self, key: u32, pd: usize, new_pd: usize) -> Result<(), AccessError> {
-        self.with(key, pd, |r| r.pd = new_pd)
+        let c = self.region_cell(key).ok_or(AccessError::BadKey)?;
+        let mut r = c.region.lock();
+        if r.lkey != key || r.pd != pd || r.id == 0 {
+            return Err(AccessError::BadKey);
+        }
+        r.pd = new_pd;
+        c.staged.lock().pd = new_pd;
+        Ok(())
     }
 
     /// Runs `f` on the region of `key` in PD `pd`, under the region's lock (local keys, and
@@ -888,24 +890,20 @@ impl MrTable {
         pd: usize,
         pages: &[u64],
     ) -> Result<(), AccessError> {
-        self.with_slot(key, pd, |r| {
-            if r.valid {
-                return Err(AccessError::NoPermission);
-            }
-            match &mut r.backing {
-                Backing::KernelPages {
-                    pages: p, npages, ..
-                } => {
-                    let dst = p.get_mut(..pages.len()).ok_or(AccessError::OutOfBounds)?;
-                    if !crate::proto::copy_exact(dst, pages) {
-                        return Err(AccessError::OutOfBounds);
-                    }
-                    *npages = pages.len();
-                    Ok(())
-                }
-                _ => Err(AccessError::BadKey),
-            }
-        })?
+        let c = self.region_cell(key).ok_or(AccessError::BadKey)?;
+        let mut st = c.staged.lock();
+        if st.pd != pd {
+            return Err(AccessError::BadKey);
+        }
+        let dst = st
+            .pages
+            .get_mut(..pages.len())
+            .ok_or(AccessError::OutOfBounds)?;
+        if !crate::proto::copy_exact(dst, pages) {
+            return Err(AccessError::OutOfBounds);
+        }
+        st.n = pages.len();
+        Ok(())
     }
 
     /// Executes a REG_MR work request: the region becomes valid under its new key.
@@ -914,19 +912,34 @@ impl MrTable {
             return Err(AccessError::BadKey);
         }
         check_access_flags(fr.access).map_err(|_| AccessError::NoPermission)?;
-        self.with_slot(fr.cur_key, pd, |r| {
-            if r.valid {
-                return Err(AccessError::NoPermission);
-            }
+        let c = self.region_cell(fr.cur_key).ok_or(AccessError::BadKey)?;
+        let mut r = c.region.lock();
+        if r.pd != pd || r.id == 0 {
+            return Err(AccessError::BadKey);
+        }
+        // A region that is still valid must be invalidated first (rdma_rxe's
+        // rxe_reg_fast_mr refuses an MR that is not free).
+        if r.valid {
+            return Err(AccessError::NoPermission);
+        }
+        {
             let Backing::KernelPages {
+                pages,
                 npages,
                 page_size,
                 first_off,
-                ..
             } = &mut r.backing
             else {
                 return Err(AccessError::BadKey);
             };
+            // The page list staged at post time becomes the region's.
+            let st = c.staged.lock();
+            let src = st.pages.get(..st.n).ok_or(AccessError::OutOfBounds)?;
+            let dst = pages.get_mut(..src.len()).ok_or(AccessError::OutOfBounds)?;
+            if !crate::proto::copy_exact(dst, src) {
+                return Err(AccessError::OutOfBounds);
+            }
+            *npages = src.len();
             let ps = u64::from(fr.page_size);
             let off = fr.iova % ps;
             let need = off
@@ -938,14 +951,14 @@ impl MrTable {
             }
             *page_size = fr.page_size;
             *first_off = off as u32;
-            r.iova = fr.iova;
-            r.length = fr.length;
-            r.access = fr.access;
-            r.lkey = fr.new_key;
-            r.rkey = fr.new_key;
-            r.valid = true;
-            Ok(())
-        })?
+        }
+        r.iova = fr.iova;
+        r.length = fr.length;
+        r.access = fr.access;
+        r.lkey = fr.new_key;
+        r.rkey = fr.new_key;
+        r.valid = true;
+        Ok(())
     }
 
     /// Invalidates `key` (LOCAL_INV, SEND with invalidate): a fast-registration region, or

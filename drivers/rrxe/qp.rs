@@ -1490,19 +1490,24 @@ impl Sink<'_> {
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
                     let i = id.0 as u32;
-                    let sq = qp.sq.lock();
-                    let Some(wr) = sq.get(i) else { return false };
-                    if wr.inline {
-                        let data = sq.inline(i, wr.len);
-                        match data.get(offset as usize..offset as usize + buf.len()) {
-                            Some(s) => proto::copy_exact(buf, s),
-                            None => false,
+                    let mut sges = [Sge::default(); MAX_SGE as usize];
+                    let n = {
+                        let sq = qp.sq.lock();
+                        let Some(wr) = sq.get(i) else { return false };
+                        if wr.inline {
+                            let data = sq.inline(i, wr.len);
+                            return match data.get(offset as usize..offset as usize + buf.len()) {
+                                Some(s) => proto::copy_exact(buf, s),
+                                None => false,
+                            };
                         }
-                    } else {
-                        let sges = sq.sges(i, wr.num_sge);
-                        gather = qp.wr_buffer_copy(sges, offset, &mut Xfer::From(buf));
-                        gather.is_ok()
-                    }
+                        copy_sges(&mut sges, sq.sges(i, wr.num_sge))
+                    };
+                    // The MR copy runs outside the ring's interrupts-off lock (the WR's
+                    // slot stays ours: it completes only in this engine run or a later one).
+                    let sges = sges.get(..n).unwrap_or(&[]);
+                    gather = qp.wr_buffer_copy(sges, offset, &mut Xfer::From(buf));
+                    gather.is_ok()
                 }
             }
         };
@@ -1532,9 +1537,13 @@ impl Sink<'_> {
     ) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
         let i = id.0 as u32;
-        let sq = qp.sq.lock();
-        let wr = sq.get(i).ok_or(proto::PlaceError::Protection)?;
-        let sges = sq.sges(i, wr.num_sge);
+        let mut sges = [Sge::default(); MAX_SGE as usize];
+        let n = {
+            let sq = qp.sq.lock();
+            let wr = sq.get(i).ok_or(proto::PlaceError::Protection)?;
+            copy_sges(&mut sges, sq.sges(i, wr.num_sge))
+        };
+        let sges = sges.get(..n).unwrap_or(&[]);
         qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
     }
 
@@ -1543,9 +1552,16 @@ impl Sink<'_> {
         let qp = self.qp;
         // proto asked recv_head_len first: a WQE is claimed (else nothing can take the data).
         qp.claim_head().ok_or(proto::PlaceError::Length)?;
-        let c = qp.claim.lock();
-        let cl = c.as_ref().ok_or(proto::PlaceError::Length)?;
-        let sges = cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]);
+        let mut sges = [Sge::default(); MAX_SGE as usize];
+        let n = {
+            let c = qp.claim.lock();
+            let cl = c.as_ref().ok_or(proto::PlaceError::Length)?;
+            copy_sges(
+                &mut sges,
+                cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]),
+            )
+        };
+        let sges = sges.get(..n).unwrap_or(&[]);
         qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
     }
 
@@ -1845,6 +1861,18 @@ impl ResponderEnv for Env<'_> {
             Ok(Err(e)) | Err(e) => Err(map_err(e)),
         }
     }
+}
+
+/// Copies a WR's SGE list out of its ring (into `dst`, at most [`MAX_SGE`]), so that the
+/// MR accesses that follow run after the ring's interrupts-off lock is released (the MR
+/// table's locks are bottom-half locks). Returns how many were copied.
+fn copy_sges(dst: &mut [Sge; MAX_SGE as usize], src: &[Sge]) -> usize {
+    let mut n = 0;
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
+        n += 1;
+    }
+    n
 }
 
 /// A slot of the QP table.

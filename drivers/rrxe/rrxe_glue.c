@@ -168,6 +168,39 @@ void rrxe_glue_mark_name_assigned_by_user(struct ib_device *ibdev)
 	ib_mark_name_assigned_by_user(ibdev);
 }
 
+/* --- sysfs: /sys/class/infiniband/<dev>/hca_type --- */
+
+/*
+ * "rrxe", whatever the device is called: librrxe's match_device reads it, so the provider
+ * binds to rrxe devices by what they are and not by their name (`rdma link add NAME`,
+ * `rdma dev set OLD name NEW`). The attribute is named like mlx4/mlx5's hca_type and added
+ * the same way, through ib_device_ops.device_group.
+ */
+static ssize_t hca_type_show(struct device *device, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "rrxe\n");
+}
+static DEVICE_ATTR_RO(hca_type);
+
+static struct attribute *rrxe_dev_attrs[] = {
+	&dev_attr_hca_type.attr,
+	NULL,
+};
+
+static const struct attribute_group rrxe_dev_attr_group = {
+	.attrs = rrxe_dev_attrs,
+};
+
+static const struct ib_device_ops rrxe_sysfs_ops = {
+	.device_group = &rrxe_dev_attr_group,
+};
+
+/* Adds the device attributes above; call before ib_register_device(). */
+void rrxe_glue_set_sysfs_ops(struct ib_device *ibdev)
+{
+	ib_set_device_ops(ibdev, &rrxe_sysfs_ops);
+}
+
 /* --- UDP tunnel sockets (RoCEv2, port 4791) --- */
 
 static int rrxe_udp_encap_recv(struct sock *sk, struct sk_buff *skb)

@@ -101,6 +101,7 @@ void rrxe_glue_port_event(struct ib_device *ibdev, u32 port, int event);
 const char *rrxe_glue_ibdev_name(const struct ib_device *ibdev);
 void rrxe_glue_mark_name_assigned_by_user(struct ib_device *ibdev);
 void rrxe_glue_set_node_desc(struct ib_device *ibdev, const char *desc);
+void rrxe_glue_set_sysfs_ops(struct ib_device *ibdev);
 size_t rrxe_glue_udata_inlen(const struct ib_udata *udata);
 size_t rrxe_glue_udata_outlen(const struct ib_udata *udata);
 int rrxe_glue_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);

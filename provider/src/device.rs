@@ -1,21 +1,17 @@
-//! Device-level logic: how libibverbs recognises an rrxe device, and what the provider keeps
+//! Device-level logic: how the provider recognises an rrxe device, and what the provider keeps
 //! per device. Safe Rust; the FFI glue is `abi::entry`.
 
 // Logic only: the FFI layer (`crate::abi`) holds all unsafe code.
 #![deny(unsafe_code)]
 
 use core::ffi::CStr;
+use std::io::Read;
+use std::path::Path;
 
 use crate::abi::rrxe::RRXE_UVERBS_ABI_VERSION;
 
 /// `verbs_device_ops.name`.
 pub const PROVIDER_NAME: &CStr = c"rrxe";
-
-/// The modalias pattern of `VERBS_NAME_MATCH("rrxe", NULL)`. rrxe.ko reports
-/// `RDMA_DRIVER_UNKNOWN` and its devices have no parent device (so no `device/modalias`), so
-/// libibverbs matches them by name: it fnmatch(3)es this against `"rdma_device:N" + ibdev
-/// name`, i.e. it accepts rrxe0, rrxe1, ...
-pub const NAME_MATCH_MODALIAS: &CStr = c"rdma_device:*Nrrxe*";
 
 /// The uverbs ABI versions (`/sys/class/infiniband_verbs/uverbsN/abi_version`) this
 /// provider accepts; libibverbs refuses other devices with a warning before calling us.
@@ -23,17 +19,41 @@ pub const MIN_ABI_VERSION: u32 = RRXE_UVERBS_ABI_VERSION;
 /// See [`MIN_ABI_VERSION`].
 pub const MAX_ABI_VERSION: u32 = RRXE_UVERBS_ABI_VERSION;
 
-/// The string libibverbs matches [`NAME_MATCH_MODALIAS`] against for a device name.
-pub fn name_modalias(ibdev_name: &str) -> String {
-    format!("rdma_device:N{ibdev_name}")
+/// The sysfs attribute rrxe.ko gives each of its devices (`hca_type_show` in
+/// drivers/rrxe/rrxe_glue.c), read from the device's `/sys/class/infiniband/NAME` directory.
+pub const HCA_TYPE_ATTR: &str = "hca_type";
+/// What [`HCA_TYPE_ATTR`] reads on an rrxe device (without the newline).
+pub const HCA_TYPE: &[u8] = b"rrxe";
+
+/// Whether an `hca_type` attribute's content names an rrxe device: exactly `"rrxe"`, with or
+/// without the newline sysfs adds.
+pub fn hca_type_is_rrxe(content: &[u8]) -> bool {
+    content.strip_suffix(b"\n").unwrap_or(content) == HCA_TYPE
 }
 
-/// Whether libibverbs' name match accepts `ibdev_name` for this provider (what fnmatch of
-/// [`NAME_MATCH_MODALIAS`] against [`name_modalias`] decides, without the C library).
-pub fn name_matches(ibdev_name: &str) -> bool {
-    name_modalias(ibdev_name)
-        .strip_prefix("rdma_device:")
-        .is_some_and(|rest| rest.contains("Nrrxe"))
+/// Whether the RDMA device whose sysfs directory is `ibdev_path` is an rrxe device.
+///
+/// This is the provider's `match_device`, and the only test: rrxe.ko reports
+/// `RDMA_DRIVER_UNKNOWN` (no driver id to match) and its devices have no parent device (no
+/// `device/modalias`), and a device name proves nothing, since `rdma link add NAME` and
+/// `rdma dev set OLD name NEW` name a device anything (and an rdma_rxe device may be called
+/// rrxe0). A device without the attribute (any other driver) is not ours.
+///
+/// What this cannot settle: an rrxe device given a name librxe's name match takes (`rxe*`)
+/// goes to whichever provider libibverbs tries first (it tries them in load order, and
+/// librxe accepts rrxe's uverbs ABI version 1 on 64-bit hosts), and librxe then fails to
+/// open it. Only a driver id of rrxe's own, matched before any name, would settle that.
+pub fn is_rrxe_device(ibdev_path: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(ibdev_path.join(HCA_TYPE_ATTR)) else {
+        return false;
+    };
+    // A sysfs attribute is at most a page; ours is 5 bytes. Read a little more than that,
+    // so that a longer value is seen to differ.
+    let mut buf = Vec::with_capacity(16);
+    if f.take(16).read_to_end(&mut buf).is_err() {
+        return false;
+    }
+    hca_type_is_rrxe(&buf)
 }
 
 /// Why a device is refused.
@@ -73,26 +93,55 @@ mod tests {
     }
 
     #[test]
-    fn name_match_accepts_rrxe_devices_only() {
-        for name in ["rrxe0", "rrxe1", "rrxe12", "rrxe_test"] {
-            assert!(name_matches(name), "{name}");
-        }
-        for name in ["rxe0", "mlx5_0", "siw0", "xrrxe0", "rrx0", ""] {
-            assert!(!name_matches(name), "{name}");
+    fn hca_type_content() {
+        assert!(hca_type_is_rrxe(b"rrxe\n"));
+        assert!(hca_type_is_rrxe(b"rrxe"));
+        for v in [
+            &b""[..],
+            b"\n",
+            b"rxe\n",
+            b"rrxe0\n",
+            b"rrxe\n\n",
+            b" rrxe\n",
+            b"MT4115\n",
+            b"RRXE\n",
+        ] {
+            assert!(!hca_type_is_rrxe(v), "{v:?}");
         }
     }
 
-    /// The pure-Rust rule agrees with what libibverbs actually runs: fnmatch(3).
-    #[test]
-    #[allow(unsafe_code)]
-    fn name_match_agrees_with_fnmatch() {
-        for name in [
-            "rrxe0", "rrxe7", "rxe0", "mlx5_0", "xrrxe0", "rrx0", "Nrrxe", "aNrrxe0",
-        ] {
-            let value = std::ffi::CString::new(name_modalias(name)).unwrap();
-            // SAFETY: both arguments are NUL-terminated strings that outlive the call.
-            let rc = unsafe { libc::fnmatch(NAME_MATCH_MODALIAS.as_ptr(), value.as_ptr(), 0) };
-            assert_eq!(rc == 0, name_matches(name), "{name}");
+    /// A fake `/sys/class/infiniband/NAME` directory with the given `hca_type` (or none).
+    fn fake_ibdev(name: &str, hca_type: Option<&[u8]>) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rrxe-match-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("node_type"), b"1: CA\n").unwrap();
+        if let Some(v) = hca_type {
+            std::fs::write(dir.join(HCA_TYPE_ATTR), v).unwrap();
         }
+        dir
+    }
+
+    #[test]
+    fn matches_by_attribute_not_by_name() {
+        // Any name, as long as the attribute says rrxe.
+        for name in ["rrxe0", "roce0", "tenant_a", "rxe0"] {
+            let dir = fake_ibdev(name, Some(b"rrxe\n"));
+            assert!(is_rrxe_device(&dir), "{name}");
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+        // An rdma_rxe device (no attribute) called rrxe0, or another driver's hca_type.
+        let dir = fake_ibdev("rrxe0-rxe", None);
+        assert!(!is_rrxe_device(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let dir = fake_ibdev("rrxe1-mlx", Some(b"MT4115\n"));
+        assert!(!is_rrxe_device(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+        // A long value that starts like ours.
+        let dir = fake_ibdev("rrxe2-long", Some(b"rrxe\nrrxe rrxe rrxe rrxe\n"));
+        assert!(!is_rrxe_device(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+        // No directory at all (the device went away).
+        assert!(!is_rrxe_device(Path::new("/nonexistent/rrxe-match")));
     }
 }

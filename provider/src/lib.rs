@@ -2,7 +2,8 @@
 //!
 //! libibverbs dlopen()s the library (named by a `driver rrxe` line in /etc/libibverbs.d);
 //! an ELF constructor registers [`abi::entry::verbs_provider_rrxe`] with
-//! `verbs_register_driver_34`; libibverbs then matches rrxe devices by name (rrxe0, ...),
+//! `verbs_register_driver_34`; libibverbs then asks it which devices are rrxe ones (by the
+//! `hca_type` sysfs attribute rrxe.ko sets, whatever the device is named),
 //! and calls back into `abi::entry` to create devices and contexts.
 //!
 //! Layout: [`abi`] is the FFI layer (C mirrors, imports, entry points; all the `unsafe`);

@@ -17,6 +17,75 @@ fn ring_err(e: RingError) -> WrError {
     }
 }
 
+/// `enum ibv_qp_state`.
+pub mod qp_state {
+    pub const RESET: u32 = 0;
+    pub const INIT: u32 = 1;
+    pub const RTR: u32 = 2;
+    pub const RTS: u32 = 3;
+    pub const SQD: u32 = 4;
+    pub const SQE: u32 = 5;
+    pub const ERR: u32 = 6;
+}
+
+/// A QP's state as far as posting needs it, for a provider that posts without a system call
+/// and so never hears the kernel say "not in this state".
+///
+/// Why the provider's own view is enough: the states that refuse work requests (RESET for
+/// receives; RESET, INIT and RTR for sends) are only ever entered through `ibv_modify_qp`
+/// (and creation, in RESET): the kernel moves a QP on its own only to SQE or ERROR, and
+/// both take work requests (in ERROR they complete flushed). So the state the last
+/// successful modify (or query) reported decides exactly as the kernel's would, and a
+/// kernel-initiated move to ERROR, which the provider does not see, cannot make posting
+/// fail. A state the kernel publishes in the ring header would need a kernel change and
+/// decide nothing more.
+///
+/// The rules are rdma_rxe's: `rxe_post_send` refuses a QP below RTS with EINVAL,
+/// `rxe_post_recv` one below INIT (its comment cites IBTA C10-97.2.1); librxe checks the
+/// receive side itself for the same reason we do.
+#[derive(Debug, Default)]
+pub struct QpState(core::sync::atomic::AtomicU32);
+
+impl QpState {
+    /// Records the state a successful modify moved the QP to (or a query reported).
+    pub fn set(&self, state: u32) {
+        self.0.store(state, core::sync::atomic::Ordering::Release);
+    }
+
+    /// The state last recorded (RESET for a new QP).
+    pub fn get(&self) -> u32 {
+        self.0.load(core::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether the send queue takes work requests: RTS, SQD, SQE and ERROR.
+    pub fn check_send(&self) -> Result<(), WrError> {
+        use qp_state::*;
+        match self.get() {
+            RTS | SQD | SQE | ERR => Ok(()),
+            _ => Err(WrError::QpState),
+        }
+    }
+
+    /// Whether receives just posted need the doorbell: in ERROR they are to complete
+    /// flushed at once (IBTA; rdma_rxe's kernel `rxe_post_recv` schedules its flush for the
+    /// same reason), and the kernel only looks at the receive queue when it runs the QP.
+    /// Only a state recorded here is seen: receives posted after a kernel-initiated move to
+    /// ERROR that no query reported wait for the next doorbell or modify (as with librxe,
+    /// whose receives never reach the kernel).
+    pub fn recv_needs_doorbell(&self) -> bool {
+        self.get() == qp_state::ERR
+    }
+
+    /// Whether the receive queue takes work requests: every state from INIT on.
+    pub fn check_recv(&self) -> Result<(), WrError> {
+        use qp_state::*;
+        match self.get() {
+            INIT | RTR | RTS | SQD | SQE | ERR => Ok(()),
+            _ => Err(WrError::QpState),
+        }
+    }
+}
+
 /// A QP's send queue.
 pub struct SendQueue<M: RingMem> {
     ring: Producer<M>,
@@ -307,6 +376,51 @@ impl<M: RingMem> CompletionQueue<M> {
     }
 }
 
+/// A CQ's ring across resizes: the ring the kernel writes, described by `info`, and mapped
+/// unless the mapping failed.
+///
+/// A successful resize moves the pending completions to a new ring and frees the old one in
+/// the kernel: from then on the old mapping is dead (nothing new ever appears in it), so
+/// keeping it after the new mapping failed would make the CQ look empty forever. Instead the
+/// new ring is remembered and mapped on the next use; until that works, polling fails.
+pub struct CqRing<M: RingMem, I> {
+    /// `None` only while mapping `info` failed.
+    cq: Option<CompletionQueue<M>>,
+    /// Where the kernel's current ring is.
+    info: I,
+}
+
+impl<M: RingMem, I> CqRing<M, I> {
+    /// A CQ on `mem`, the mapping of `info`.
+    pub fn new(mem: M, info: I) -> Self {
+        Self {
+            cq: Some(CompletionQueue::new(mem)),
+            info,
+        }
+    }
+
+    /// The mapped ring, mapping it first with `map` if needed.
+    pub fn ring<E>(
+        &mut self,
+        map: impl FnOnce(&I) -> Result<M, E>,
+    ) -> Result<&mut CompletionQueue<M>, E> {
+        let q = match self.cq.take() {
+            Some(q) => q,
+            None => CompletionQueue::new(map(&self.info)?),
+        };
+        Ok(self.cq.insert(q))
+    }
+
+    /// The kernel moved the CQ to the ring `info` describes (a resize succeeded). The old
+    /// mapping is dropped first (its address space may be what the new one needs), then the
+    /// new ring is mapped; if that fails, the error is returned and the next use retries.
+    pub fn replace<E>(&mut self, info: I, map: impl FnOnce(&I) -> Result<M, E>) -> Result<(), E> {
+        self.cq = None;
+        self.info = info;
+        self.ring(map).map(|_| ())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,5 +627,81 @@ mod tests {
         // What is there is still delivered, then the error.
         assert_eq!(cq.poll(&mut wc), Ok(1));
         assert_eq!(cq.poll(&mut wc), Err(CqBroken));
+    }
+
+    #[test]
+    fn qp_state_gates_posting_like_rxe() {
+        use qp_state::*;
+        let st = QpState::default();
+        // A new QP is in RESET: neither queue takes requests.
+        assert_eq!(st.get(), RESET);
+        assert_eq!(st.check_send(), Err(WrError::QpState));
+        assert_eq!(st.check_recv(), Err(WrError::QpState));
+        assert_eq!(WrError::QpState.errno(), libc::EINVAL);
+        let table = [
+            (INIT, false, true),
+            (RTR, false, true),
+            (RTS, true, true),
+            (SQD, true, true),
+            (SQE, true, true),
+            (ERR, true, true),
+            (RESET, false, false),
+            (7, false, false),
+        ];
+        for (state, send, recv) in table {
+            st.set(state);
+            assert_eq!(st.check_send().is_ok(), send, "send in {state}");
+            assert_eq!(st.check_recv().is_ok(), recv, "recv in {state}");
+            assert_eq!(
+                st.recv_needs_doorbell(),
+                state == ERR,
+                "doorbell in {state}"
+            );
+        }
+    }
+
+    #[test]
+    fn cq_ring_survives_a_failed_mapping() {
+        // The ring before the resize, with one completion the caller never polls.
+        let old = HeapRing::new(2, 64, 0);
+        put_cqe(&old, 0, 7, 0);
+        old.producer().store(1, Ordering::Release);
+        let mut r: CqRing<HeapRing, u32> = CqRing::new(old.clone(), 1);
+        // The kernel moved the completion to a new ring of 8 entries (info 2); mapping it
+        // fails: the error comes back, and the dead ring is not polled any more.
+        let new = HeapRing::new(3, 64, 0);
+        put_cqe(&new, 0, 7, 0);
+        put_cqe(&new, 1, 8, 0);
+        new.producer().store(2, Ordering::Release);
+        assert_eq!(r.replace(2, |_| Err(libc::ENOMEM)), Err(libc::ENOMEM));
+        assert_eq!(
+            r.ring(|i| {
+                assert_eq!(*i, 2, "the new ring is the one mapped");
+                Err::<HeapRing, _>(libc::ENOMEM)
+            })
+            .err(),
+            Some(libc::ENOMEM)
+        );
+        // The next use maps it and sees exactly what the kernel put there.
+        let mut wc = [ibv_wc::default(); 4];
+        let q = r.ring(|_| Ok::<_, i32>(new.clone())).unwrap();
+        assert_eq!(q.capacity(), 8);
+        assert_eq!(q.poll(&mut wc), Ok(2));
+        assert_eq!((wc[0].wr_id, wc[1].wr_id), (7, 8));
+        // Mapped now: `map` is not called again.
+        let q = r
+            .ring(|_| -> Result<HeapRing, i32> { panic!("mapped twice") })
+            .unwrap();
+        assert_eq!(q.poll(&mut wc), Ok(0));
+        // A replace whose mapping works is used at once.
+        let third = HeapRing::new(4, 64, 0);
+        put_cqe(&third, 0, 9, 0);
+        third.producer().store(1, Ordering::Release);
+        assert_eq!(r.replace(3, |_| Ok::<_, i32>(third.clone())), Ok(()));
+        let q = r
+            .ring(|_| -> Result<HeapRing, i32> { panic!("mapped twice") })
+            .unwrap();
+        assert_eq!(q.poll(&mut wc), Ok(1));
+        assert_eq!(wc[0].wr_id, 9);
     }
 }

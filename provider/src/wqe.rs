@@ -78,6 +78,8 @@ pub enum WrError {
     Unsupported,
     /// `ibv_wr_*` outside `ibv_wr_start` .. `ibv_wr_complete`, or a setter before an opcode.
     Sequence,
+    /// The QP's state does not take this kind of work request (see `wq::QpState`).
+    QpState,
 }
 
 impl WrError {

@@ -67,9 +67,9 @@ static inline void loop_init(struct ibv_qp *qp)
 		die("INIT");
 }
 
-/* An RC QP in INIT (loop_init): 32 WRs each way of sge SGEs, on cq (and srq, if any); with
+/* A new RC QP, still in RESET: 32 WRs each way of sge SGEs, on cq (and srq, if any); with
  * ops != 0 an extended QP with those send ops. */
-static inline struct ibv_qp *loop_rc_qp(struct ibv_cq *cq, struct ibv_srq *srq, uint32_t sge, uint64_t ops)
+static inline struct ibv_qp *loop_rc_qp_reset(struct ibv_cq *cq, struct ibv_srq *srq, uint32_t sge, uint64_t ops)
 {
 	struct ibv_qp_init_attr_ex qa = {
 		.send_cq = cq, .recv_cq = cq, .srq = srq,
@@ -82,12 +82,20 @@ static inline struct ibv_qp *loop_rc_qp(struct ibv_cq *cq, struct ibv_srq *srq, 
 
 	if (!qp)
 		die("ibv_create_qp_ex RC");
+	return qp;
+}
+
+/* An RC QP in INIT (loop_rc_qp_reset, then loop_init). */
+static inline struct ibv_qp *loop_rc_qp(struct ibv_cq *cq, struct ibv_srq *srq, uint32_t sge, uint64_t ops)
+{
+	struct ibv_qp *qp = loop_rc_qp_reset(cq, srq, sge, ops);
+
 	loop_init(qp);
 	return qp;
 }
 
-/* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid. */
-static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
+/* Moves an RC QP in INIT to RTR, connected to QP dest at GID dgid. */
+static inline void loop_rtr(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
 {
 	struct ibv_qp_attr at = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
@@ -99,15 +107,26 @@ static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_
 	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		die("RTR");
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTS;
-	at.timeout = 10;
-	at.retry_cnt = 2;
-	at.rnr_retry = 2;
-	at.max_rd_atomic = 1;
+}
+
+/* Moves an RC QP in RTR to RTS (retry and RNR retry counts 2). */
+static inline void loop_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr at = {
+		.qp_state = IBV_QPS_RTS, .timeout = 10, .retry_cnt = 2, .rnr_retry = 2,
+		.max_rd_atomic = 1,
+	};
+
 	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("RTS");
+}
+
+/* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid. */
+static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
+{
+	loop_rtr(qp, dest, dgid);
+	loop_rts(qp);
 }
 
 /* Moves an RC QP in INIT to RTS, connected to QP dest of this host. */

@@ -259,6 +259,7 @@ impl IbDev {
             bindings::rrxe_glue_set_node_desc(ib, kernel::c_str!("rrxe").as_char_ptr());
             bindings::rrxe_glue_mark_name_assigned_by_user(ib);
             bindings::ib_set_device_ops(ib, &ops::device_ops());
+            bindings::rrxe_glue_set_sysfs_ops(ib);
         }
         // From here on, an error path releases the device with ib_dealloc_device, which calls
         // our dealloc_driver and so drops `data`.

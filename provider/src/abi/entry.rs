@@ -7,11 +7,11 @@ use core::ffi::{c_int, c_void, CStr};
 use core::mem::{offset_of, size_of};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
+use std::os::unix::ffi::OsStrExt;
 
 use super::driver::{
     verbs_context_ops, verbs_device, verbs_device_ops, verbs_match_ent, verbs_match_ent_u,
-    verbs_sysfs_dev, RDMA_DRIVER_UNKNOWN, VERBS_LOG_ERR, VERBS_MATCH_MODALIAS,
-    VERBS_MATCH_SENTINEL,
+    verbs_sysfs_dev, RDMA_DRIVER_UNKNOWN, VERBS_LOG_ERR, VERBS_MATCH_SENTINEL,
 };
 use super::ffi;
 use super::objects;
@@ -48,26 +48,19 @@ pub struct SyncStatic<T>(pub T);
 // string literals and tables); sharing them between threads is sound.
 unsafe impl<T> Sync for SyncStatic<T> {}
 
-/// `{ VERBS_NAME_MATCH("rrxe", NULL), {} }`. No `VERBS_DRIVER_ID` entry: rrxe.ko reports
-/// `RDMA_DRIVER_UNKNOWN`, which libibverbs never matches by id.
-pub static MATCH_TABLE: SyncStatic<[verbs_match_ent; 2]> = SyncStatic([
-    verbs_match_ent {
-        driver_data: ptr::null_mut(),
-        u: verbs_match_ent_u {
-            modalias: device::NAME_MATCH_MODALIAS.as_ptr(),
-        },
-        vendor: 0,
-        device: 0,
-        kind: VERBS_MATCH_MODALIAS,
-    },
-    verbs_match_ent {
-        driver_data: ptr::null_mut(),
-        u: verbs_match_ent_u { driver_id: 0 },
-        vendor: 0,
-        device: 0,
-        kind: VERBS_MATCH_SENTINEL,
-    },
-]);
+/// An empty match table (`{ {} }`): libibverbs runs its table matches (driver id, name,
+/// modalias) and then calls [`rrxe_match_device`], which alone decides. No entry could
+/// help: rrxe.ko reports `RDMA_DRIVER_UNKNOWN`, which libibverbs never matches by id, its
+/// devices have no parent (no modalias), and a name match (`VERBS_NAME_MATCH("rrxe")`, used
+/// before) loses every device given another name. The table stays non-NULL for libibverbs
+/// versions that walk it unconditionally.
+pub static MATCH_TABLE: SyncStatic<[verbs_match_ent; 1]> = SyncStatic([verbs_match_ent {
+    driver_data: ptr::null_mut(),
+    u: verbs_match_ent_u { driver_id: 0 },
+    vendor: 0,
+    device: 0,
+    kind: VERBS_MATCH_SENTINEL,
+}]);
 
 /// What the provider registers with libibverbs. Exported under the name rdma-core's
 /// `PROVIDER_DRIVER(rrxe, ...)` gives it, `verbs_provider_rrxe`.
@@ -78,7 +71,7 @@ pub static verbs_provider_rrxe: SyncStatic<verbs_device_ops> = SyncStatic(verbs_
     match_max_abi_version: device::MAX_ABI_VERSION,
     match_table: MATCH_TABLE.0.as_ptr(),
     static_providers: ptr::null(),
-    match_device: None,
+    match_device: Some(rrxe_match_device),
     alloc_context: Some(rrxe_alloc_context),
     import_context: None,
     alloc_device: Some(rrxe_alloc_device),
@@ -162,6 +155,26 @@ unsafe fn log_err(vctx: *mut verbs_context, msg: &str) {
     // SAFETY: the caller guarantees `vctx`; the format is a literal "%s" with one
     // NUL-terminated string argument that outlives the call.
     unsafe { ffi::__verbs_log(vctx, VERBS_LOG_ERR, c"%s".as_ptr(), msg.as_ptr()) };
+}
+
+/// `verbs_device_ops.match_device`: whether the device libibverbs found in sysfs is an rrxe
+/// device, by its `hca_type` attribute (see [`device::is_rrxe_device`]). libibverbs (init.c
+/// `match_device()`, rdma-core 44 and 56 alike) calls it for every device not claimed by
+/// driver id, after its table match, and takes its answer over the table's.
+unsafe extern "C" fn rrxe_match_device(sysfs_dev: *mut verbs_sysfs_dev) -> bool {
+    // SAFETY: libibverbs passes a valid sysfs device that it owns for this call; only the
+    // path array is read.
+    let path = unsafe { &(*sysfs_dev).ibdev_path };
+    let bytes: Vec<u8> = path.iter().map(|&c| c as u8).collect();
+    let Ok(path) = CStr::from_bytes_until_nul(&bytes) else {
+        return false;
+    };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    let ours = device::is_rrxe_device(path);
+    if std::env::var_os("RRXE_PROVIDER_DEBUG").is_some() {
+        eprintln!("rrxe: match_device {}: {}", path.display(), ours);
+    }
+    ours
 }
 
 /// `verbs_device_ops.alloc_device`: a device libibverbs matched to us.
@@ -355,14 +368,11 @@ mod tests {
         );
         assert!(ops.alloc_device.is_some() && ops.uninit_device.is_some());
         assert!(ops.alloc_context.is_some());
-        assert!(ops.import_context.is_none() && ops.match_device.is_none());
-
-        let table = &MATCH_TABLE.0;
-        assert_eq!(table[0].kind, VERBS_MATCH_MODALIAS);
-        // SAFETY: a MODALIAS entry's active union member is `modalias`, a 'static literal.
-        let pattern = unsafe { CStr::from_ptr(table[0].u.modalias) };
-        assert_eq!(pattern.to_str(), Ok("rdma_device:*Nrrxe*"));
-        assert_eq!(table[1].kind, VERBS_MATCH_SENTINEL);
+        assert!(ops.import_context.is_none() && ops.match_device.is_some());
+        // Only the sentinel: the match is `match_device`'s alone.
+        assert_eq!(MATCH_TABLE.0.len(), 1);
+        assert_eq!(MATCH_TABLE.0[0].kind, VERBS_MATCH_SENTINEL);
+        assert_eq!(ops.match_table, MATCH_TABLE.0.as_ptr());
     }
 
     #[test]
@@ -385,6 +395,30 @@ mod tests {
             offset_of!(urrxe_get_context_resp, drv_payload),
             size_of::<super::super::uverbs::ib_uverbs_get_context_resp>()
         );
+    }
+
+    #[test]
+    fn match_device_reads_hca_type_under_ibdev_path() {
+        let dir = std::env::temp_dir().join(format!("rrxe-entry-match-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // SAFETY: a zeroed sysfs device is plain data; only `ibdev_path` is read.
+        let mut sysfs: verbs_sysfs_dev = unsafe { core::mem::zeroed() };
+        let p = dir.as_os_str().as_bytes();
+        for (d, s) in sysfs.ibdev_path.iter_mut().zip(p) {
+            *d = *s as core::ffi::c_char;
+        }
+        // SAFETY: `sysfs` is a live, valid `verbs_sysfs_dev` with a NUL-terminated path.
+        let call = |s: &mut verbs_sysfs_dev| unsafe { rrxe_match_device(s) };
+        assert!(!call(&mut sysfs), "no hca_type: not ours");
+        std::fs::write(dir.join("hca_type"), b"rrxe\n").unwrap();
+        assert!(call(&mut sysfs));
+        std::fs::write(dir.join("hca_type"), b"MT4115\n").unwrap();
+        assert!(!call(&mut sysfs));
+        // A path filling the whole array (no NUL) is refused, not read past.
+        sysfs.ibdev_path.fill(b'a' as core::ffi::c_char);
+        assert!(!call(&mut sysfs));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

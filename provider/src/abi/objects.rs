@@ -18,7 +18,7 @@ use super::queue::{MapError, MappedQueue};
 use super::rrxe::*;
 use super::uverbs::*;
 use super::verbs::*;
-use crate::wq::{CompletionQueue, RecvQueue, SendQueue, WrBatch};
+use crate::wq::{CqRing, QpState, RecvQueue, SendQueue, WrBatch};
 use crate::wqe::{MwBind, SendLimits, SendWr, Sge, Transport, WrError};
 
 fn set_errno(err: c_int) {
@@ -194,8 +194,8 @@ impl SessionLock {
 #[repr(C)]
 pub struct RrxeCq {
     pub vcq: verbs_cq,
-    /// Set once the queue is mapped.
-    pub cq: Option<Mutex<CompletionQueue<MappedQueue>>>,
+    /// Set once the queue is mapped (and re-mapped after a resize, see [`CqRing`]).
+    pub cq: Option<Mutex<CqRing<MappedQueue, rrxe_queue_info>>>,
     /// Held from `start_poll` to `end_poll`.
     session: SessionLock,
     /// The completion an extended poll is at (read under `session`).
@@ -217,8 +217,8 @@ fn finish_cq(ctx: *mut ibv_context, mut cq: Box<RrxeCq>, q: &rrxe_queue_info) ->
     // SAFETY: `ctx` is live.
     let fd = unsafe { (*ctx).cmd_fd };
     match MappedQueue::map(fd, q) {
-        Ok(q) => {
-            cq.cq = Some(Mutex::new(CompletionQueue::new(q)));
+        Ok(m) => {
+            cq.cq = Some(Mutex::new(CqRing::new(m, *q)));
             cq.session.init();
             Box::into_raw(cq)
         }
@@ -351,14 +351,14 @@ pub(super) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
     if ret != 0 {
         return ret;
     }
+    // The kernel now writes only the new ring. If it cannot be mapped, the error is
+    // returned and the CQ maps it on its next poll (see `CqRing`); the dead ring is never
+    // polled again. Had the kernel refused the resize (above), the old ring would still be
+    // the live one and stays mapped.
     // SAFETY: a live CQ's context.
     let fd = unsafe { (*(*ibcq).context).cmd_fd };
-    match MappedQueue::map(fd, &resp.drv_payload.cq) {
-        Ok(m) => {
-            // The old ring is unmapped as it drops.
-            *g = CompletionQueue::new(m);
-            0
-        }
+    match g.replace(resp.drv_payload.cq, |i| MappedQueue::map(fd, i)) {
+        Ok(()) => 0,
         Err(e) => map_errno(e),
     }
 }
@@ -393,9 +393,12 @@ pub(super) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, num: c_int, wc: *mut 
     }
     // SAFETY: the caller provides `num` writable `ibv_wc`s.
     let out = unsafe { core::slice::from_raw_parts_mut(wc, num as usize) };
-    match lock(q).poll(out) {
-        Ok(n) => n as c_int,
-        Err(_) => -1,
+    // SAFETY: a live CQ's context.
+    let fd = unsafe { (*(*ibcq).context).cmd_fd };
+    let mut g = lock(q);
+    match g.ring(|i| MappedQueue::map(fd, i)).map(|q| q.poll(out)) {
+        Ok(Ok(n)) => n as c_int,
+        _ => -1,
     }
 }
 
@@ -411,8 +414,11 @@ unsafe fn cq_take(ibcq: *mut ibv_cq_ex) -> c_int {
         return libc::EIO;
     };
     let mut wc = [ibv_wc::default()];
-    match lock(q).poll(&mut wc) {
-        Ok(1) => {
+    // SAFETY: a live CQ's context.
+    let fd = unsafe { (*(*ibcq).context).cmd_fd };
+    let mut g = lock(q);
+    match g.ring(|i| MappedQueue::map(fd, i)).map(|q| q.poll(&mut wc)) {
+        Ok(Ok(1)) => {
             // SAFETY: the session is held: nobody else touches `cur` or the two fields.
             unsafe {
                 *cq.cur.get() = wc[0];
@@ -421,8 +427,8 @@ unsafe fn cq_take(ibcq: *mut ibv_cq_ex) -> c_int {
             }
             0
         }
-        Ok(_) => libc::ENOENT,
-        Err(_) => libc::EIO,
+        Ok(Ok(_)) => libc::ENOENT,
+        _ => libc::EIO,
     }
 }
 
@@ -507,8 +513,13 @@ pub struct RrxeQp {
     pub rq: Option<Mutex<RecvQueue<MappedQueue>>>,
     /// The `IBV_QP_EX_WITH_*` operations the QP was created for (extended API only).
     send_ops: u64,
-    /// Held from `ibv_wr_start` to `ibv_wr_complete`/`ibv_wr_abort`.
+    /// Held from `ibv_wr_start` to `ibv_wr_complete`/`ibv_wr_abort`, and by `ibv_post_send`
+    /// and `ibv_bind_mw`, so that a legacy post never lands in (or publishes part of) an
+    /// open batch. Taken before `sq`.
     session: SessionLock,
+    /// The state the QP's own modify/query calls reported (see [`QpState`]: why that is
+    /// enough for posting).
+    state: QpState,
 }
 
 impl RrxeQp {
@@ -793,8 +804,20 @@ unsafe extern "C" fn wr_complete(qpx: *mut ibv_qp_ex) -> c_int {
     // SAFETY: libibverbs passes our QP, inside ibv_wr_start .. ibv_wr_complete.
     let qp = unsafe { our_qp(qpx) };
     let mut r = Err(WrError::Sequence);
+    let state = qp.state.check_send();
     // SAFETY: as above.
-    unsafe { with_batch(qpx, |b, q| r = b.complete(q)) };
+    unsafe {
+        with_batch(qpx, |b, q| {
+            r = match state {
+                // Nothing of the batch is posted, as for a failed ibv_post_send.
+                Err(e) if b.active() => {
+                    b.abort(q);
+                    Err(e)
+                }
+                _ => b.complete(q),
+            }
+        })
+    };
     let ret = match r {
         Ok(true) => {
             let ibqp = qp.ibqp();
@@ -1099,7 +1122,7 @@ pub(super) unsafe extern "C" fn query_qp(
 ) -> c_int {
     let mut cmd = ibv_query_qp::default();
     // SAFETY: all pointers from the caller; `cmd` is a live buffer of that size.
-    unsafe {
+    let ret = unsafe {
         ffi::ibv_cmd_query_qp(
             qp,
             attr,
@@ -1108,7 +1131,24 @@ pub(super) unsafe extern "C" fn query_qp(
             &mut cmd,
             size_of::<ibv_query_qp>(),
         )
+    };
+    // Recorded only when asked for, so that no field left unset is taken for the state. A
+    // state the kernel moved the QP to (ERROR, SQE) takes work requests like the one it
+    // replaces.
+    if ret == 0 && mask & IBV_QP_STATE != 0 {
+        // SAFETY: a live QP of ours; `attr` is the caller's `ibv_qp_attr`, just filled.
+        unsafe { (*qp.cast::<RrxeQp>()).state.set(qp_attr_state(attr)) };
     }
+    ret
+}
+
+/// `attr->qp_state`: the first member of `struct ibv_qp_attr` (an `enum ibv_qp_state`).
+///
+/// # Safety
+/// `attr` points to a readable `ibv_qp_attr`.
+unsafe fn qp_attr_state(attr: *const ibv_qp_attr) -> u32 {
+    // SAFETY: per the contract; `qp_state` is at offset 0 and 4 bytes wide (an enum).
+    unsafe { *attr.cast::<u32>() }
 }
 
 pub(super) unsafe extern "C" fn modify_qp(
@@ -1118,7 +1158,13 @@ pub(super) unsafe extern "C" fn modify_qp(
 ) -> c_int {
     let mut cmd = ibv_modify_qp::default();
     // SAFETY: all pointers from the caller; `cmd` is a live buffer of that size.
-    unsafe { ffi::ibv_cmd_modify_qp(qp, attr, mask, &mut cmd, size_of::<ibv_modify_qp>()) }
+    let ret =
+        unsafe { ffi::ibv_cmd_modify_qp(qp, attr, mask, &mut cmd, size_of::<ibv_modify_qp>()) };
+    if ret == 0 && mask & IBV_QP_STATE != 0 {
+        // SAFETY: a live QP of ours; `attr` is the caller's `ibv_qp_attr`.
+        unsafe { (*qp.cast::<RrxeQp>()).state.set(qp_attr_state(attr)) };
+    }
+    ret
 }
 
 pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
@@ -1330,6 +1376,10 @@ pub(super) unsafe extern "C" fn bind_mw(
     let Some(sq) = qp.sq.as_ref() else {
         return libc::EINVAL;
     };
+    // A bind is a send queue request (as posting one through ibv_post_send).
+    if let Err(e) = qp.state.check_send() {
+        return e.errno();
+    }
     let rkey = crate::wqe::inc_rkey(m.rkey);
     let wr = SendWr {
         wr_id: b.wr_id,
@@ -1339,25 +1389,29 @@ pub(super) unsafe extern "C" fn bind_mw(
         bind: unsafe { binding(rkey, &b.bind_info) },
         ..Default::default()
     };
-    let mut g = lock(sq);
-    if let Err(e) = g.q.stage(&wr, &[], None) {
-        return e.errno();
-    }
-    if g.q.publish() {
-        // SAFETY: a live QP's context.
-        let fd = unsafe { (*qp.ibqp().context).cmd_fd };
-        let db = doorbell(fd, qp.ibqp().handle);
-        if db != 0 {
-            return db;
+    qp.session.lock();
+    let ret = {
+        let mut g = lock(sq);
+        match g.q.stage(&wr, &[], None) {
+            Err(e) => e.errno(),
+            Ok(()) if g.q.publish() => {
+                // SAFETY: a live QP's context.
+                let fd = unsafe { (*qp.ibqp().context).cmd_fd };
+                doorbell(fd, qp.ibqp().handle)
+            }
+            Ok(()) => 0,
         }
+    };
+    qp.session.unlock();
+    if ret == 0 {
+        m.rkey = rkey;
     }
-    m.rkey = rkey;
-    0
+    ret
 }
 
 pub(super) unsafe extern "C" fn post_send(
     ibqp: *mut ibv_qp,
-    mut wr: *mut ibv_send_wr,
+    wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
     // SAFETY: a live QP of ours.
@@ -1365,6 +1419,30 @@ pub(super) unsafe extern "C" fn post_send(
     let Some(sq) = qp.sq.as_ref() else {
         return libc::EINVAL;
     };
+    if let Err(e) = qp.state.check_send() {
+        if !bad_wr.is_null() {
+            // SAFETY: the caller's out pointer.
+            unsafe { *bad_wr = wr };
+        }
+        return e.errno();
+    }
+    qp.session.lock();
+    // SAFETY: the caller's list and out pointer; the session is held.
+    let ret = unsafe { post_send_list(qp, sq, wr, bad_wr) };
+    qp.session.unlock();
+    ret
+}
+
+/// Posts a list of send requests to `sq` and rings the doorbell.
+///
+/// # Safety
+/// `wr` is null or a valid list; `bad_wr` is null or writable; `sq` is `qp`'s.
+unsafe fn post_send_list(
+    qp: &RrxeQp,
+    sq: &Mutex<Sq>,
+    mut wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> c_int {
     let mut g = lock(sq);
     let sq = &mut g.q;
     let mut err = 0;
@@ -1434,9 +1512,27 @@ pub(super) unsafe extern "C" fn post_recv(
 ) -> c_int {
     // SAFETY: a live QP of ours.
     let qp = unsafe { &*ibqp.cast::<RrxeQp>() };
+    if let Err(e) = qp.state.check_recv() {
+        if !bad_wr.is_null() {
+            // SAFETY: the caller's out pointer.
+            unsafe { *bad_wr = wr };
+        }
+        return e.errno();
+    }
     match qp.rq.as_ref() {
-        // SAFETY: the caller's list and out pointer.
-        Some(rq) => unsafe { post_recv_list(rq, wr, bad_wr) },
+        Some(rq) => {
+            // SAFETY: the caller's list and out pointer.
+            let ret = unsafe { post_recv_list(rq, wr, bad_wr) };
+            if qp.state.recv_needs_doorbell() {
+                // The kernel flushes the receive queue of a QP in error when it runs it.
+                // SAFETY: a live QP's context.
+                let db = doorbell(unsafe { (*qp.ibqp().context).cmd_fd }, qp.ibqp().handle);
+                if ret == 0 {
+                    return db;
+                }
+            }
+            ret
+        }
         None => {
             if !bad_wr.is_null() {
                 // SAFETY: the caller's out pointer.

@@ -341,6 +341,8 @@ pub struct pthread_cond_t {
 
 /// `enum ibv_qp_type` values the provider knows.
 pub const IBV_QPT_RC: c_int = 2;
+/// `IBV_QP_STATE`, the `ibv_modify_qp` attribute mask bit of `qp_state`.
+pub const IBV_QP_STATE: c_int = 1;
 /// See [`IBV_QPT_RC`].
 pub const IBV_QPT_UC: c_int = 3;
 /// See [`IBV_QPT_RC`].

@@ -6,7 +6,8 @@
 
 # user_setup [rrxe|rxe]: this VM's RDMA device over $RRXE_NETDEV (eth0 in our VMs) (DEV),
 # and its RoCE v2 GID index (GID). Outside our VMs (tests/selftest.sh) an rrxe device the
-# machine already has on that netdev, or RRXE_DEV, is used and left in place (KEEP_DEV).
+# machine already has on that netdev (any name), or RRXE_DEV, is used and left in place
+# (KEEP_DEV).
 user_setup() {
   local kind=${1:-rrxe} nd=${RRXE_NETDEV:-eth0}
   KEEP_DEV=
@@ -15,8 +16,15 @@ user_setup() {
     check "modprobe rdma_rxe" load_rxe
     check "rdma link add rxe0 type rxe netdev $nd" rdma link add rxe0 type rxe netdev "$nd"
   else
-    DEV=${RRXE_DEV:-$(rdma link show 2>/dev/null |
-      awk -v nd="$nd" '$2 ~ /^rrxe/ && / netdev / && $NF == nd { sub(/\/.*/, "", $2); print $2; exit }')}
+    DEV=${RRXE_DEV:-}
+    if [ -z "$DEV" ]; then
+      # An rrxe device by what it is (its hca_type attribute), whatever its name.
+      local d
+      for d in $(rdma link show 2>/dev/null |
+                 awk -v nd="$nd" '/ netdev / && $NF == nd { sub(/\/.*/, "", $2); print $2 }'); do
+        if [ "$(cat "/sys/class/infiniband/$d/hca_type" 2>/dev/null)" = rrxe ]; then DEV=$d; break; fi
+      done
+    fi
     if [ -n "$DEV" ]; then
       KEEP_DEV=1
       ok "using the machine's $DEV (left in place afterwards)"
