@@ -172,9 +172,17 @@ impl Cq {
 
     /// Replaces the ring by one of at least `cqe` entries, moving the completions not yet
     /// consumed to its start. `EINVAL` if they do not fit (or the size is out of range).
-    /// Returns the new number of entries. A user CQ's consumer must not poll during the
-    /// call (the provider holds its CQ lock) and maps the new ring afterwards.
-    pub(crate) fn resize(&self, cqe: u32, uctx: Option<&UContext>) -> Result<u32> {
+    /// Returns the new number of entries, after handing it to `publish` under the CQ's lock
+    /// (two resizes of one CQ may run at once: the uverbs layer takes the CQ for reading
+    /// only, so what records the size must be serialised here). A user CQ's consumer must
+    /// not poll during the call (the provider holds its CQ lock) and maps the new ring
+    /// afterwards.
+    pub(crate) fn resize(
+        &self,
+        cqe: u32,
+        uctx: Option<&UContext>,
+        publish: impl FnOnce(u32),
+    ) -> Result<u32> {
         if cqe == 0 || cqe > MAX_CQE {
             return Err(EINVAL);
         }
@@ -199,6 +207,7 @@ impl Cq {
             new.producer()
                 .store(pending, core::sync::atomic::Ordering::Release);
             st.producer = pending;
+            publish(slots);
             core::mem::replace(&mut st.queue, new)
         };
         // Freed (or its mmap entry removed) outside the lock.

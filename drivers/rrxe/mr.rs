@@ -37,8 +37,22 @@ pub(crate) mod access {
     pub(crate) const FLUSH_GLOBAL: u32 = 1 << 8;
     /// FLUSH to persistence.
     pub(crate) const FLUSH_PERSISTENT: u32 = 1 << 9;
+    /// The optional flags (IB_ACCESS_OPTIONAL, bits 20..=29): hints a device may ignore,
+    /// accepted as rdma_rxe accepts them.
+    pub(crate) const OPTIONAL: u32 = 0x3ff0_0000;
+    /// The flags a QP's access may hold (as rdma_rxe's RXE_ACCESS_SUPPORTED_QP, less
+    /// on-demand paging, which rrxe does not offer): any other bit is refused by modify_qp.
+    pub(crate) const QP_SUPPORTED: u32 = LOCAL_WRITE
+        | REMOTE_WRITE
+        | REMOTE_READ
+        | REMOTE_ATOMIC
+        | MW_BIND
+        | FLUSH_GLOBAL
+        | FLUSH_PERSISTENT
+        | OPTIONAL;
     /// Every flag rrxe supports.
-    pub(crate) const SUPPORTED: u32 = LOCAL_WRITE
+    pub(crate) const SUPPORTED: u32 = OPTIONAL
+        | LOCAL_WRITE
         | REMOTE_WRITE
         | REMOTE_READ
         | REMOTE_ATOMIC

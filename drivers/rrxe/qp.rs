@@ -45,6 +45,9 @@ pub(crate) const MAX_QP_WR: u32 = 4096;
 pub(crate) const MAX_SGE: u32 = 32;
 /// Largest inline send.
 pub(crate) const MAX_INLINE: u32 = 512;
+/// Outstanding READ/atomic requests per QP, as initiator and as responder
+/// (`max_qp_init_rd_atom`, `max_qp_rd_atom`).
+pub(crate) const MAX_RD_ATOMIC: u32 = 16;
 /// The queue sizes the device offers ([`proto::caps`] checks requests against them).
 pub(crate) const DEV_CAPS: proto::caps::DeviceCaps = proto::caps::DeviceCaps {
     max_wr: MAX_QP_WR,
@@ -987,6 +990,11 @@ impl Qp {
             attrs.min_rnr_timer = v;
         }
         if let Some(v) = m.max_rd_atomic {
+            // Not above what query_device offers (rdma_rxe refuses more than
+            // max_qp_rd_atom too).
+            if u32::from(v) > MAX_RD_ATOMIC {
+                return Err(EINVAL);
+            }
             pm.max_rd_atomic = Some(v.max(1));
             attrs.max_rd_atomic = v;
         }
@@ -995,6 +1003,9 @@ impl Qp {
             attrs.max_dest_rd_atomic = v;
         }
         if let Some(v) = m.access {
+            if v & !access::QP_SUPPORTED != 0 {
+                return Err(EINVAL);
+            }
             attrs.access = v;
         }
         if let Some(av) = m.av {

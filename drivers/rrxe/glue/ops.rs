@@ -366,12 +366,15 @@ unsafe extern "C" fn resize_cq(
     // SAFETY: a live CQ; udata is null (kernel caller) or the command's driver udata.
     let (cq, mut udata) = unsafe { (cq_data(ibcq), Udata(udata, PhantomData)) };
     let uctx = UContext::from_udata(&udata);
-    let entries = match cq.resize(cqe, uctx.as_ref()) {
-        Ok(n) => n,
-        Err(e) => return e.to_errno(),
+    let publish = |entries: u32| {
+        // SAFETY: a live CQ; `cqe` is written only here and at creation, and Cq::resize
+        // calls this under the CQ's lock, so two resizes (the uverbs layer takes the CQ for
+        // reading only) never write it at once.
+        unsafe { (*ibcq).cqe = entries as i32 };
     };
-    // SAFETY: the core serialises commands on this CQ object.
-    unsafe { (*ibcq).cqe = entries as i32 };
+    if let Err(e) = cq.resize(cqe, uctx.as_ref(), publish) {
+        return e.to_errno();
+    }
     if udata.is_user() {
         let resp = bindings::rrxe_resize_cq_resp {
             cq: cq.queue_info(),

@@ -153,7 +153,8 @@ pub fn user_srq_shape(
 
 /// Checks an SRQ's size; returns its number of slots (a power of two).
 pub fn check_srq_caps(max_wr: u32, max_sge: u32, dev: &DeviceCaps) -> Result<u32, CapsError> {
-    if max_wr > dev.max_wr || max_sge > dev.max_sge {
+    // An SRQ of no WQEs is refused (rdma_rxe's rxe_srq_chk_init does too).
+    if max_wr == 0 || max_wr > dev.max_wr || max_sge > dev.max_sge {
         return Err(CapsError::OutOfRange);
     }
     pow2_at_least(max_wr).ok_or(CapsError::OutOfRange)
@@ -223,6 +224,7 @@ mod tests {
             );
         }
         assert_eq!(cq_slots(0, &DEV), Err(CapsError::OutOfRange));
+        assert_eq!(check_srq_caps(0, 1, &DEV), Err(CapsError::OutOfRange));
         let c = QpCaps {
             max_inline: 513,
             ..Default::default()
