@@ -1157,48 +1157,24 @@ impl Qp {
         };
         let total = buf.len();
         // Pass 1: check, and find that the list holds all of the bytes.
-        let mut off = offset;
-        let mut done = 0usize;
-        for sge in sges {
-            if done == total {
-                break;
-            }
-            if off >= sge.len {
-                off -= sge.len;
-                continue;
-            }
-            let n = core::cmp::min((sge.len - off) as usize, total - done);
-            let va = sge.addr.wrapping_add(u64::from(off));
+        let mut covered = 0usize;
+        for (sge, va, at, n) in sge_chunks(sges, offset, total) {
             let r = mrs.with(sge.lkey, self.pd, |r| r.check(va, n as u64, need));
             if !matches!(r, Ok(Ok(_))) {
                 return Err(proto::PlaceError::Protection);
             }
-            done += n;
-            off = 0;
+            covered = at + n;
         }
-        if done != total {
+        if covered != total {
             return Err(proto::PlaceError::Length);
         }
         // Pass 2: copy.
-        let mut off = offset;
-        let mut done = 0usize;
-        for sge in sges {
-            if done == total {
-                break;
-            }
-            if off >= sge.len {
-                off -= sge.len;
-                continue;
-            }
-            let n = core::cmp::min((sge.len - off) as usize, total - done);
-            let mut chunk = buf.sub(done, n).ok_or(proto::PlaceError::Length)?;
-            let va = sge.addr.wrapping_add(u64::from(off));
+        for (sge, va, at, n) in sge_chunks(sges, offset, total) {
+            let mut chunk = buf.sub(at, n).ok_or(proto::PlaceError::Length)?;
             let r = mrs.with(sge.lkey, self.pd, |r| r.copy(va, &mut chunk, need));
             if !matches!(r, Ok(Ok(()))) {
                 return Err(proto::PlaceError::Protection);
             }
-            done += n;
-            off = 0;
         }
         Ok(())
     }
@@ -1872,6 +1848,32 @@ impl ResponderEnv for Env<'_> {
             Ok(Err(e)) | Err(e) => Err(map_err(e)),
         }
     }
+}
+
+/// The pieces of `total` bytes starting `offset` bytes into a scatter/gather list: for each
+/// SGE they touch, `(sge, address, position in the bytes, length)`. Stops at the end of the
+/// list, so the pieces cover less than `total` when the list is too short.
+fn sge_chunks(
+    sges: &[Sge],
+    offset: u32,
+    total: usize,
+) -> impl Iterator<Item = (&Sge, u64, usize, usize)> + '_ {
+    let mut off = offset;
+    let mut done = 0usize;
+    sges.iter().filter_map(move |sge| {
+        if done == total {
+            return None;
+        }
+        if off >= sge.len {
+            off -= sge.len;
+            return None;
+        }
+        let n = core::cmp::min((sge.len - off) as usize, total - done);
+        let piece = (sge, sge.addr.wrapping_add(u64::from(off)), done, n);
+        done += n;
+        off = 0;
+        Some(piece)
+    })
 }
 
 /// Copies a WR's SGE list out of its ring (into `dst`, at most [`MAX_SGE`]), so that the
