@@ -101,20 +101,32 @@ pub(crate) struct Region {
 }
 
 impl Region {
-    /// What is left in a table cell once its region was removed: invalid, empty, no key.
-    fn gone() -> Region {
+    /// A region not yet in a table (no key, no identity, no windows).
+    fn unkeyed(
+        pd: usize,
+        access: u32,
+        iova: u64,
+        length: u64,
+        valid: bool,
+        backing: Backing,
+    ) -> Self {
         Region {
-            pd: 0,
-            access: 0,
-            iova: 0,
-            length: 0,
+            pd,
+            access,
+            iova,
+            length,
             lkey: 0,
             rkey: 0,
-            valid: false,
-            backing: Backing::KernelVa,
+            valid,
+            backing,
             id: 0,
             windows: 0,
         }
+    }
+
+    /// What is left in a table cell once its region was removed: invalid, empty, no key.
+    fn gone() -> Region {
+        Region::unkeyed(0, 0, 0, 0, false, Backing::KernelVa)
     }
 
     /// Checks `[va, va + len)` for `need` (IB_ACCESS_* bits; 0 for a local read) and
@@ -805,18 +817,14 @@ pub(crate) fn check_user_range(start: u64, length: u64, iova: u64) -> Result {
 /// A DMA MR of a kernel consumer: all of kernel memory.
 pub(crate) fn dma_region(pd: usize, flags: u32) -> Result<Region> {
     check_access_flags(flags)?;
-    Ok(Region {
+    Ok(Region::unkeyed(
         pd,
-        access: flags,
-        iova: 0,
-        length: u64::MAX,
-        lkey: 0,
-        rkey: 0,
-        valid: true,
-        backing: Backing::KernelVa,
-        id: 0,
-        windows: 0,
-    })
+        flags,
+        0,
+        u64::MAX,
+        true,
+        Backing::KernelVa,
+    ))
 }
 
 /// A user MR over pinned pages.
@@ -830,18 +838,14 @@ pub(crate) fn user_region(
     if length == 0 || iova.checked_add(length).is_none() {
         return Err(EINVAL);
     }
-    Ok(Region {
+    Ok(Region::unkeyed(
         pd,
-        access: flags,
+        flags,
         iova,
         length,
-        lkey: 0,
-        rkey: 0,
-        valid: true,
-        backing: Backing::User(umem),
-        id: 0,
-        windows: 0,
-    })
+        true,
+        Backing::User(umem),
+    ))
 }
 
 /// What a re-registration needs of a user region: its access flags, iova, length and the
@@ -855,15 +859,13 @@ pub(crate) fn user_extent(r: &Region) -> Option<(u32, u64, u64, u64)> {
 
 /// A fast-registration MR: invalid until a REG_MR work request; room for `max_pages`.
 pub(crate) fn fast_region(pd: usize, max_pages: usize) -> Result<Region> {
-    Ok(Region {
+    Ok(Region::unkeyed(
         pd,
-        access: 0,
-        iova: 0,
-        length: 0,
-        lkey: 0,
-        rkey: 0,
-        valid: false,
-        backing: Backing::KernelPages {
+        0,
+        0,
+        0,
+        false,
+        Backing::KernelPages {
             pages: {
                 let mut v = KVec::with_capacity(max_pages, GFP_KERNEL)?;
                 v.extend_with(max_pages, 0u64, GFP_KERNEL)?;
@@ -873,9 +875,7 @@ pub(crate) fn fast_region(pd: usize, max_pages: usize) -> Result<Region> {
             page_size: kernel::page::PAGE_SIZE as u32,
             first_off: 0,
         },
-        id: 0,
-        windows: 0,
-    })
+    ))
 }
 
 /// A fast registration, as a REG_MR work request carries it.
