@@ -380,6 +380,9 @@ struct RxRing {
     skbs: KVec<Option<SkBuff>>,
     head: usize,
     len: usize,
+    /// RC/UC: the path (address vector) packets must come from, set by modify; checked as
+    /// they are queued.
+    path: Option<proto::addr::Path>,
 }
 
 /// Attributes reported back by query_qp.
@@ -637,7 +640,8 @@ impl Qp {
             RxRing {
                 skbs,
                 head: 0,
-                len: 0
+                len: 0,
+                path: None,
             },
             "rrxe_qp_rx"
         );
@@ -849,14 +853,25 @@ impl Qp {
 
     /// Queues a received packet for this QP (softirq) for the next run, which the caller
     /// starts. Returns false if it was dropped (the skb is freed).
-    fn enqueue_rx(&self, skb: SkBuff) -> bool {
+    /// Queues a received packet from `from` with P_Key `pkey`, if the QP takes it from
+    /// there (see [`proto::addr::check_qp`]).
+    fn enqueue_rx(
+        &self,
+        skb: SkBuff,
+        from: &proto::addr::IpAddrs,
+        pkey: u16,
+    ) -> Result<(), (Refused, SkBuff)> {
         if self.dead.load(Ordering::Acquire) {
-            return false;
+            return Err((Refused::Backlog, skb));
         }
         {
             let mut rx = self.rx.lock();
+            let connected = matches!(self.kind, QpKind::Rc | QpKind::Uc);
+            if let Err(e) = proto::addr::check_qp(connected, from, rx.path.as_ref(), pkey) {
+                return Err((Refused::Addr(e), skb));
+            }
             if rx.len >= rx.skbs.len() {
-                return false;
+                return Err((Refused::Backlog, skb));
             }
             let n = rx.skbs.len();
             let i = (rx.head + rx.len) % n;
@@ -865,7 +880,7 @@ impl Qp {
             }
             rx.len += 1;
         }
-        true
+        Ok(())
     }
 
     fn rx_pop(&self) -> Option<SkBuff> {
@@ -945,6 +960,8 @@ impl Qp {
         }
         if let Some(av) = m.av {
             eng.attrs.av = Some(av);
+            // Packets are taken from the path they are sent to.
+            self.rx.lock().path = Some(crate::ah::path(&av));
         }
         let Engine {
             proto,
@@ -1770,25 +1787,36 @@ impl QpTable {
     }
 
     /// Queues a received packet for QP `qpn` (bottom halves off) and returns the QP, which
-    /// the caller runs or kicks. Returns the skb back if there is no such QP, `None` if the
-    /// QP cannot take it.
+    /// the caller runs or kicks. `from` and `pkey` are the packet's IP addresses and BTH
+    /// P_Key. A refused packet comes back with the reason, to be counted and freed by the
+    /// caller outside the table lock.
     ///
     /// The returned reference must be dropped with bottom halves still off: `destroy_qp`
     /// waits for such sections to end (`synchronize_rcu`) so that the last reference to a
     /// QP is always dropped in process context.
-    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff) -> Result<Arc<Qp>, Option<SkBuff>> {
+    pub(crate) fn deliver(
+        &self,
+        qpn: u32,
+        skb: SkBuff,
+        from: &proto::addr::IpAddrs,
+        pkey: u16,
+    ) -> Result<Arc<Qp>, (Refused, SkBuff)> {
         let t = self.inner.lock();
         match t.slots.get(qpn as usize) {
-            Some(Slot::Used(qp)) => {
-                if qp.enqueue_rx(skb) {
-                    Ok(qp.clone())
-                } else {
-                    Err(None)
-                }
-            }
-            _ => Err(Some(skb)),
+            Some(Slot::Used(qp)) => qp.enqueue_rx(skb, from, pkey).map(|()| qp.clone()),
+            _ => Err((Refused::NoQp, skb)),
         }
     }
+}
+
+/// Why [`QpTable::deliver`] refused a packet.
+pub(crate) enum Refused {
+    /// No such QP.
+    NoQp,
+    /// The QP's receive backlog is full (or the QP is going away).
+    Backlog,
+    /// The QP does not take packets from there (address or P_Key).
+    Addr(proto::addr::AddrDrop),
 }
 
 /// Copies new receive WQEs of a queue shared with a process into a driver ring, validating
