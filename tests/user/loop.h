@@ -84,12 +84,15 @@ static inline struct ibv_qp *loop_rc_qp(struct ibv_cq *cq, struct ibv_srq *srq, 
 	return qp;
 }
 
-/* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid. */
-static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
+/* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid, both PSNs 0, with the
+ * given RNR timer (sent in this QP's RNR NAKs), local ACK timeout and retry counts. */
+static inline void to_rts_opts(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid,
+			       uint8_t min_rnr_timer, uint8_t timeout, uint8_t retry_cnt,
+			       uint8_t rnr_retry)
 {
 	struct ibv_qp_attr at = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
-		.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
+		.max_dest_rd_atomic = 1, .min_rnr_timer = min_rnr_timer,
 		.ah_attr = { .is_global = 1, .port_num = 1,
 			     .grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 } },
 	};
@@ -99,13 +102,19 @@ static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_
 		die("RTR");
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTS;
-	at.timeout = 10;
-	at.retry_cnt = 2;
-	at.rnr_retry = 2;
+	at.timeout = timeout;
+	at.retry_cnt = retry_cnt;
+	at.rnr_retry = rnr_retry;
 	at.max_rd_atomic = 1;
 	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("RTS");
+}
+
+/* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid. */
+static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
+{
+	to_rts_opts(qp, dest, dgid, 1, 10, 2, 2);
 }
 
 /* Moves an RC QP in INIT to RTS, connected to QP dest of this host. */
