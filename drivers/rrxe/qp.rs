@@ -852,9 +852,8 @@ impl Qp {
     }
 
     /// Queues a received packet for this QP (softirq) for the next run, which the caller
-    /// starts. Returns false if it was dropped (the skb is freed).
-    /// Queues a received packet from `from` with P_Key `pkey`, if the QP takes it from
-    /// there (see [`proto::addr::check_qp`]).
+    /// starts, if the QP takes it from where it comes: `from` (its IP addresses) and `pkey`
+    /// pass [`proto::addr::check_qp`]. A refused skb comes back with the reason.
     fn enqueue_rx(
         &self,
         skb: SkBuff,
