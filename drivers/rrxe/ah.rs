@@ -12,6 +12,16 @@ use kernel::prelude::*;
 /// An address vector (IPs, MAC, GRH fields).
 pub(crate) type Av = rrxe_kav;
 
+/// The path an RC/UC QP with address vector `av` takes packets from: the addresses it sends
+/// from and to.
+pub(crate) fn path(av: &Av) -> crate::proto::addr::Path {
+    crate::proto::addr::Path {
+        v6: av.ipv6 != 0,
+        local: av.sip,
+        remote: av.dip,
+    }
+}
+
 /// Most user address handles per device.
 pub(crate) const MAX_AH: usize = 1 << 15;
 

@@ -52,6 +52,17 @@ counters! {
     RxDropQpState = c"rx_drop_qp_state",
     /// Packets dropped: transport, QP number or Q_Key does not match the QP.
     RxDropQpMismatch = c"rx_drop_qp_mismatch",
+    /// Packets dropped: the destination address is not one of the port's GIDs (rdma_rxe's
+    /// `rxe_chk_dgid`).
+    RxDropDgid = c"rx_drop_dgid",
+    /// Packets dropped: an RC/UC QP's packet from another source address (or IP version)
+    /// than the QP's path (rdma_rxe's `check_addr`).
+    RxDropSrcAddr = c"rx_drop_src_addr",
+    /// Packets dropped: an RC/UC QP's packet to another of our addresses than the one the
+    /// QP sends from (rdma_rxe's `check_addr`).
+    RxDropDstAddr = c"rx_drop_dst_addr",
+    /// Packets dropped: the P_Key does not match the port's (rdma_rxe's `check_keys`).
+    RxDropPkey = c"rx_drop_pkey",
     /// Requests refused as invalid for the QP (an invalid-request NAK for RC).
     RxInvalidRequest = c"rx_invalid_request",
     /// Packets dropped: responder resources busy.

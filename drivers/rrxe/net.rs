@@ -3,7 +3,9 @@
 
 use crate::counters::Counter;
 use crate::glue::{IbDevRef, KernelCrc32, SkBuff};
+use crate::proto::addr::{self, AddrDrop, IpAddrs};
 use crate::proto::{self, ParseError};
+use crate::qp::Refused;
 
 const IPV4_HDR: usize = 20;
 const IPV6_HDR: usize = 40;
@@ -26,29 +28,57 @@ pub(crate) fn recv(mut skb: SkBuff, arrival: Arrival) {
     let Some(ndev) = skb.netdev().map(|n| n.hold()) else {
         return;
     };
+    // The device it came in on; for a local packet, the sender's.
     let Some(dev) = IbDevRef::by_netdev(&ndev) else {
         // Not for an rrxe device: dropped (freed) here.
         return;
     };
-    let counters = &dev.data().counters;
-    counters.inc(Counter::RcvdPkts);
+    if arrival == Arrival::Wire {
+        dev.data().counters.inc(Counter::RcvdPkts);
+    }
     if skb.linearize().is_err() {
-        counters.inc(Counter::RxDropNoMem);
+        dev.data().counters.inc(Counter::RxDropNoMem);
         return;
     }
     let Some((ip_pkt, l3_len)) = skb.ip_packet() else {
-        counters.inc(Counter::RxDropMalformed);
+        dev.data().counters.inc(Counter::RxDropMalformed);
         return;
     };
-    // IP options (or extension headers) are not part of RoCEv2.
-    let v6 = match l3_len {
-        IPV4_HDR => false,
-        IPV6_HDR => true,
-        _ => {
-            counters.inc(Counter::RxDropMalformed);
-            return;
-        }
+    // A 20-byte IPv4 or a 40-byte IPv6 header: IP options (or extension headers) are not
+    // part of RoCEv2.
+    let Some(from) = ip_pkt.get(..l3_len).and_then(IpAddrs::from_ip_header) else {
+        dev.data().counters.inc(Counter::RxDropMalformed);
+        return;
     };
+    let v6 = from.v6;
+    // rdma_rxe loops a packet back inside the sending device when its source and
+    // destination GIDs are equal (RXE_LOOPBACK_MASK) and takes it without a GID lookup.
+    let loopback = arrival == Arrival::Local && from.src == from.dst;
+    let (dev, ndev) = if arrival == Arrival::Local && !loopback {
+        // Between two addresses of this host: the packet arrives at the device that owns
+        // the destination address, which may be another rrxe device than the sender's,
+        // just as it would have from the wire.
+        let to = ndev
+            .local_addr_owner(from.v6, &from.dst)
+            .and_then(|nd| Some((IbDevRef::by_netdev(&nd)?, nd)));
+        let Some(to) = to else {
+            // No rrxe device there: counted by the sender's device, where it is seen.
+            dev.data().counters.inc(Counter::RcvdPkts);
+            dev.data().counters.inc(Counter::RxDropDgid);
+            return;
+        };
+        to
+    } else {
+        (dev, ndev)
+    };
+    let counters = &dev.data().counters;
+    if arrival == Arrival::Local {
+        counters.inc(Counter::RcvdPkts);
+    }
+    if addr::check_dgid(&from, loopback, |gid| dev.has_roce_gid(gid, &ndev)).is_err() {
+        counters.inc(Counter::RxDropDgid);
+        return;
+    }
     let Some(ib) = ip_pkt.get(l3_len + UDP_HDR..) else {
         counters.inc(Counter::RxDropTruncated);
         return;
@@ -73,14 +103,22 @@ pub(crate) fn recv(mut skb: SkBuff, arrival: Arrival) {
             return;
         }
     };
-    let qpn = pkt.hdrs.bth.dest_qp;
-    match dev.data().qps.deliver(qpn, skb) {
+    let (qpn, pkey) = (pkt.hdrs.bth.dest_qp, pkt.hdrs.bth.pkey);
+    match dev.data().qps.deliver(qpn, skb, &from, pkey) {
         Ok(qp) => match arrival {
             Arrival::Wire => qp.run_rx(&ndev),
             Arrival::Local => qp.kick(),
         },
-        Err(Some(_skb)) => counters.inc(Counter::RxDropNoQp),
-        Err(None) => counters.inc(Counter::RxDropBacklog),
+        // The skb is freed (as a drop) after the table lock.
+        Err((why, _skb)) => counters.inc(match why {
+            Refused::NoQp => Counter::RxDropNoQp,
+            Refused::Backlog => Counter::RxDropBacklog,
+            Refused::Addr(AddrDrop::Dgid) => Counter::RxDropDgid,
+            Refused::Addr(AddrDrop::SrcAddr) => Counter::RxDropSrcAddr,
+            Refused::Addr(AddrDrop::DstAddr) => Counter::RxDropDstAddr,
+            Refused::Addr(AddrDrop::NoPath) => Counter::RxDropQpState,
+            Refused::Addr(AddrDrop::PKey) => Counter::RxDropPkey,
+        }),
     }
 }
 

@@ -400,6 +400,9 @@ struct RxRing {
     skbs: KVec<Option<SkBuff>>,
     head: usize,
     len: usize,
+    /// RC/UC: the path (address vector) packets must come from, set by modify; checked as
+    /// they are queued.
+    path: Option<proto::addr::Path>,
 }
 
 /// Attributes reported back by query_qp.
@@ -662,7 +665,8 @@ impl Qp {
             RxRing {
                 skbs,
                 head: 0,
-                len: 0
+                len: 0,
+                path: None,
             },
             "rrxe_qp_rx"
         );
@@ -890,15 +894,25 @@ impl Qp {
     }
 
     /// Queues a received packet for this QP (softirq) for the next run, which the caller
-    /// starts. Returns false if it was dropped (the skb is freed).
-    fn enqueue_rx(&self, skb: SkBuff) -> bool {
+    /// starts, if the QP takes it from where it comes: `from` (its IP addresses) and `pkey`
+    /// pass [`proto::addr::check_qp`]. A refused skb comes back with the reason.
+    fn enqueue_rx(
+        &self,
+        skb: SkBuff,
+        from: &proto::addr::IpAddrs,
+        pkey: u16,
+    ) -> Result<(), (Refused, SkBuff)> {
         if self.dead.load(Ordering::Acquire) {
-            return false;
+            return Err((Refused::Backlog, skb));
         }
         {
             let mut rx = self.rx.lock();
+            let connected = matches!(self.kind, QpKind::Rc | QpKind::Uc);
+            if let Err(e) = proto::addr::check_qp(connected, from, rx.path.as_ref(), pkey) {
+                return Err((Refused::Addr(e), skb));
+            }
             if rx.len >= rx.skbs.len() {
-                return false;
+                return Err((Refused::Backlog, skb));
             }
             let n = rx.skbs.len();
             let i = (rx.head + rx.len) % n;
@@ -907,7 +921,7 @@ impl Qp {
             }
             rx.len += 1;
         }
-        true
+        Ok(())
     }
 
     fn rx_pop(&self) -> Option<SkBuff> {
@@ -1022,6 +1036,11 @@ impl Qp {
         proto.modify(&pm, &mut sink).map_err(|_| EINVAL)?;
         eng.attrs = attrs;
         eng.sport = sport;
+        if let Some(av) = m.av {
+            // Packets are taken from the path they are sent to (kept with the other
+            // attributes, once the change is accepted).
+            self.rx.lock().path = Some(crate::ah::path(&av));
+        }
         let proto = &eng.proto;
         let err = proto.state() == proto::QpState::Error;
         self.in_error.store(err, Ordering::Release);
@@ -1971,25 +1990,36 @@ impl QpTable {
     }
 
     /// Queues a received packet for QP `qpn` (bottom halves off) and returns the QP, which
-    /// the caller runs or kicks. Returns the skb back if there is no such QP, `None` if the
-    /// QP cannot take it.
+    /// the caller runs or kicks. `from` and `pkey` are the packet's IP addresses and BTH
+    /// P_Key. A refused packet comes back with the reason, to be counted and freed by the
+    /// caller outside the table lock.
     ///
     /// The returned reference must be dropped with bottom halves still off: `destroy_qp`
     /// waits for such sections to end (`synchronize_rcu`) so that the last reference to a
     /// QP is always dropped in process context.
-    pub(crate) fn deliver(&self, qpn: u32, skb: SkBuff) -> Result<Arc<Qp>, Option<SkBuff>> {
+    pub(crate) fn deliver(
+        &self,
+        qpn: u32,
+        skb: SkBuff,
+        from: &proto::addr::IpAddrs,
+        pkey: u16,
+    ) -> Result<Arc<Qp>, (Refused, SkBuff)> {
         let t = self.inner.lock();
         match t.slots.get(qpn as usize) {
-            Some(Slot::Used(qp)) => {
-                if qp.enqueue_rx(skb) {
-                    Ok(qp.clone())
-                } else {
-                    Err(None)
-                }
-            }
-            _ => Err(Some(skb)),
+            Some(Slot::Used(qp)) => qp.enqueue_rx(skb, from, pkey).map(|()| qp.clone()),
+            _ => Err((Refused::NoQp, skb)),
         }
     }
+}
+
+/// Why [`QpTable::deliver`] refused a packet.
+pub(crate) enum Refused {
+    /// No such QP.
+    NoQp,
+    /// The QP's receive backlog is full (or the QP is going away).
+    Backlog,
+    /// The QP does not take packets from there (address or P_Key).
+    Addr(proto::addr::AddrDrop),
 }
 
 /// Copies new receive WQEs of a queue shared with a process into a driver ring, validating

@@ -24,6 +24,8 @@
 #include <net/ipv6.h>
 #include <net/ipv6_stubs.h>
 #include <net/route.h>
+#include <linux/inetdevice.h>
+#include <rdma/ib_cache.h>
 #include <net/ip6_route.h>
 #include "rrxe_glue.h"
 
@@ -691,6 +693,50 @@ void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac)
 		memcpy(mac, eth_hdr(skb)->h_source, ETH_ALEN);
 	else
 		memset(mac, 0, ETH_ALEN);
+}
+
+/*
+ * The device that owns the local address addr (IPv4: 4 bytes) in ndev's namespace, with a
+ * reference held for the caller (NULL if the address is not local). For a packet one of our
+ * QPs sends to an address of this host: it arrives at the device that owns the destination.
+ */
+struct net_device *rrxe_glue_local_addr_dev(struct net_device *ndev, bool ipv6, const u8 *addr)
+{
+	struct net *net = dev_net(ndev);
+	struct net_device *dev = NULL;
+
+	if (!ipv6) {
+		__be32 a;
+
+		memcpy(&a, addr, 4);
+		return __ip_dev_find(net, a, true);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	rcu_read_lock();
+	dev = ipv6_stub->ipv6_dev_find(net, (const struct in6_addr *)addr, NULL);
+	if (IS_ERR(dev))
+		dev = NULL;
+	if (dev)
+		dev_hold(dev);
+	rcu_read_unlock();
+#endif
+	return dev;
+}
+
+/*
+ * Whether gid is a RoCE v2 GID of ibdev's port 1 on ndev: the lookup rdma_rxe's
+ * rxe_chk_dgid makes for every received packet.
+ */
+bool rrxe_glue_has_roce_gid(struct ib_device *ibdev, const u8 *gid, struct net_device *ndev)
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(ibdev, (const union ib_gid *)gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, 1, ndev);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
 }
 
 /* Stops the timer for good (it cannot be re-armed) and frees it. */

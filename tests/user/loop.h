@@ -94,12 +94,14 @@ static inline struct ibv_qp *loop_rc_qp(struct ibv_cq *cq, struct ibv_srq *srq, 
 	return qp;
 }
 
-/* Moves an RC QP in INIT to RTR, connected to QP dest at GID dgid. */
-static inline void loop_rtr(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
+/* Moves an RC QP in INIT to RTR, connected to QP dest at GID dgid, with the given RNR timer
+ * (sent in this QP's RNR NAKs). */
+static inline void loop_rtr_opts(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid,
+				 uint8_t min_rnr_timer)
 {
 	struct ibv_qp_attr at = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
-		.max_dest_rd_atomic = loop_dest_rd_atomic, .min_rnr_timer = 1,
+		.max_dest_rd_atomic = loop_dest_rd_atomic, .min_rnr_timer = min_rnr_timer,
 		.ah_attr = { .is_global = 1, .port_num = 1,
 			     .grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 } },
 	};
@@ -109,17 +111,40 @@ static inline void loop_rtr(struct ibv_qp *qp, uint32_t dest, const union ibv_gi
 		die("RTR");
 }
 
-/* Moves an RC QP in RTR to RTS (retry and RNR retry counts 2). */
-static inline void loop_rts(struct ibv_qp *qp)
+/* Moves an RC QP in INIT to RTR, connected to QP dest at GID dgid. */
+static inline void loop_rtr(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
+{
+	loop_rtr_opts(qp, dest, dgid, 1);
+}
+
+/* Moves an RC QP in RTR to RTS with the given local ACK timeout and retry counts. */
+static inline void loop_rts_opts(struct ibv_qp *qp, uint8_t timeout, uint8_t retry_cnt,
+				 uint8_t rnr_retry)
 {
 	struct ibv_qp_attr at = {
-		.qp_state = IBV_QPS_RTS, .timeout = 10, .retry_cnt = 2, .rnr_retry = 2,
-		.max_rd_atomic = 1,
+		.qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = retry_cnt,
+		.rnr_retry = rnr_retry, .max_rd_atomic = 1,
 	};
 
 	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("RTS");
+}
+
+/* Moves an RC QP in RTR to RTS (retry and RNR retry counts 2). */
+static inline void loop_rts(struct ibv_qp *qp)
+{
+	loop_rts_opts(qp, 10, 2, 2);
+}
+
+/* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid, both PSNs 0, with the
+ * given RNR timer (sent in this QP's RNR NAKs), local ACK timeout and retry counts. */
+static inline void to_rts_opts(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid,
+			       uint8_t min_rnr_timer, uint8_t timeout, uint8_t retry_cnt,
+			       uint8_t rnr_retry)
+{
+	loop_rtr_opts(qp, dest, dgid, min_rnr_timer);
+	loop_rts_opts(qp, timeout, retry_cnt, rnr_retry);
 }
 
 /* Moves an RC QP in INIT to RTS, connected to QP dest at GID dgid. */

@@ -7,7 +7,9 @@
 # PSN (out of sequence) and far behind it (duplicates, one with a bad rkey), duplicate RDMA
 # READ requests with a bad rkey, ACKs and NAKs for PSNs the server never sent, and
 # truncated packets. The connection must survive with correct data, the server's counters
-# must show the out-of-sequence, duplicate and truncated packets, and no splat.
+# must show the out-of-sequence, duplicate and truncated packets, and no splat. The
+# connection runs over the IPv6 GIDs: packets for an RC QP are taken only from its path
+# (rx-spoof checks the others are refused).
 . "$RRXE_ROOT/qemu/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -15,9 +17,12 @@ counter() { rdma statistic show link rrxe0/1 | tr ' ' '\n' | awk -v n="$1" 'f {p
 ITERS=20000
 
 user_setup
+GID6=$(retry 20 0.3 gid_index_v6 "$DEV" "fd77::$((RRXE_VM + 1))") || GID6=
+if [ -n "$GID6" ]; then ok "$DEV has a RoCE v2 GID for fd77::$((RRXE_VM + 1)) (index $GID6)"
+else not_ok "$DEV has a RoCE v2 GID for fd77::$((RRXE_VM + 1))"; GID6=0; fi
 if [ "$RRXE_VM" = 0 ]; then
   check "ibv_rc_pingpong server completes with checked data under injection" \
-    timeout 240 ibv_rc_pingpong -d "$DEV" -g "$GID" -p 18950 -n $ITERS -s 64 -c
+    timeout 240 ibv_rc_pingpong -d "$DEV" -g "$GID6" -p 18950 -n $ITERS -s 64 -c
   for c in out_of_seq_request duplicate_request rx_drop_truncated; do
     v=$(counter $c)
     if [ "${v:-0}" -ge 5 ]; then ok "server counted $c ($v)"; else not_ok "server counted $c (${v:-none})"; fi
@@ -29,7 +34,7 @@ if [ "$RRXE_VM" = 0 ]; then
     ibv_rc_pingpong -d @DEV -g @GID -p 18951 -n 100 -s 4096 -c @PEER
 else
   log=$(mktemp)
-  retry 60 1 timeout 240 ibv_rc_pingpong -d "$DEV" -g "$GID" -p 18950 -n $ITERS -s 64 -c \
+  retry 60 1 timeout 240 ibv_rc_pingpong -d "$DEV" -g "$GID6" -p 18950 -n $ITERS -s 64 -c \
     "$RRXE_PEER_IP" > "$log" 2>&1 &
   cli=$!
   # The client's RC QP names the server's QP number and the PSNs the two sides started with.

@@ -3,7 +3,11 @@
 # timeout: 300
 # Local loopback: both ends of every connection on one host over rrxe0 (the packets go from
 # rrxe's transmit path straight to its receive path): RC and UD ping-pong with data checks,
-# rping -V, the extended-verbs test, ib_write_bw and ib_read_bw.
+# rping -V, the extended-verbs test, ib_write_bw and ib_read_bw. Then two rrxe devices on
+# the two ends of a veth pair, over IPv6 addresses: the route from one device to the other's
+# address is local (through lo), so the packet takes rrxe's local path, and it must reach the
+# QPs of the device owning the destination (QP numbers are per device: both first QPs are
+# 16). (Over IPv4 the route bound to the sending device crosses the veth instead.)
 . "$RRXE_ROOT/qemu/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -27,5 +31,28 @@ both "loopback ib_write_bw 64 KiB x200" -- \
 both "loopback ib_read_bw 64 KiB x200" -- \
   ib_read_bw -d "$DEV" -x "$GID" -p 18606 -s 65536 -n 200 -F -- \
   ib_read_bw -d "$DEV" -x "$GID" -p 18606 -s 65536 -n 200 -F "$ip"
+
+# Two devices on one host.
+check "a veth pair rrv0/rrv1 with fd88::1 and fd88::2" sh -c 'modprobe -d "$RRXE_MODROOT" veth &&
+  ip link add rrv0 type veth peer name rrv1 && ip addr add fd88::1/64 dev rrv0 nodad &&
+  ip addr add fd88::2/64 dev rrv1 nodad && ip link set rrv0 up && ip link set rrv1 up'
+check "rdma link add rrxe1 (rrv0), rrxe2 (rrv1)" sh -c \
+  'rdma link add rrxe1 type rrxe netdev rrv0 && rdma link add rrxe2 type rrxe netdev rrv1'
+G1=$(retry 20 0.3 gid_index_v6 rrxe1 fd88::1) || G1=0
+G2=$(retry 20 0.3 gid_index_v6 rrxe2 fd88::2) || G2=0
+rcvd() { rdma statistic show link "$1"/1 | tr ' ' '\n' | awk 'f {print; exit} $0 == "rcvd_pkts" {f=1}'; }
+r1=$(rcvd rrxe1) r2=$(rcvd rrxe2)
+both "two devices: ibv_rc_pingpong rrxe1 -> rrxe2 4 KiB x100, checked" -- \
+  ibv_rc_pingpong -d rrxe2 -g "$G2" -p 18607 -n 100 -s 4096 -c -- \
+  ibv_rc_pingpong -d rrxe1 -g "$G1" -p 18607 -n 100 -s 4096 -c "$ip"
+both "two devices: ibv_ud_pingpong rrxe1 -> rrxe2 512 B x100, checked" -- \
+  ibv_ud_pingpong -d rrxe2 -g "$G2" -p 18608 -n 100 -s 512 -c -- \
+  ibv_ud_pingpong -d rrxe1 -g "$G1" -p 18608 -n 100 -s 512 -c "$ip"
+d1=$(( $(rcvd rrxe1) - r1 )) d2=$(( $(rcvd rrxe2) - r2 ))
+if [ "$d1" -ge 200 ] && [ "$d2" -ge 200 ]; then ok "both devices received their side's packets ($d1, $d2)"
+else not_ok "both devices received their side's packets ($d1, $d2)"; fi
+for d in rrxe1 rrxe2; do rdma statistic show link $d/1 | sed 's/^/# /'; done
+check "rdma link delete rrxe1, rrxe2; the veth pair goes" sh -c \
+  'rdma link delete rrxe1 && rdma link delete rrxe2 && ip link del rrv0'
 user_teardown
 tap_done

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Network glue: the RoCEv2 UDP tunnel sockets and received `sk_buff`s.
 
-use super::{bindings, NetDev};
+use super::{bindings, IbDev, NetDev, NetDevRef};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
@@ -72,6 +72,32 @@ impl Drop for UdpSockets {
                 bindings::rrxe_glue_udp_close(v6.as_ptr());
             }
         }
+    }
+}
+
+impl NetDev {
+    /// The device owning the local address `addr` (IPv4: the first 4 bytes) in this
+    /// device's network namespace, if the address is local.
+    pub(crate) fn local_addr_owner(&self, ipv6: bool, addr: &[u8; 16]) -> Option<NetDevRef> {
+        // SAFETY: self is a live net_device; the helper reads 4 or 16 bytes of addr (it has
+        // 16) and returns null or a device with one reference taken for us.
+        unsafe {
+            NetDevRef::from_held(bindings::rrxe_glue_local_addr_dev(
+                self.as_ptr(),
+                ipv6,
+                addr.as_ptr(),
+            ))
+        }
+    }
+}
+
+impl IbDev {
+    /// Whether `gid` is a RoCE v2 GID of port 1 on `ndev` (the GID table lookup of
+    /// rdma_rxe's `rxe_chk_dgid`).
+    pub(crate) fn has_roce_gid(&self, gid: &[u8; 16], ndev: &NetDev) -> bool {
+        // SAFETY: self and ndev are live; the helper reads 16 bytes of gid and drops the
+        // reference its lookup takes.
+        unsafe { bindings::rrxe_glue_has_roce_gid(self.as_ptr(), gid.as_ptr(), ndev.as_ptr()) }
     }
 }
 

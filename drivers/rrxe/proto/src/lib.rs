@@ -8,7 +8,8 @@
 //!
 //! * [`hdr`], [`opcode`]: IBTA transport headers and the RC/UC/UD/CNP opcode
 //!   table, with checked parse / build.
-//! * [`net`]: the IPv4 / IPv6 / UDP headers of a RoCEv2 datagram.
+//! * [`net`]: the IPv4 / IPv6 / UDP headers of a RoCEv2 datagram; [`addr`]: the address
+//!   and P_Key checks a received packet passes before it reaches a QP.
 //! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
 //! * [`caps`]: range checks and sizing of the queues a consumer asks for.
 //! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
@@ -22,6 +23,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod addr;
 pub mod caps;
 pub mod crc;
 pub mod hdr;
