@@ -1106,15 +1106,22 @@ impl Qp {
     /// The receive WQE for the message in progress: the one already taken, or the next
     /// one of the receive queue.
     fn claim_head(&self) -> Option<RecvWr> {
-        let mut c = self.claim.lock();
-        if let Some(cl) = &*c {
-            return Some(cl.wr);
-        }
+        let mut events = crate::srq::SrqEvents::default();
+        let wr = {
+            let mut c = self.claim.lock();
+            if let Some(cl) = &*c {
+                return Some(cl.wr);
+            }
+            match &self.srq {
+                Some(srq) => srq.take_into(&mut c, &mut events),
+                None => self.rq.lock().pop_into(&mut c).map(|(wr, _)| wr),
+            }
+        };
+        // SRQ events go to the consumer's handler without the claim lock (interrupts off).
         if let Some(srq) = &self.srq {
-            return srq.take_into(&mut c);
+            srq.raise(events);
         }
-        let (wr, _) = self.rq.lock().pop_into(&mut c)?;
-        Some(wr)
+        wr
     }
 
     fn flush_recv(&self, wr: &RecvWr) {

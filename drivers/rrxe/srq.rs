@@ -95,15 +95,22 @@ impl Srq {
         r.push(wr, sges, None)
     }
 
-    /// Moves the next WQE into a QP's claim slot (process context).
-    pub(crate) fn take_into(&self, dst: &mut Option<Claim>) -> Option<RecvWr> {
+    /// Moves the next WQE into a QP's claim slot (the QP's engine, with its `claim` lock
+    /// held). Events to raise are recorded in `events`, for the caller to dispatch once its
+    /// interrupts-off lock is released ([`Srq::raise`]; rdma_rxe also calls the event
+    /// handler outside its queue lock).
+    pub(crate) fn take_into(
+        &self,
+        dst: &mut Option<Claim>,
+        events: &mut SrqEvents,
+    ) -> Option<RecvWr> {
         if let Some(u) = &self.user {
             if !self.error.load(Ordering::Acquire)
                 && crate::qp::pull_recv_queue(u, &self.ring, self.max_sge).is_err()
             {
                 self.error.store(true, Ordering::Release);
                 u.error_flag().store(1, Ordering::Release);
-                self.ib.error();
+                events.error = true;
             }
         }
         let (wr, left) = self.ring.lock().pop_into(dst)?;
@@ -115,8 +122,27 @@ impl Srq {
                 .compare_exchange(lim, 0, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
         {
-            self.ib.limit_reached();
+            events.limit_reached = true;
         }
         Some(wr)
     }
+
+    /// Dispatches the events [`Srq::take_into`] recorded (no interrupts-off lock held).
+    pub(crate) fn raise(&self, events: SrqEvents) {
+        if events.error {
+            self.ib.error();
+        }
+        if events.limit_reached {
+            self.ib.limit_reached();
+        }
+    }
+}
+
+/// SRQ events found while a WQE was taken, raised after the caller's locks are released.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SrqEvents {
+    /// The shared queue was found corrupt (IB_EVENT_SRQ_ERR).
+    pub(crate) error: bool,
+    /// Fewer WQEs than the armed limit remain (IB_EVENT_SRQ_LIMIT_REACHED).
+    pub(crate) limit_reached: bool,
 }
