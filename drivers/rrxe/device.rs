@@ -169,7 +169,7 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.max_srq_wr = crate::qp::MAX_QP_WR as i32;
     attr.max_srq_sge = crate::qp::MAX_SGE as i32;
     attr.max_qp_rd_atom = crate::qp::MAX_RD_ATOMIC as i32;
-    attr.max_qp_init_rd_atom = crate::qp::MAX_RD_ATOMIC as i32;
+    attr.max_qp_init_rd_atom = crate::qp::MAX_INIT_RD_ATOMIC as i32;
     attr.max_res_rd_atom = 16 * 1024;
     attr.atomic_cap = b::ib_atomic_cap_IB_ATOMIC_HCA;
     // The responder serves ATOMIC WRITE and FLUSH (global visibility: memory is coherent),

@@ -45,9 +45,13 @@ pub(crate) const MAX_QP_WR: u32 = 4096;
 pub(crate) const MAX_SGE: u32 = 32;
 /// Largest inline send.
 pub(crate) const MAX_INLINE: u32 = 512;
-/// Outstanding READ/atomic requests per QP, as initiator and as responder
-/// (`max_qp_init_rd_atom`, `max_qp_rd_atom`).
+/// Outstanding READ/atomic requests a QP serves as responder (`max_qp_rd_atom`: the
+/// responder's reply cache).
 pub(crate) const MAX_RD_ATOMIC: u32 = 16;
+/// Outstanding READ/atomic requests a QP may have as initiator (`max_qp_init_rd_atom`):
+/// only a count on the requester side, as large as rdma_rxe's, because perftest sets a
+/// QP's initiator depth to the peer's advertised value (rxe: 128).
+pub(crate) const MAX_INIT_RD_ATOMIC: u32 = 128;
 /// The queue sizes the device offers ([`proto::caps`] checks requests against them).
 pub(crate) const DEV_CAPS: proto::caps::DeviceCaps = proto::caps::DeviceCaps {
     max_wr: MAX_QP_WR,
@@ -1004,9 +1008,9 @@ impl Qp {
             attrs.min_rnr_timer = v;
         }
         if let Some(v) = m.max_rd_atomic {
-            // Not above what query_device offers (rdma_rxe refuses more than
+            // Not above what query_device offers (rdma_rxe refuses more than its
             // max_qp_rd_atom too).
-            if u32::from(v) > MAX_RD_ATOMIC {
+            if u32::from(v) > MAX_INIT_RD_ATOMIC {
                 return Err(EINVAL);
             }
             pm.max_rd_atomic = Some(v.max(1));
