@@ -147,7 +147,7 @@ fn smoke_caps() {
 /// opcodes and small counts (the body's control bytes) about half of the time.
 #[test]
 fn smoke_uwqe() {
-    let mut r = Rng(0x5eed_0f_0eb1_f00d);
+    let mut r = Rng(0x5eed_0f0e_b1f0_0d11);
     for _ in 0..iters() {
         let len = 4 + (r.next() % 700) as usize;
         let mut d: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
