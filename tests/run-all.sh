@@ -50,9 +50,9 @@ note "check: no stack frame over 2 KiB in rrxe.ko (the kernel stack is 16 KiB)"
 big=$(objdump -d rrxe.ko | python3 scripts/stack-frames.py 2048)
 if [ -z "$big" ]; then pass; else echo "$big"; fail "stack frames over 2 KiB in rrxe.ko"; fi
 
-note "fuzz: proto parse_packet, responder and caps, 20 s each (cargo-fuzz, nightly)"
+note "fuzz: proto parse_packet, responder, caps and uwqe, 20 s each (cargo-fuzz, nightly)"
 if cargo +nightly --version >/dev/null 2>&1 && command -v cargo-fuzz >/dev/null; then
-  for t in parse_packet responder caps; do
+  for t in parse_packet responder caps uwqe; do
     if (cd drivers/rrxe/proto/fuzz && cargo +nightly fuzz run "$t" -- -max_total_time=20 >fuzz-$t.log 2>&1); then
       pass; tail -n 1 "drivers/rrxe/proto/fuzz/fuzz-$t.log"
     else

@@ -2,12 +2,15 @@
 //! Work requests read from queues shared with a user process (`include/rdma/rrxe-abi.h`).
 //!
 //! The bytes come from memory userspace can write at any time: they were copied once into
-//! a kernel buffer before decoding, and every field is validated here. A malformed entry is
-//! reported as such; it never reaches the engine as a valid request.
+//! a kernel buffer before decoding. The decoding and every check are in the host-tested,
+//! fuzzed [`crate::proto::uabi`]; this adapter looks up UD address handles and builds the
+//! driver's [`SendWr`]. A malformed entry is reported as such; it never reaches the engine
+//! as a valid request.
 
 use crate::ah::AhTable;
 use crate::glue::bindings as b;
-use crate::proto::{RemoteAddr, UdDest};
+use crate::proto::uabi::{self, WrFields, WrOpcode};
+use crate::proto::{RemoteAddr, SendOp};
 use crate::qp::{SendKind, SendWr, Sge};
 use core::mem::{offset_of, size_of};
 
@@ -30,69 +33,108 @@ pub(crate) const FORMAT: crate::proto::caps::WqeFormat = crate::proto::caps::Wqe
     max_slot: crate::glue::MAX_SLOT,
 };
 
-const OFF_WR_ID: usize = offset_of!(b::rrxe_send_wqe, wr_id);
-const OFF_OPCODE: usize = offset_of!(b::rrxe_send_wqe, opcode);
-const OFF_FLAGS: usize = offset_of!(b::rrxe_send_wqe, send_flags);
-const OFF_NUM_SGE: usize = offset_of!(b::rrxe_send_wqe, num_sge);
-const OFF_INLINE: usize = offset_of!(b::rrxe_send_wqe, inline_len);
-const OFF_EX: usize = offset_of!(b::rrxe_send_wqe, ex);
-const OFF_U: usize = offset_of!(b::rrxe_send_wqe, wr);
-const OFF_RDMA_VA: usize =
-    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_1, remote_addr);
-const OFF_RDMA_RKEY: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_1, rkey);
-const OFF_AT_VA: usize =
-    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, remote_addr);
-const OFF_AT_CMP: usize =
-    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, compare_add);
-const OFF_AT_SWAP: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, swap);
-const OFF_AT_RKEY: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2, rkey);
-const OFF_UD_AH: usize = OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, ah_num);
-const OFF_UD_QPN: usize =
-    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, remote_qpn);
-const OFF_UD_QKEY: usize =
-    OFF_U + offset_of!(b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3, remote_qkey);
-type BindMw = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_4;
-const OFF_BIND_ADDR: usize = OFF_U + offset_of!(BindMw, addr);
-const OFF_BIND_LEN: usize = OFF_U + offset_of!(BindMw, length);
-const OFF_BIND_RKEY: usize = OFF_U + offset_of!(BindMw, mw_rkey);
-const OFF_BIND_MR: usize = OFF_U + offset_of!(BindMw, mr_lkey);
-const OFF_BIND_ACCESS: usize = OFF_U + offset_of!(BindMw, access);
-type FlushWr = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_5;
-const OFF_FLUSH_VA: usize = OFF_U + offset_of!(FlushWr, remote_addr);
-const OFF_FLUSH_LEN: usize = OFF_U + offset_of!(FlushWr, length);
-const OFF_FLUSH_RKEY: usize = OFF_U + offset_of!(FlushWr, rkey);
-const OFF_FLUSH_TYPE: usize = OFF_U + offset_of!(FlushWr, type_);
-const OFF_FLUSH_LEVEL: usize = OFF_U + offset_of!(FlushWr, level);
+// The layout proto decodes must be the C header's: a drift fails the build here.
+const _: () = {
+    use crate::proto::uabi::*;
+    type Wqe = b::rrxe_send_wqe;
+    type Rdma = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_1;
+    type Atomic = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2;
+    type Ud = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3;
+    type Bind = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_4;
+    type Flush = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_5;
+    assert!(SEND_HDR == send_wqe::SIZE && RECV_HDR == recv_wqe::SIZE && SGE == sge::SIZE);
+    assert!(
+        sge::ADDR == offset_of!(b::rrxe_sge, addr)
+            && sge::LENGTH == offset_of!(b::rrxe_sge, length)
+            && sge::LKEY == offset_of!(b::rrxe_sge, lkey)
+    );
+    assert!(
+        send_wqe::WR_ID == offset_of!(Wqe, wr_id)
+            && send_wqe::OPCODE == offset_of!(Wqe, opcode)
+            && send_wqe::SEND_FLAGS == offset_of!(Wqe, send_flags)
+            && send_wqe::NUM_SGE == offset_of!(Wqe, num_sge)
+            && send_wqe::INLINE_LEN == offset_of!(Wqe, inline_len)
+            && send_wqe::EX == offset_of!(Wqe, ex)
+            && send_wqe::WR == offset_of!(Wqe, wr)
+            && send_wqe::WR_SIZE == size_of::<b::rrxe_send_wqe__bindgen_ty_2>()
+    );
+    assert!(
+        wr_rdma::REMOTE_ADDR == offset_of!(Rdma, remote_addr)
+            && wr_rdma::RKEY == offset_of!(Rdma, rkey)
+            && wr_rdma::SIZE == size_of::<Rdma>()
+    );
+    assert!(
+        wr_atomic::REMOTE_ADDR == offset_of!(Atomic, remote_addr)
+            && wr_atomic::COMPARE_ADD == offset_of!(Atomic, compare_add)
+            && wr_atomic::SWAP == offset_of!(Atomic, swap)
+            && wr_atomic::RKEY == offset_of!(Atomic, rkey)
+            && wr_atomic::SIZE == size_of::<Atomic>()
+    );
+    assert!(
+        wr_ud::AH_NUM == offset_of!(Ud, ah_num)
+            && wr_ud::REMOTE_QPN == offset_of!(Ud, remote_qpn)
+            && wr_ud::REMOTE_QKEY == offset_of!(Ud, remote_qkey)
+            && wr_ud::SIZE == size_of::<Ud>()
+    );
+    assert!(
+        wr_bind_mw::ADDR == offset_of!(Bind, addr)
+            && wr_bind_mw::LENGTH == offset_of!(Bind, length)
+            && wr_bind_mw::MW_RKEY == offset_of!(Bind, mw_rkey)
+            && wr_bind_mw::MR_LKEY == offset_of!(Bind, mr_lkey)
+            && wr_bind_mw::ACCESS == offset_of!(Bind, access)
+            && wr_bind_mw::SIZE == size_of::<Bind>()
+    );
+    assert!(
+        wr_flush::REMOTE_ADDR == offset_of!(Flush, remote_addr)
+            && wr_flush::LENGTH == offset_of!(Flush, length)
+            && wr_flush::RKEY == offset_of!(Flush, rkey)
+            && wr_flush::TYPE == offset_of!(Flush, type_)
+            && wr_flush::LEVEL == offset_of!(Flush, level)
+            && wr_flush::SIZE == size_of::<Flush>()
+    );
+    assert!(
+        recv_wqe::WR_ID == offset_of!(b::rrxe_recv_wqe, wr_id)
+            && recv_wqe::NUM_SGE == offset_of!(b::rrxe_recv_wqe, num_sge)
+    );
+    assert!(
+        WR_RDMA_WRITE == b::RRXE_WR_RDMA_WRITE
+            && WR_RDMA_WRITE_WITH_IMM == b::RRXE_WR_RDMA_WRITE_WITH_IMM
+            && WR_SEND == b::RRXE_WR_SEND
+            && WR_SEND_WITH_IMM == b::RRXE_WR_SEND_WITH_IMM
+            && WR_RDMA_READ == b::RRXE_WR_RDMA_READ
+            && WR_ATOMIC_CMP_AND_SWP == b::RRXE_WR_ATOMIC_CMP_AND_SWP
+            && WR_ATOMIC_FETCH_AND_ADD == b::RRXE_WR_ATOMIC_FETCH_AND_ADD
+            && WR_LOCAL_INV == b::RRXE_WR_LOCAL_INV
+            && WR_BIND_MW == b::RRXE_WR_BIND_MW
+            && WR_SEND_WITH_INV == b::RRXE_WR_SEND_WITH_INV
+            && WR_ATOMIC_WRITE == b::RRXE_WR_ATOMIC_WRITE
+            && WR_FLUSH == b::RRXE_WR_FLUSH
+    );
+    assert!(
+        SEND_FENCE == b::RRXE_SEND_FENCE
+            && SEND_SIGNALED == b::RRXE_SEND_SIGNALED
+            && SEND_SOLICITED == b::RRXE_SEND_SOLICITED
+            && SEND_INLINE == b::RRXE_SEND_INLINE
+    );
+    assert!(
+        FLUSH_GLOBAL as u32 == b::RRXE_FLUSH_GLOBAL
+            && FLUSH_PERSISTENT as u32 == b::RRXE_FLUSH_PERSISTENT
+            && FLUSH_RANGE as u32 == b::RRXE_FLUSH_RANGE
+            && FLUSH_MR as u32 == b::RRXE_FLUSH_MR
+    );
+};
 
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(off..off + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_ne_bytes(b.get(off..off + 8)?.try_into().ok()?))
-}
-
-/// Reads `n` SGEs starting at `off` into `out`; returns their total length.
-fn sges(bytes: &[u8], off: usize, n: usize, out: &mut [Sge]) -> Option<u32> {
-    let mut total: u32 = 0;
-    for i in 0..n {
-        let o = off.checked_add(i.checked_mul(SGE)?)?;
-        let s = Sge {
-            addr: u64_at(bytes, o)?,
-            len: u32_at(bytes, o + 8)?,
-            lkey: u32_at(bytes, o + 12)?,
+/// Copies a decoded SGE list into the driver's SGEs; `None` if `out` is too short.
+fn copy_sges(l: &uabi::SgeList<'_>, out: &mut [Sge]) -> Option<()> {
+    for (i, s) in l.iter().enumerate() {
+        *out.get_mut(i)? = Sge {
+            addr: s.addr,
+            len: s.length,
+            lkey: s.lkey,
         };
-        *out.get_mut(i)? = s;
-        total = total.checked_add(s.len)?;
     }
-    Some(total)
+    Some(())
 }
-
-/// IBV_SEND_* flags.
-const F_FENCE: u32 = 1;
-const F_SIGNALED: u32 = 2;
-const F_SOLICITED: u32 = 4;
-const F_INLINE: u32 = 8;
 
 /// A decoded user send WQE: the WR, its SGEs (in `sges[..wr.num_sge]`) and, for an inline
 /// send, the range of its data in the slot bytes.
@@ -117,163 +159,110 @@ pub(crate) struct SendLimits<'a> {
     pub(crate) pd: usize,
 }
 
-/// Decodes a send WQE from a slot's bytes. `None`: malformed.
+/// Decodes a send WQE from a slot's bytes ([`uabi::decode_send`]), looks up its AH and
+/// turns it into the driver's WR. `None`: malformed.
 pub(crate) fn decode_send(
     bytes: &[u8],
     lim: &SendLimits<'_>,
     out_sges: &mut [Sge],
 ) -> Option<UserSend> {
-    let wr_id = u64_at(bytes, OFF_WR_ID)?;
-    let opcode = u32_at(bytes, OFF_OPCODE)?;
-    let flags = u32_at(bytes, OFF_FLAGS)?;
-    let num_sge = u32_at(bytes, OFF_NUM_SGE)?;
-    let inline_len = u32_at(bytes, OFF_INLINE)?;
-    let ex = u32_at(bytes, OFF_EX)?;
-    // Requests that carry no SGEs and no inline data: local operations (completed by the
-    // driver) and ATOMIC WRITE (its 8 bytes are in the WQE).
-    let dataless = |kind, wc_opcode, len| {
-        Some(UserSend {
-            wr: SendWr {
-                wr_id,
-                kind,
-                wc_opcode,
-                len,
-                signaled: flags & F_SIGNALED != 0,
-                solicited: false,
-                fence: flags & F_FENCE != 0,
-                inline: false,
-                num_sge: 0,
-                ud: None,
-            },
-            inline: None,
-        })
+    let plim = uabi::SendLimits {
+        max_sge: lim.max_sge,
+        max_inline: lim.max_inline,
+        ud: lim.ud,
     };
-    match opcode {
-        b::RRXE_WR_LOCAL_INV => {
-            return dataless(
-                SendKind::LocalInv { key: ex },
-                b::ib_wc_opcode_IB_WC_LOCAL_INV,
-                0,
-            );
+    let w = uabi::decode_send(bytes, &plim).ok()?;
+    let len = w.data.len();
+    let (num_sge, inline) = match w.data {
+        uabi::Data::None => (0, None),
+        uabi::Data::Sges(l) => {
+            copy_sges(&l, out_sges)?;
+            (l.count(), None)
         }
-        b::RRXE_WR_BIND_MW if !lim.ud => {
+        uabi::Data::Inline { offset, len } => (0, Some((offset, len as usize))),
+    };
+    let no_remote = RemoteAddr { va: 0, rkey: 0 };
+    let (kind, wc_opcode, len) = match w.wr {
+        WrFields::BindMw(m) => {
             let req = crate::mr::BindReq {
-                new_rkey: u32_at(bytes, OFF_BIND_RKEY)?,
-                mr_lkey: u32_at(bytes, OFF_BIND_MR)?,
-                va: u64_at(bytes, OFF_BIND_ADDR)?,
-                len: u64_at(bytes, OFF_BIND_LEN)?,
-                access: u32_at(bytes, OFF_BIND_ACCESS)?,
+                new_rkey: m.mw_rkey,
+                mr_lkey: m.mr_lkey,
+                va: m.addr,
+                len: m.length,
+                access: m.access,
             };
-            return dataless(SendKind::BindMw(req), b::ib_wc_opcode_IB_WC_BIND_MW, 0);
+            (SendKind::BindMw(req), b::ib_wc_opcode_IB_WC_BIND_MW, 0)
         }
-        b::RRXE_WR_ATOMIC_WRITE if !lim.ud => {
+        WrFields::AtomicWrite { remote, value } => {
             // The value's bytes are in memory order; proto takes their big-endian reading.
-            let value = u64::from_be_bytes(u64_at(bytes, OFF_AT_CMP)?.to_ne_bytes());
-            let op = crate::proto::SendOp::AtomicWrite {
-                remote: RemoteAddr {
-                    va: u64_at(bytes, OFF_AT_VA)?,
-                    rkey: u32_at(bytes, OFF_AT_RKEY)?,
-                },
-                value,
+            let value = u64::from_be_bytes(value);
+            let op = SendOp::AtomicWrite { remote, value };
+            (
+                SendKind::Transport(op),
+                b::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
+                8,
+            )
+        }
+        WrFields::Flush(f) => {
+            let op = SendOp::Flush {
+                remote: f.remote,
+                sel: f.level,
+                plt: f.typ,
             };
-            let wc = b::ib_wc_opcode_IB_WC_ATOMIC_WRITE;
-            return dataless(SendKind::Transport(op), wc, 8);
+            (
+                SendKind::Transport(op),
+                b::ib_wc_opcode_IB_WC_FLUSH,
+                f.length,
+            )
         }
-        b::RRXE_WR_FLUSH if !lim.ud => {
-            let plt = *bytes.get(OFF_FLUSH_TYPE)?;
-            let sel = *bytes.get(OFF_FLUSH_LEVEL)?;
-            let types = b::RRXE_FLUSH_GLOBAL | b::RRXE_FLUSH_PERSISTENT;
-            if plt == 0
-                || u32::from(plt) & !types != 0
-                || (u32::from(sel) != b::RRXE_FLUSH_RANGE && u32::from(sel) != b::RRXE_FLUSH_MR)
-            {
-                return None;
-            }
-            let op = crate::proto::SendOp::Flush {
-                remote: RemoteAddr {
-                    va: u64_at(bytes, OFF_FLUSH_VA)?,
-                    rkey: u32_at(bytes, OFF_FLUSH_RKEY)?,
-                },
-                sel,
-                plt,
+        WrFields::None if w.opcode == WrOpcode::LocalInv => (
+            SendKind::LocalInv { key: w.ex },
+            b::ib_wc_opcode_IB_WC_LOCAL_INV,
+            0,
+        ),
+        WrFields::None | WrFields::Rdma(_) | WrFields::Atomic { .. } => {
+            let (rdma, atomic, cmp, swap) = match w.wr {
+                WrFields::Rdma(r) => (r, no_remote, 0, 0),
+                WrFields::Atomic {
+                    remote,
+                    compare_add,
+                    swap,
+                } => (no_remote, remote, compare_add, swap),
+                _ => (no_remote, no_remote, 0, 0),
             };
-            let len = u32_at(bytes, OFF_FLUSH_LEN)?;
-            return dataless(SendKind::Transport(op), b::ib_wc_opcode_IB_WC_FLUSH, len);
+            let (op, wc) = crate::qp::transport_op(w.opcode.raw(), w.ex, rdma, atomic, cmp, swap)?;
+            (SendKind::Transport(op), wc, len)
         }
-        _ => {}
-    }
-    let inline = flags & F_INLINE != 0;
-    let (len, n, inl) = if inline {
-        if inline_len > lim.max_inline || SEND_HDR.checked_add(inline_len as usize)? > bytes.len() {
-            return None;
-        }
-        (inline_len, 0, Some((SEND_HDR, inline_len as usize)))
-    } else {
-        if num_sge > lim.max_sge || SEND_HDR + num_sge as usize * SGE > bytes.len() {
-            return None;
-        }
-        (
-            sges(bytes, SEND_HDR, num_sge as usize, out_sges)?,
-            num_sge,
-            None,
-        )
     };
-    let rdma = RemoteAddr {
-        va: u64_at(bytes, OFF_RDMA_VA)?,
-        rkey: u32_at(bytes, OFF_RDMA_RKEY)?,
-    };
-    let atomic = RemoteAddr {
-        va: u64_at(bytes, OFF_AT_VA)?,
-        rkey: u32_at(bytes, OFF_AT_RKEY)?,
-    };
-    let (op, wc) = crate::qp::transport_op(
-        opcode,
-        ex,
-        rdma,
-        atomic,
-        u64_at(bytes, OFF_AT_CMP)?,
-        u64_at(bytes, OFF_AT_SWAP)?,
-    )?;
-    let ud = if lim.ud {
-        let av = lim.ahs.get(u32_at(bytes, OFF_UD_AH)?, lim.pd)?;
-        Some((
-            av,
-            UdDest {
-                qpn: u32_at(bytes, OFF_UD_QPN)?,
-                qkey: u32_at(bytes, OFF_UD_QKEY)?,
-            },
-        ))
-    } else {
-        None
+    let ud = match w.ud {
+        Some(u) => Some((lim.ahs.get(u.ah_num, lim.pd)?, u.dest)),
+        None => None,
     };
     Some(UserSend {
         wr: SendWr {
-            wr_id,
-            kind: SendKind::Transport(op),
-            wc_opcode: wc,
+            wr_id: w.wr_id,
+            kind,
+            wc_opcode,
             len,
-            signaled: flags & F_SIGNALED != 0,
-            solicited: flags & F_SOLICITED != 0,
-            fence: flags & F_FENCE != 0,
-            inline,
-            num_sge: n,
+            signaled: w.flags.signaled,
+            solicited: w.flags.solicited,
+            fence: w.flags.fence,
+            inline: w.flags.inline,
+            num_sge,
             ud,
         },
-        inline: inl,
+        inline,
     })
 }
 
-/// Decodes a receive WQE: (wr_id, number of SGEs, total length). `None`: malformed.
+/// Decodes a receive WQE ([`uabi::decode_recv`]): (wr_id, number of SGEs, total length).
+/// `None`: malformed.
 pub(crate) fn decode_recv(
     bytes: &[u8],
     max_sge: u32,
     out_sges: &mut [Sge],
 ) -> Option<(u64, u32, u32)> {
-    let wr_id = u64_at(bytes, offset_of!(b::rrxe_recv_wqe, wr_id))?;
-    let n = u32_at(bytes, offset_of!(b::rrxe_recv_wqe, num_sge))?;
-    if n > max_sge || RECV_HDR + n as usize * SGE > bytes.len() {
-        return None;
-    }
-    let len = sges(bytes, RECV_HDR, n as usize, out_sges)?;
-    Some((wr_id, n, len))
+    let w = uabi::decode_recv(bytes, max_sge).ok()?;
+    copy_sges(&w.sges, out_sges)?;
+    Some((w.wr_id, w.sges.count(), w.sges.total()))
 }

@@ -13,6 +13,10 @@
 //!   fetches it into `~/.cache/rrxe/rdma-core-src`), plus the public types again except
 //!   `ibv_port_attr`, which 56.1 grew. Set `RRXE_RDMA_CORE_SRC` to another source tree; the
 //!   test skips with a notice when none is found, or fails if `RRXE_REQUIRE_RDMA_CORE_SRC=1`.
+//! * `proto_wqe_layout`: the WQE layout constants of the kernel's decoder (`rrxe_proto::uabi`,
+//!   which the module also checks against bindgen's layout at compile time) against
+//!   `include/rdma/rrxe-abi.h`, so the provider's mirror and the kernel's decoder cannot
+//!   disagree with the header without a failing test.
 //! * `installed_verbs_set_ops_matches_mirror`: the installed library's own machine code
 //!   agrees with our `verbs_context_ops` (no driver.h of 44.0 exists to compare with).
 
@@ -1139,6 +1143,111 @@ fn checks() -> Vec<Check> {
             wr.raw => "wr.raw",
         }),
     ]
+}
+
+/// `rrxe_proto::uabi`'s constants as layout checks of the C structures they describe.
+fn proto_checks() -> Vec<Check> {
+    use rrxe_proto::uabi::*;
+    let w = send_wqe::WR;
+    let f = |name: &str, off: usize| (name.to_string(), off);
+    let c = |name: &str, v: u64| constant(Set::Rrxe, &format!("1 + {name}"), v + 1);
+    vec![
+        Check {
+            set: Set::Rrxe,
+            c_type: "struct rrxe_sge".into(),
+            size: sge::SIZE,
+            align: 8,
+            fields: vec![
+                f("addr", sge::ADDR),
+                f("length", sge::LENGTH),
+                f("lkey", sge::LKEY),
+            ],
+        },
+        Check {
+            set: Set::Rrxe,
+            c_type: "struct rrxe_send_wqe".into(),
+            size: send_wqe::SIZE,
+            align: 8,
+            fields: vec![
+                f("wr_id", send_wqe::WR_ID),
+                f("opcode", send_wqe::OPCODE),
+                f("send_flags", send_wqe::SEND_FLAGS),
+                f("num_sge", send_wqe::NUM_SGE),
+                f("inline_len", send_wqe::INLINE_LEN),
+                f("ex", send_wqe::EX),
+                f("ex.imm_data", send_wqe::EX),
+                f("ex.invalidate_rkey", send_wqe::EX),
+                f("wr", w),
+                f("wr.raw", w),
+                f("wr.raw[39]", w + send_wqe::WR_SIZE - 1),
+                f("wr.rdma.remote_addr", w + wr_rdma::REMOTE_ADDR),
+                f("wr.rdma.rkey", w + wr_rdma::RKEY),
+                f("wr.atomic.remote_addr", w + wr_atomic::REMOTE_ADDR),
+                f("wr.atomic.compare_add", w + wr_atomic::COMPARE_ADD),
+                f("wr.atomic.swap", w + wr_atomic::SWAP),
+                f("wr.atomic.rkey", w + wr_atomic::RKEY),
+                f("wr.ud.ah_num", w + wr_ud::AH_NUM),
+                f("wr.ud.remote_qpn", w + wr_ud::REMOTE_QPN),
+                f("wr.ud.remote_qkey", w + wr_ud::REMOTE_QKEY),
+                f("wr.bind_mw.addr", w + wr_bind_mw::ADDR),
+                f("wr.bind_mw.length", w + wr_bind_mw::LENGTH),
+                f("wr.bind_mw.mw_rkey", w + wr_bind_mw::MW_RKEY),
+                f("wr.bind_mw.mr_lkey", w + wr_bind_mw::MR_LKEY),
+                f("wr.bind_mw.access", w + wr_bind_mw::ACCESS),
+                f("wr.flush.remote_addr", w + wr_flush::REMOTE_ADDR),
+                f("wr.flush.length", w + wr_flush::LENGTH),
+                f("wr.flush.rkey", w + wr_flush::RKEY),
+                f("wr.flush.type", w + wr_flush::TYPE),
+                f("wr.flush.level", w + wr_flush::LEVEL),
+            ],
+        },
+        Check {
+            set: Set::Rrxe,
+            c_type: "struct rrxe_recv_wqe".into(),
+            size: recv_wqe::SIZE,
+            align: 8,
+            fields: vec![f("wr_id", recv_wqe::WR_ID), f("num_sge", recv_wqe::NUM_SGE)],
+        },
+        c("RRXE_WR_RDMA_WRITE", WR_RDMA_WRITE.into()),
+        c("RRXE_WR_RDMA_WRITE_WITH_IMM", WR_RDMA_WRITE_WITH_IMM.into()),
+        c("RRXE_WR_SEND", WR_SEND.into()),
+        c("RRXE_WR_SEND_WITH_IMM", WR_SEND_WITH_IMM.into()),
+        c("RRXE_WR_RDMA_READ", WR_RDMA_READ.into()),
+        c("RRXE_WR_ATOMIC_CMP_AND_SWP", WR_ATOMIC_CMP_AND_SWP.into()),
+        c(
+            "RRXE_WR_ATOMIC_FETCH_AND_ADD",
+            WR_ATOMIC_FETCH_AND_ADD.into(),
+        ),
+        c("RRXE_WR_LOCAL_INV", WR_LOCAL_INV.into()),
+        c("RRXE_WR_BIND_MW", WR_BIND_MW.into()),
+        c("RRXE_WR_SEND_WITH_INV", WR_SEND_WITH_INV.into()),
+        c("RRXE_WR_ATOMIC_WRITE", WR_ATOMIC_WRITE.into()),
+        c("RRXE_WR_FLUSH", WR_FLUSH.into()),
+        c("RRXE_SEND_FENCE", SEND_FENCE.into()),
+        c("RRXE_SEND_SIGNALED", SEND_SIGNALED.into()),
+        c("RRXE_SEND_SOLICITED", SEND_SOLICITED.into()),
+        c("RRXE_SEND_INLINE", SEND_INLINE.into()),
+        c("RRXE_FLUSH_GLOBAL", FLUSH_GLOBAL.into()),
+        c("RRXE_FLUSH_PERSISTENT", FLUSH_PERSISTENT.into()),
+        c("RRXE_FLUSH_RANGE", FLUSH_RANGE.into()),
+        c("RRXE_FLUSH_MR", FLUSH_MR.into()),
+    ]
+}
+
+/// The kernel decoder's layout (`rrxe_proto::uabi`) against rrxe's own header only (no
+/// libibverbs headers needed).
+#[test]
+fn proto_wqe_layout() {
+    let all = proto_checks();
+    let sel: Vec<&Check> = all.iter().collect();
+    let args = vec![format!("-I{}", repo_include().display())];
+    match c_layout(&tmp("layout-proto"), RRXE_PREAMBLE, &sel, &args) {
+        Ok(c) => {
+            let n = compare("rrxe-abi.h", &c, &sel);
+            println!("rrxe_proto::uabi: {n} sizes/offsets/values match rrxe-abi.h");
+        }
+        Err(e) => println!("SKIP proto_wqe_layout: {e}"),
+    }
 }
 
 /// driver.h's `verbs_qp` is a union of `ibv_qp`/`ibv_qp_ex` then `comp_mask` and `xrcd`;

@@ -301,3 +301,152 @@ pub fn caps(data: &[u8]) {
         assert!(n.is_power_of_two() && n >= edge(w[5]) && n <= dev.max_cqe);
     }
 }
+
+/// The user WQE decoder on arbitrary slot bytes and limits (what a process writes into its
+/// shared send and receive queues): never panics, and what it accepts stays inside the slot
+/// and the limits, with the lengths it reports.
+pub fn uwqe(data: &[u8]) {
+    use rrxe_proto::uabi::*;
+    if data.len() < 4 {
+        return;
+    }
+    let (ctl, rest) = data.split_at(4);
+    let lim = SendLimits {
+        max_sge: u32::from(ctl[0] % 40),
+        max_inline: u32::from(u16::from_le_bytes([ctl[1], ctl[2]]) % 1024),
+        ud: ctl[3] & 1 != 0,
+    };
+    // Optionally steer the header towards valid opcodes and small counts so that mutations
+    // reach the SGE / inline / union paths; the rest of the bytes stay as given.
+    let mut slot = rest.to_vec();
+    let steer = ctl[3] >> 1;
+    let set32 = |s: &mut [u8], off: usize, v: u32| {
+        if let Some(d) = s.get_mut(off..off + 4) {
+            d.copy_from_slice(&v.to_ne_bytes());
+        }
+    };
+    let byte = |s: &[u8], off: usize| s.get(off).copied().unwrap_or(0);
+    if steer & 1 != 0 {
+        let b = byte(&slot, send_wqe::OPCODE);
+        set32(&mut slot, send_wqe::OPCODE, u32::from(b % 36));
+    }
+    if steer & 2 != 0 {
+        let b = byte(&slot, send_wqe::NUM_SGE);
+        set32(&mut slot, send_wqe::NUM_SGE, u32::from(b % 40));
+    }
+    if steer & 4 != 0 {
+        let b = byte(&slot, send_wqe::INLINE_LEN);
+        set32(&mut slot, send_wqe::INLINE_LEN, u32::from(b) * 4);
+    }
+    if steer & 16 != 0 {
+        // FLUSH type and level, mostly valid.
+        let at = send_wqe::WR + wr_flush::TYPE;
+        let b = byte(&slot, at);
+        if let Some(d) = slot.get_mut(at..at + 2) {
+            d.copy_from_slice(&[b & 3, (b >> 2) & 1]);
+        }
+    }
+    // The receive header overlaps the send header's opcode: steered in its own copy.
+    let mut rslot = rest.to_vec();
+    if steer & 8 != 0 {
+        let b = byte(&rslot, recv_wqe::NUM_SGE);
+        set32(&mut rslot, recv_wqe::NUM_SGE, u32::from(b % 40));
+    }
+    let rd32 = |s: &[u8], off: usize| u32::from_ne_bytes(s[off..off + 4].try_into().unwrap());
+    let rd64 = |s: &[u8], off: usize| u64::from_ne_bytes(s[off..off + 8].try_into().unwrap());
+    // Accepted SGEs: inside the slot and the limit, read from where they are, and their
+    // total is the exact (no overflow) sum of their lengths.
+    let check_sges = |l: &SgeList<'_>, s: &[u8], base: usize, max: u32| {
+        assert!(l.count() <= max);
+        assert!(base + l.count() as usize * sge::SIZE <= s.len());
+        let mut sum: u64 = 0;
+        let mut n = 0usize;
+        for (i, g) in l.iter().enumerate() {
+            let o = base + i * sge::SIZE;
+            assert_eq!(g.addr, rd64(s, o + sge::ADDR));
+            assert_eq!(g.length, rd32(s, o + sge::LENGTH));
+            assert_eq!(g.lkey, rd32(s, o + sge::LKEY));
+            sum += u64::from(g.length);
+            n += 1;
+        }
+        assert_eq!(n, l.count() as usize);
+        assert_eq!(sum, u64::from(l.total()));
+    };
+
+    match decode_send(&slot, &lim) {
+        Ok(w) => {
+            assert!(slot.len() >= send_wqe::SIZE);
+            assert_eq!(w.wr_id, rd64(&slot, send_wqe::WR_ID));
+            assert_eq!(w.opcode.raw(), rd32(&slot, send_wqe::OPCODE));
+            assert_eq!(w.ex, rd32(&slot, send_wqe::EX));
+            assert!(!(lim.ud && w.opcode.is_rc_only()));
+            assert_eq!(w.ud.is_some(), lim.ud && w.opcode != WrOpcode::LocalInv);
+            let flags = rd32(&slot, send_wqe::SEND_FLAGS);
+            assert_eq!(w.flags.signaled, flags & SEND_SIGNALED != 0);
+            assert_eq!(w.flags.fence, flags & SEND_FENCE != 0);
+            match w.data {
+                Data::None => {
+                    assert!(w.opcode.is_dataless());
+                    assert!(!w.flags.inline && !w.flags.solicited);
+                }
+                Data::Sges(l) => {
+                    assert!(!w.opcode.is_dataless() && !w.flags.inline);
+                    assert_eq!(l.count(), rd32(&slot, send_wqe::NUM_SGE));
+                    check_sges(&l, &slot, send_wqe::SIZE, lim.max_sge);
+                }
+                Data::Inline { offset, len } => {
+                    assert!(!w.opcode.is_dataless() && w.flags.inline);
+                    assert_eq!(offset, send_wqe::SIZE);
+                    assert_eq!(len, rd32(&slot, send_wqe::INLINE_LEN));
+                    assert!(len <= lim.max_inline);
+                    assert!(offset + len as usize <= slot.len());
+                }
+            }
+            if let WrFields::Flush(f) = w.wr {
+                assert!(f.typ != 0 && f.typ & !(FLUSH_GLOBAL | FLUSH_PERSISTENT) == 0);
+                assert!(f.level == FLUSH_RANGE || f.level == FLUSH_MR);
+            }
+            let fields_match = matches!(
+                (w.opcode, w.wr),
+                (
+                    WrOpcode::Send
+                        | WrOpcode::SendWithImm
+                        | WrOpcode::SendWithInv
+                        | WrOpcode::LocalInv,
+                    WrFields::None
+                ) | (
+                    WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm | WrOpcode::RdmaRead,
+                    WrFields::Rdma(_)
+                ) | (
+                    WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd,
+                    WrFields::Atomic { .. }
+                ) | (WrOpcode::AtomicWrite, WrFields::AtomicWrite { .. })
+                    | (WrOpcode::BindMw, WrFields::BindMw(_))
+                    | (WrOpcode::Flush, WrFields::Flush(_))
+            );
+            assert!(fields_match, "{:?} with {:?}", w.opcode, w.wr);
+        }
+        Err(e) => {
+            if slot.len() < send_wqe::SIZE {
+                assert_eq!(e, WqeError::Short);
+            } else if WrOpcode::from_raw(rd32(&slot, send_wqe::OPCODE)).is_none() {
+                assert_eq!(e, WqeError::Opcode);
+            }
+        }
+    }
+
+    match decode_recv(&rslot, lim.max_sge) {
+        Ok(r) => {
+            assert_eq!(r.wr_id, rd64(&rslot, recv_wqe::WR_ID));
+            assert_eq!(r.sges.count(), rd32(&rslot, recv_wqe::NUM_SGE));
+            check_sges(&r.sges, &rslot, recv_wqe::SIZE, lim.max_sge);
+        }
+        Err(e) => {
+            if rslot.len() < recv_wqe::SIZE {
+                assert_eq!(e, WqeError::Short);
+            } else {
+                assert_ne!(e, WqeError::Short);
+            }
+        }
+    }
+}

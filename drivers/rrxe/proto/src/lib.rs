@@ -12,6 +12,7 @@
 //!   and P_Key checks a received packet passes before it reaches a QP.
 //! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
 //! * [`caps`]: range checks and sizing of the queues a consumer asks for.
+//! * [`uabi`]: the work queue entries of rrxe's user ABI, with their checked decoding.
 //! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
 //!   of free-running counters.
 //! * [`qp`], [`req`], [`resp`]: the per-QP requester, completer and responder
@@ -36,6 +37,7 @@ pub mod req;
 pub mod resp;
 pub mod ring;
 pub mod seg;
+pub mod uabi;
 
 pub use crc::{Crc32, SoftCrc32};
 pub use hdr::{

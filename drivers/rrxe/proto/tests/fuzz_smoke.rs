@@ -142,3 +142,26 @@ fn smoke_caps() {
         bodies::caps(&d);
     }
 }
+
+/// Slots of every length around the headers and SGE arrays, header fields steered to valid
+/// opcodes and small counts (the body's control bytes) about half of the time.
+#[test]
+fn smoke_uwqe() {
+    let mut r = Rng(0x5eed_0f0e_b1f0_0d11);
+    for _ in 0..iters() {
+        let len = 4 + (r.next() % 700) as usize;
+        let mut d: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
+        if r.next() & 1 == 0 {
+            d[3] |= 0x3e;
+            // SGEs with small lengths (send and receive layouts), so sums are often accepted.
+            for base in [4 + 72, 4 + 16] {
+                for o in (base..len).step_by(16) {
+                    if o + 12 <= len {
+                        d[o + 9..o + 12].fill(0);
+                    }
+                }
+            }
+        }
+        bodies::uwqe(&d);
+    }
+}
