@@ -8,7 +8,7 @@
 # READ requests with a bad rkey, ACKs and NAKs for PSNs the server never sent, and
 # truncated packets. The connection must survive with correct data, the server's counters
 # must show the out-of-sequence, duplicate and truncated packets, and no splat.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 counter() { rdma statistic show link rrxe0/1 | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }

@@ -4,7 +4,7 @@
 # Local loopback: both ends of every connection on one host over rrxe0 (the packets go from
 # rrxe's transmit path straight to its receive path): RC and UD ping-pong with data checks,
 # rping -V, the extended-verbs test, ib_write_bw and ib_read_bw.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
