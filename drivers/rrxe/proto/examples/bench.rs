@@ -118,18 +118,14 @@ fn main() {
         let mut s = Count::default();
         support::to_rts(&mut q, &mut s).unwrap();
         q.post_send(
-            SendWqe {
-                id: WqeId(1),
-                op: SendOp::Write {
+            support::wqe(
+                1,
+                SendOp::Write {
                     remote: RemoteAddr { va: 0, rkey: 1 },
                     imm: None,
                 },
-                len: 1 << 20,
-                signaled: true,
-                solicited: false,
-                fence: false,
-                ud: None,
-            },
+                1 << 20,
+            ),
             &mut s,
         )
         .unwrap();

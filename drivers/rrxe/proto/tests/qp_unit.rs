@@ -4,7 +4,7 @@ use rrxe_proto::hdr::AETH_ACK_UNLIMITED;
 use rrxe_proto::*;
 
 mod support;
-use support::{to_rts, Env, Sink};
+use support::{to_rts, wqe, Env, Sink};
 
 type Q = Qp<16, 4>;
 
@@ -40,19 +40,6 @@ fn wire(p: &TxPacket, fill: u8) -> (Vec<u8>, Packet) {
     b.truncate(n);
     let pk = parse_packet(&b).unwrap();
     (b, pk)
-}
-
-/// A signaled WQE with no special flags.
-fn wqe(id: u64, op: SendOp, len: u32) -> SendWqe {
-    SendWqe {
-        id: WqeId(id),
-        op,
-        len,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
-    }
 }
 
 /// The remote buffer the tests' responders accept (rkey 5).

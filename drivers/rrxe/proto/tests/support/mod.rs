@@ -1,6 +1,7 @@
 //! Helpers shared by the proto tests (every `tests/*.rs` is a crate of its own and takes
 //! them with `mod support;`; `examples/bench.rs` with a `#[path]`): a seeded PRNG, a
-//! recording action sink, a mock responder environment, and bringing a QP up to RTS.
+//! recording action sink, a mock responder environment, a send WQE, and bringing a QP up to
+//! RTS.
 //!
 //! The fuzz target bodies (`fuzz/bodies.rs`) keep their own environment and sink: those
 //! derive every answer from the fuzz input and fail on purpose, which no test wants.
@@ -144,6 +145,19 @@ impl ResponderEnv for Env {
         }
         self.invalidated.push(rkey);
         Ok(())
+    }
+}
+
+/// A signaled WQE with no special flags.
+pub fn wqe(id: u64, op: SendOp, len: u32) -> SendWqe {
+    SendWqe {
+        id: WqeId(id),
+        op,
+        len,
+        signaled: true,
+        solicited: false,
+        fence: false,
+        ud: None,
     }
 }
 
