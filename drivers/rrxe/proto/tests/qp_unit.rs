@@ -446,15 +446,7 @@ fn post_validation() {
     let mut ud = qp(QpType::Ud, 1, 2);
     let mut rc = qp(QpType::Rc, 1, 2);
     let mut s = Sink::default();
-    let w = |op, len| SendWqe {
-        id: WqeId(1),
-        op,
-        len,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
-    };
+    let w = |op, len| wqe(1, op, len);
     let r = RemoteAddr {
         va: 0x1001,
         rkey: 1,

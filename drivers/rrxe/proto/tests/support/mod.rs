@@ -70,35 +70,30 @@ impl ActionSink for Sink {
 }
 
 impl Sink {
+    /// What `f` picks out of the recorded actions, in order.
+    pub fn pick<T>(&self, f: impl Fn(&Action) -> Option<T>) -> Vec<T> {
+        self.0.iter().filter_map(f).collect()
+    }
     /// The packets sent, in order.
     pub fn sent(&self) -> Vec<TxPacket> {
-        self.0
-            .iter()
-            .filter_map(|a| match a {
-                Action::Send(p) => Some(*p),
-                _ => None,
-            })
-            .collect()
+        self.pick(|a| match a {
+            Action::Send(p) => Some(*p),
+            _ => None,
+        })
     }
     /// The send completions, in order.
     pub fn completions(&self) -> Vec<SendCompletion> {
-        self.0
-            .iter()
-            .filter_map(|a| match a {
-                Action::SendComplete(c) => Some(*c),
-                _ => None,
-            })
-            .collect()
+        self.pick(|a| match a {
+            Action::SendComplete(c) => Some(*c),
+            _ => None,
+        })
     }
     /// The receive completions, in order.
     pub fn recv_completions(&self) -> Vec<RecvCompletion> {
-        self.0
-            .iter()
-            .filter_map(|a| match a {
-                Action::RecvComplete(c) => Some(*c),
-                _ => None,
-            })
-            .collect()
+        self.pick(|a| match a {
+            Action::RecvComplete(c) => Some(*c),
+            _ => None,
+        })
     }
 }
 
