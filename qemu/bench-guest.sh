@@ -6,7 +6,7 @@
 # and, with PROFILE=1, the top of a cpu-clock profile of both VMs during ib_write_bw:
 #   PROFILE <stack> vm<N> <percent> <symbol>
 # Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 REPS=${1:-3} VOLUME=${2:-16} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0}
 say() { echo "# vm$RRXE_VM: $*"; }
 port=19000

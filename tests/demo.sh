@@ -1,7 +1,7 @@
 #!/bin/bash
 # The demo (not part of the test suite; run by scripts/demo.sh): rrxe0 in two VMs, then
 # rping and ib_write_bw between them over rrxe, and the same over the stock rdma_rxe.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 server=$([ "$RRXE_VM" = 0 ] && echo 1 || echo 0)
 say() { echo "[vm$RRXE_VM] $*"; }
 

@@ -33,6 +33,9 @@ struct Slots {
 /// Address handles of user contexts, by the number userspace names them with.
 #[pin_data]
 pub(crate) struct AhTable {
+    /// The slots. IRQs off: `insert` and `remove` (user create_ah/destroy_ah, process
+    /// context; the slot vector grows outside it) and `get` (a QP's engine run decoding a
+    /// user UD WQE, process context or softirq, nested in the QP's `sq` lock). Innermost.
     #[pin]
     inner: IrqSpinLock<Slots>,
 }

@@ -127,6 +127,11 @@ pub(crate) enum Posted {
 /// A completion queue's driver state.
 #[pin_data]
 pub(crate) struct Cq {
+    /// The ring, producer index, armed flags and overflow. IRQs off: `post` (a QP's
+    /// engine run, process context or softirq, with no QP ring lock held), `poll` and
+    /// `req_notify` (kernel consumers, any context), `resize` and `queue_info` (process
+    /// context). Innermost: no other lock is taken inside it, and the completion handler
+    /// and the CQ error event are dispatched after it is released.
     #[pin]
     state: IrqSpinLock<CqState>,
     user: bool,

@@ -12,6 +12,15 @@ use crate::qp::QpTable;
 use kernel::prelude::*;
 
 /// Per-device driver state (grows with the datapath).
+///
+/// # Locking
+/// Each table has its own lock, documented on it ([`MrTable`], [`AhTable`], [`QpTable`]);
+/// the QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's and SRQ's on their
+/// fields. Across objects, outermost first: a QP's `engine` (bottom halves off) → the MR
+/// table's window → region → `staged`, or the QP table → another QP's `rx`, or a QP ring
+/// lock → the AH table or an SRQ's ring, or a CQ's lock. Bottom-half locks (QP `engine`,
+/// MR window and region) are never taken under an interrupts-off lock; every
+/// interrupts-off lock is held for a bounded, allocation-free section.
 #[pin_data]
 pub(crate) struct DeviceData {
     /// Counters for `rdma statistic`.

@@ -15,7 +15,7 @@
 //! system call; everything else (kernel posts, timers, leftovers) goes through the work
 //! item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
 //! trip under a busy-polling process. The rings between the producers and `run` are short
-//! irq-safe critical sections.
+//! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 
 use crate::ah::Av;
 use crate::counters::Counter;
@@ -475,7 +475,11 @@ pub(crate) struct ModifyArgs {
     pub(crate) access: Option<u32>,
 }
 
-/// Protocol state, touched only from process context (the work, modify, query).
+/// Protocol state, under the QP's `engine` lock (bottom halves off). `run_on` holds it in
+/// three places: the QP's work item (process context, kernel workqueue), the user's
+/// doorbell (process context, the `post_send` system call of the posting thread) and the
+/// receive softirq (`run_rx`, a packet from the wire). `modify`, `attrs` (query) and
+/// `shutdown` take it in process context.
 struct Engine {
     proto: KBox<ProtoQp>,
     /// proto's send-queue counts already added to the device counters.
@@ -526,6 +530,19 @@ pub(crate) struct UserRings {
 }
 
 /// A queue pair's shared state.
+///
+/// # Locking
+/// `engine` (bottom halves off) is the outer lock: one run of the state machine at a time.
+/// The four rings are interrupts-off locks, each held for a few loads and stores and never
+/// across a copy into or out of memory regions (the MR locks are bottom-half locks and must
+/// not be taken with interrupts off): an SGE list is copied out of the ring first. Nesting,
+/// outermost first: `engine` → `claim` → `rq` (or the SRQ's `ring`); `engine` → `sq` → the
+/// device's AH table (decoding a user UD WQE); `engine` → `rx`. `sq`, `rq` and `rx` are
+/// never held together. Taken under `engine` with no ring lock held: the MR table's locks
+/// (placement, fast registration, invalidation, binding), a CQ's lock (completions; the
+/// consumer's completion handler is called after the CQ lock is released, still under
+/// `engine`), the device's QP table (local delivery to a QP of this host, whose `rx` nests
+/// in the table lock). The core's netdev lookup is done before `engine` is taken.
 #[pin_data]
 pub(crate) struct Qp {
     // Event sources first: on drop they are shut down (timers, then work) before the state
@@ -553,14 +570,27 @@ pub(crate) struct Qp {
     want_error: AtomicBool,
     /// Timers that fired (bit per proto::TimerKind).
     fired: AtomicU32,
+    /// Send WRs between the posters and the engine (the ring, its indices, the user queue's
+    /// consumer index). IRQs off: kernel `post_send` (any context), the engine's run and
+    /// `modify` (process context or softirq, under `engine`).
     #[pin]
     sq: IrqSpinLock<WrRing<SendWr>>,
+    /// Receive WRs (QPs without an SRQ), as `sq`: kernel `post_recv` (any context), the
+    /// engine's run and `modify` (under `engine`, nested in `claim` when taking a WQE).
     #[pin]
     rq: IrqSpinLock<WrRing<RecvWr>>,
+    /// The receive WQE of the message in progress, taken out of `rq` or the SRQ. IRQs off;
+    /// only under `engine` (run and `modify`).
     #[pin]
     claim: IrqSpinLock<Option<Claim>>,
+    /// Received packets waiting for the engine. IRQs off: the receive softirq (nested in
+    /// the device's QP table lock, possibly inside another QP's run for local delivery) and
+    /// the engine's run.
     #[pin]
     rx: IrqSpinLock<RxRing>,
+    /// The protocol state ([`Engine`]). Bottom halves off: the work item and the doorbell
+    /// (process context), the receive softirq, `modify`, `attrs` and `shutdown` (process
+    /// context). Never taken with an interrupts-off lock held.
     #[pin]
     engine: BhSpinLock<Engine>,
 }
@@ -1938,6 +1968,10 @@ struct Slots {
 /// A device's QPs by number; the receive path finds its QP here.
 #[pin_data]
 pub(crate) struct QpTable {
+    /// The slots and the next number to try. IRQs off: create and destroy (process
+    /// context) and `deliver` (the receive softirq, or a sending QP's run under its
+    /// `engine` for a packet to a QP of this host), which queues the packet on the QP's
+    /// `rx` inside it. Nothing else nests in it.
     #[pin]
     inner: IrqSpinLock<Slots>,
 }

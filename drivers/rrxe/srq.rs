@@ -12,6 +12,9 @@ use kernel::sync::Arc;
 /// A shared receive queue.
 #[pin_data]
 pub(crate) struct Srq {
+    /// The receive WQEs and the user queue's consumer index. IRQs off: kernel `post_recv`
+    /// (any context) and `take_into` (a QP's engine run, process context or softirq,
+    /// nested in that QP's `claim` lock). Innermost.
     #[pin]
     ring: IrqSpinLock<WrRing<RecvWr>>,
     max_wr: u32,
@@ -95,10 +98,11 @@ impl Srq {
         r.push(wr, sges, None)
     }
 
-    /// Moves the next WQE into a QP's claim slot (the QP's engine, with its `claim` lock
-    /// held). Events to raise are recorded in `events`, for the caller to dispatch once its
-    /// interrupts-off lock is released ([`Srq::raise`]; rdma_rxe also calls the event
-    /// handler outside its queue lock).
+    /// Moves the next WQE into a QP's claim slot (a QP's engine run: process context or
+    /// softirq; the caller holds the QP's `claim` lock, so interrupts are off). Events to
+    /// raise are recorded in `events`, for the caller to dispatch once that lock is
+    /// released ([`Srq::raise`]; rdma_rxe also calls the event handler outside its queue
+    /// lock).
     pub(crate) fn take_into(
         &self,
         dst: &mut Option<Claim>,

@@ -13,50 +13,16 @@
  * GIDs); the client drives every operation and both check what arrived.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <infiniband/verbs.h>
-#include <netdb.h>
 #include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "tap.h"
+#include "loop.h"
+#include "sock.h"
 
 #define BUF 65536
 #define NTHREADS 4
 #define PER_THREAD 200
 #define QDEPTH 1024
-
-static int tap_n, tap_fail;
-static const char *role;
-
-static void ok(int cond, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - %s: ", cond ? "" : "not ", tap_n, role);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void die(const char *what)
-{
-	printf("Bail out! %s: %s (%s)\n", role, what, strerror(errno));
-	exit(1);
-}
-
-#include "sock.h"
 
 struct peer {
 	uint32_t qpn;
@@ -65,8 +31,6 @@ struct peer {
 	union ibv_gid gid;
 };
 
-static struct ibv_context *ctx;
-static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static struct ibv_cq_ex *cq;
 static struct ibv_qp *qp;
@@ -130,7 +94,9 @@ static void post_recvs(int n, size_t off, uint32_t len)
 	}
 }
 
-static void to_rts(struct peer *me, struct peer *them, int gidx)
+/* Moves the QP to RTS, connected to them (remote atomics on, 4 reads/atomics in flight each
+ * way, retry and RNR retry 7). */
+static void connect_qp(const struct peer *them)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
@@ -166,7 +132,6 @@ static void to_rts(struct peer *me, struct peer *them, int gidx)
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("RTS");
-	(void)me;
 }
 
 struct thread_arg {
@@ -195,36 +160,17 @@ static void *sender(void *p)
 
 int main(int argc, char **argv)
 {
-	const char *dev = NULL, *host = NULL;
-	int gidx = 0, port = 18999, opt, server;
-	struct ibv_device **list;
+	const char *host;
+	int server;
 	struct peer me = {}, them;
 	struct done d[NTHREADS * PER_THREAD + 8];
 
-	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
-		if (opt == 'd')
-			dev = optarg;
-		else if (opt == 'g')
-			gidx = atoi(optarg);
-		else if (opt == 'p')
-			port = atoi(optarg);
-	}
-	if (optind < argc)
-		host = argv[optind];
+	loop_open(argc, argv);
+	host = loop_peer;
 	server = !host;
-	role = server ? "server" : "client";
-	setvbuf(stdout, NULL, _IOLBF, 0);
-
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!dev || !strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		die("no device");
-	pd = ibv_alloc_pd(ctx);
 	buf = aligned_alloc(4096, BUF);
-	if (!pd || !buf)
-		die("pd/buffer");
+	if (!buf)
+		die("buffer");
 	memset(buf, 0, BUF);
 	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
@@ -284,15 +230,14 @@ int main(int argc, char **argv)
 			die("ibv_qp_to_qp_ex");
 	}
 
-	sock = tcp_connect(host, port, server);
+	sock = tcp_connect(host, loop_port, server);
 	me.qpn = qp->qp_num;
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
-	if (ibv_query_gid(ctx, 1, gidx, &me.gid))
-		die("ibv_query_gid");
+	me.gid = gid;
 	xfer(&me, sizeof(me), 1);
 	xfer(&them, sizeof(them), 0);
-	to_rts(&me, &them, gidx);
+	connect_qp(&them);
 	ok(1, "QP connected (local %u, remote %u)", me.qpn, them.qpn);
 
 	/* 1. One batch: send (SGE), send_imm (inline), rdma_write (SGE list), write_imm. */
@@ -566,6 +511,5 @@ int main(int argc, char **argv)
 	ok(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0 &&
 	   ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "teardown");
 	ibv_close_device(ctx);
-	printf("1..%d\n", tap_n);
-	return tap_fail ? 1 : 0;
+	return tap_end();
 }

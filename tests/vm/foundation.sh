@@ -4,7 +4,7 @@
 # Foundation: rrxe.ko loads, rrxe0 binds to eth0, the provider shows it through libibverbs
 # with the right attributes and GIDs, the port follows the netdev, bad adds fail cleanly,
 # devices go away with link delete, netdev removal and rmmod. Runs the same in each VM.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 
 n=$((RRXE_VM + 1))
 check "insmod rrxe.ko" load_rrxe

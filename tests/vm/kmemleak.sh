@@ -7,7 +7,7 @@
 # garbage) and link delete, then rmmod. kmemleak must report no unreferenced object from
 # after the boot (its report is cleared once the VM is up), neither with the module loaded
 # nor after it is gone.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 KML=/sys/kernel/debug/kmemleak

@@ -8,7 +8,7 @@
 # The kernel-verbs RC test over rrxe with netem on both VMs' egress: 5 % loss, reordering,
 # 1 ms delay. Every transfer must complete with verified data, and the retransmission
 # counter must rise. (UD is left out: datagrams are not retransmitted.)
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 KV_DEV=rrxe0
 KTEST_ARGS="ud=0 iters=2 sizes=1,4096,65536,262144"
 kv_dev_setup() {

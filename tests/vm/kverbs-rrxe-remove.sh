@@ -5,7 +5,7 @@
 # rrxe when VM 1 deletes its link (`rdma link delete`) and VM 0 unloads rrxe.ko (`rmmod`)
 # with the device and its QPs in use. Both must finish (the test module sees its device go
 # away), leave no RDMA device behind, and the kernels must not splat.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 KO=$RRXE_ROOT/tests/kverbs/rrxe_ktest.ko
 setup_dev() { load_rrxe && rdma link add rrxe0 type rrxe netdev eth0; }
 check "rrxe0 on eth0" setup_dev

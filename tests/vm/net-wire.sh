@@ -7,7 +7,7 @@
 # over IPv4 and IPv6; and the UDP source port: one per QP, different QPs on different
 # ports (flow entropy for ECMP/RSS). Each side captures the RoCEv2 packets it receives
 # (tests/vm/lib/roce-capture.py, an AF_PACKET socket) and checks them.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

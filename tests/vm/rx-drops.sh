@@ -5,7 +5,7 @@
 # correct ICRC (computed independently here, with Python's zlib over the IBTA pseudo-header)
 # but a reserved opcode, and valid requests for a QP that does not exist. Each kind is
 # counted under its own drop reason in `rdma statistic`, with no splat.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 
 counter() { rdma statistic show link rrxe0/1 | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
 at_least() { local v; v=$(counter "$1"); [ -n "$v" ] && [ "$v" -ge "$2" ]; }

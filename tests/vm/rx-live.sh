@@ -10,7 +10,7 @@
 # must show the out-of-sequence, duplicate and truncated packets, and no splat. The
 # connection runs over the IPv6 GIDs: packets for an RC QP are taken only from its path
 # (rx-spoof checks the others are refused).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 counter() { rdma statistic show link rrxe0/1 | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }

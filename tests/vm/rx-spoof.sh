@@ -9,7 +9,7 @@
 # P_Key not the port's, and to the broadcast address. None may complete a WR, change memory
 # or break the connection, and the target counts each under its reason: rx_drop_src_addr,
 # rx_drop_dst_addr, rx_drop_pkey, rx_drop_dgid (exact deltas).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 counter() { rdma statistic show link "$DEV"/1 | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }

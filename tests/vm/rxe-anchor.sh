@@ -2,7 +2,7 @@
 # vms: 2
 # timeout: 300
 # Harness check with the stock rdma_rxe: ibv_rc_pingpong between the two VMs over RoCEv2.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 
 check "modprobe rdma_rxe" load_rxe
 check "rdma link add rxe0 type rxe netdev eth0" rdma link add rxe0 type rxe netdev eth0

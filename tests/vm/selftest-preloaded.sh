@@ -6,7 +6,7 @@
 # runner told only its role and the peer's address. It must find the device, pass
 # user-pingpong (paired) and user-verbs-misc (server side only; skipped on the client),
 # print kselftest TAP, and leave the device in place.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 
 check "insmod rrxe.ko (as the machine's owner would)" load_rrxe
 check "rdma link add roce7 type rrxe netdev eth0" rdma link add roce7 type rrxe netdev eth0

@@ -10,7 +10,7 @@
 # a prio band chosen by a u32 filter on the BTH destination QP. Connection management is the
 # kernel ib_cm's, not rrxe's, and it does not recover a lost DREQ once the initiator has
 # destroyed its id: the passive rping then waits for a disconnect forever (seen in CI).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 counter() { rdma statistic show link rrxe0/1 | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }

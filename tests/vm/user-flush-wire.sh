@@ -9,7 +9,7 @@
 # so its ICRC of a FLUSH covers the headers twice and it drops a FLUSH whose ICRC follows
 # the IBTA (ours, checked independently in Python); rxe-to-rxe FLUSH only works because
 # both ends make the same mistake.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 bin=$RRXE_ROOT/tests/user/flush

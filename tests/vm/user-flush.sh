@@ -5,7 +5,7 @@
 # the user ABI's RRXE_WR_FLUSH layout (rdma-core 44 has no ibv_wr_flush), completed for a
 # range or a whole MR with flush access, refused with a remote access error past the MR,
 # without flush access, for persistence, with a bad rkey; a malformed one fails locally.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -7,6 +7,6 @@
 # failures, and a failed step prints both sides' counters.)
 # User-level wire interop with the roles swapped: the stock rdma_rxe on VM 0 (server), rrxe
 # on VM 1 (client). See user-interop.sh.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 INTEROP_RRXE_VM=1
 . "$RRXE_ROOT/tests/vm/lib/user-interop.sh"

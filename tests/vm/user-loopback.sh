@@ -6,9 +6,9 @@
 # rping -V, the extended-verbs test, ib_write_bw and ib_read_bw. Then two rrxe devices on
 # the two ends of a veth pair, over IPv6 addresses: the route from one device to the other's
 # address is local (through lo), so the packet takes rrxe's local path, and it must reach the
-# QPs of the device owning the destination (QP numbers are per device: both first QPs are
-# 16). (Over IPv4 the route bound to the sending device crosses the veth instead.)
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+# QPs of the device owning the destination (QP numbers are per device: both may hand out
+# the same ones). (Over IPv4 the route bound to the sending device crosses the veth instead.)
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -14,7 +14,7 @@
 # About 230 s when it passes. Its -q 8 steps stalled or ended in RETRY_EXC until RC requests
 # got a congestion window and retransmit timeouts a backoff (eight QPs' bursts overflowed
 # the 1000-packet qdisc, and the queue drained slower than perftest's 67 ms timeout).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -7,7 +7,7 @@
 # while a window is bound, random key tags, a failed modify_qp keeping nothing, the path MTU
 # clamped to the port, max_pd/max_srq/max_mw enforced. Then QP numbers start at a random
 # point: the first QPN of three fresh loads of the module are not all the same.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

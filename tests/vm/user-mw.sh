@@ -5,7 +5,7 @@
 # bound with ibv_bind_mw, type 2B with IBV_WR_BIND_MW, data through windows checked byte for
 # byte, accesses outside a window, beyond its rights, with stale keys or from another QP
 # refused, LOCAL_INV and SEND_WITH_INV revoking a window.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

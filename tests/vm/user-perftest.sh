@@ -5,7 +5,7 @@
 # write, RDMA read and atomics, connected over the perftest TCP side channel and over
 # rdma_cm (-R). Each run is checked by both sides' exit status (perftest fails on any
 # completion error or a connection it could not make).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -4,7 +4,7 @@
 # User verbs over rrxe between two VMs through librrxe: the rdma-core example programs
 # (RC, UC, UD and SRQ ping-pong with data checking) and the librdmacm ones (rping with
 # verification, ucmatose, rdma_server/rdma_client).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

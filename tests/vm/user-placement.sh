@@ -7,7 +7,7 @@
 # deregistered mid-message each end in the exact error statuses, with nothing written where it
 # must not be. The same program then runs over the stock rdma_rxe, which must give the same
 # statuses (except LOC_QP_OP_ERR where the IBTA says LOC_PROT_ERR, see placement.c).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

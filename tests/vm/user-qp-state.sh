@@ -7,7 +7,7 @@
 # flushed in ERROR, whether set by ibv_modify_qp or entered by the kernel), a legacy
 # ibv_post_send waiting for an open ibv_wr_start batch, and ibv_resize_cq failures (refused
 # sizes, a ring that cannot be mapped) leaving a working CQ with its completions.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

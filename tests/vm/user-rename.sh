@@ -8,7 +8,7 @@
 # the providers loaded in either order. Before that, on the same VMs, stock rdma_rxe
 # devices (rxe0, and rrxe7, the name librrxe once matched) are served by librxe and never
 # by librrxe, even with librxe removed from the driver list.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 which=$RRXE_ROOT/tests/user/provider_of

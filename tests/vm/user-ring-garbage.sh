@@ -4,7 +4,7 @@
 # A hostile process writes garbage into the queues rrxe shares with it (send, receive and
 # completion rings, their indices) and rings the doorbell itself: error completions and QPs
 # or CQs in error, no kernel splat (the harness fails on any), and the device still works.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -4,7 +4,7 @@
 # The extended verbs through librrxe: tests/user/verbs_ex (ibv_create_cq_ex polling,
 # ibv_create_qp_ex with the ibv_wr_* API, refused operations, four threads posting on one
 # QP, each step checked on both sides), and ibv_rc_pingpong -N (the new post-send API).
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -6,7 +6,7 @@
 # way, data checked), the errno of wrong arguments on the data path, SRQ query/modify and
 # its limit event, completion channels (next and solicited-only), UD with ibv_wr_set_ud_addr
 # and ibv_wr_set_inline_data_list, and ibv_wr_local_inv of a type 2B window.
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -9,7 +9,7 @@
 # of another context get the uverbs layer's ENOENT/EINVAL; REREG_MR with CHANGE_PD. Then
 # the device still works: a loopback ibv_rc_pingpong with data checks. (The harness fails
 # the run on any oops, WARNING, KASAN or lockdep report on the console.)
-. "$RRXE_ROOT/qemu/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup

@@ -506,6 +506,9 @@ const MAX_DEVICES: usize = 64;
 /// All live rrxe devices, so that module exit can unregister them.
 #[pin_data]
 struct Registry {
+    /// The device list. A mutex, process context only: `rdma link add` (device creation),
+    /// `dealloc_driver` and module exit. No other rrxe lock is held when it is taken or
+    /// taken inside it; module exit releases it before unregistering a device.
     #[pin]
     devices: Mutex<[Option<RegEntry>; MAX_DEVICES]>,
 }

@@ -404,6 +404,10 @@ unsafe extern "C" fn req_notify_cq(
 #[pin_data]
 struct MrObj {
     ib: bindings::ib_mr,
+    /// The pages `ib_map_mr_sg` recorded. IRQs off: `map_mr_sg` and its `fr_set_page`
+    /// callback (the consumer's context), and a REG_MR `post_send` (any context), which
+    /// stages the list into the MR table inside it (the table's `inner`, then the region's
+    /// `staged`, both interrupts-off locks).
     #[pin]
     fr: crate::glue::sync::IrqSpinLock<FrPages>,
 }

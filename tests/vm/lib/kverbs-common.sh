@@ -2,7 +2,7 @@
 # Common body of the kernel-verbs tests (tests/kverbs/rrxe_ktest.ko) between two VMs: VM 0
 # loads the module as the server, VM 1 as the client; the module runs the whole test in its
 # init and logs TAP lines "rrxe_ktest: ok N - ...", which become this script's TAP.
-# Source it after qemu/guest-lib.sh with:
+# Source it after tests/vm/lib/guest-lib.sh with:
 #   KV_DEV          the RDMA link name (rxe0, rrxe0)
 #   kv_dev_setup    a function: load the driver and add the link on eth0
 #   kv_dev_teardown (optional) a function: delete the link (default: rdma link delete $KV_DEV)

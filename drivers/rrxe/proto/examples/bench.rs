@@ -7,6 +7,9 @@ use rrxe_proto::*;
 use std::hint::black_box;
 use std::time::Instant;
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 fn bench(name: &str, bytes_per_op: usize, mut f: impl FnMut()) {
     // Calibrate to ~0.3 s.
     let mut iters = 1u64;
@@ -113,29 +116,16 @@ fn main() {
     bench("requester: 1 MiB WRITE -> 256 packets", 0, || {
         let mut q: Qp<4, 4> = Qp::new(cfg);
         let mut s = Count::default();
-        for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            q.modify(
-                &ModifyQp {
-                    state: Some(st),
-                    ..Default::default()
-                },
-                &mut s,
-            )
-            .unwrap();
-        }
+        support::to_rts(&mut q, &mut s).unwrap();
         q.post_send(
-            SendWqe {
-                id: WqeId(1),
-                op: SendOp::Write {
+            support::wqe(
+                1,
+                SendOp::Write {
                     remote: RemoteAddr { va: 0, rkey: 1 },
                     imm: None,
                 },
-                len: 1 << 20,
-                signaled: true,
-                solicited: false,
-                fence: false,
-                ud: None,
-            },
+                1 << 20,
+            ),
             &mut s,
         )
         .unwrap();

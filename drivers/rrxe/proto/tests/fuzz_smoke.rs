@@ -7,15 +7,8 @@ mod bodies;
 
 use rrxe_proto::*;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+mod support;
+use support::Rng;
 
 fn iters() -> u64 {
     std::env::var("RRXE_FUZZ_ITERS")

@@ -3,94 +3,8 @@
 use rrxe_proto::hdr::AETH_ACK_UNLIMITED;
 use rrxe_proto::*;
 
-/// Records actions; `fail` (if set) decides which placements and transmissions the
-/// "driver" cannot carry out (those are not recorded).
-#[derive(Default)]
-struct Sink(Vec<Action>, Option<fn(&Action) -> Option<PlaceError>>);
-impl ActionSink for Sink {
-    fn push(&mut self, a: Action) {
-        self.0.push(a);
-    }
-    fn place(&mut self, a: Action) -> Result<(), PlaceError> {
-        if let Some(e) = self.1.and_then(|f| f(&a)) {
-            return Err(e);
-        }
-        self.0.push(a);
-        Ok(())
-    }
-    fn transmit(&mut self, p: TxPacket) -> Result<(), PlaceError> {
-        self.place(Action::Send(p))
-    }
-}
-impl Sink {
-    fn sent(&self) -> Vec<TxPacket> {
-        self.0
-            .iter()
-            .filter_map(|a| {
-                if let Action::Send(p) = a {
-                    Some(*p)
-                } else {
-                    None
-                }
-            })
-            .collect()
-    }
-    fn completions(&self) -> Vec<SendCompletion> {
-        self.0
-            .iter()
-            .filter_map(|a| {
-                if let Action::SendComplete(c) = a {
-                    Some(*c)
-                } else {
-                    None
-                }
-            })
-            .collect()
-    }
-}
-
-#[derive(Default)]
-struct Env {
-    recvs: u32,
-    atomics: u32,
-    bad_rkey: u32,
-    /// Access checks fail as "the QP does not enable it".
-    qp_denied: bool,
-    /// Keys invalidated (SEND with Invalidate).
-    invalidated: Vec<u32>,
-}
-impl ResponderEnv for Env {
-    fn check_access(&mut self, rkey: u32, _: u64, _: u32, _: Access) -> Result<(), AccessError> {
-        if self.qp_denied {
-            return Err(AccessError::QpDenied);
-        }
-        if rkey == self.bad_rkey {
-            Err(AccessError::BadKey)
-        } else {
-            Ok(())
-        }
-    }
-    fn atomic(&mut self, rkey: u32, _: u64, _: AtomicOp) -> Result<u64, AccessError> {
-        if rkey == self.bad_rkey {
-            return Err(AccessError::BadKey);
-        }
-        self.atomics += 1;
-        Ok(100 + u64::from(self.atomics))
-    }
-    fn atomic_write(&mut self, _: u32, _: u64, _: u64) -> Result<(), AccessError> {
-        Ok(())
-    }
-    fn recv_head_len(&mut self) -> Option<u32> {
-        (self.recvs > 0).then_some(4096)
-    }
-    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessError> {
-        if rkey == self.bad_rkey {
-            return Err(AccessError::BadKey);
-        }
-        self.invalidated.push(rkey);
-        Ok(())
-    }
-}
+mod support;
+use support::{to_rts, wqe, Env, Sink};
 
 type Q = Qp<16, 4>;
 
@@ -114,17 +28,7 @@ fn qp_with(t: QpType, qpn: u32, dest: u32, tweak: impl FnOnce(&mut QpConfig)) ->
     };
     tweak(&mut cfg);
     let mut q = Q::new(cfg);
-    let mut s = Sink::default();
-    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        q.modify(
-            &ModifyQp {
-                state: Some(st),
-                ..Default::default()
-            },
-            &mut s,
-        )
-        .unwrap();
-    }
+    to_rts(&mut q, &mut Sink::default()).unwrap();
     q
 }
 
@@ -136,19 +40,6 @@ fn wire(p: &TxPacket, fill: u8) -> (Vec<u8>, Packet) {
     b.truncate(n);
     let pk = parse_packet(&b).unwrap();
     (b, pk)
-}
-
-/// A signaled WQE with no special flags.
-fn wqe(id: u64, op: SendOp, len: u32) -> SendWqe {
-    SendWqe {
-        id: WqeId(id),
-        op,
-        len,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
-    }
 }
 
 /// The remote buffer the tests' responders accept (rkey 5).
@@ -555,15 +446,7 @@ fn post_validation() {
     let mut ud = qp(QpType::Ud, 1, 2);
     let mut rc = qp(QpType::Rc, 1, 2);
     let mut s = Sink::default();
-    let w = |op, len| SendWqe {
-        id: WqeId(1),
-        op,
-        len,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
-    };
+    let w = |op, len| wqe(1, op, len);
     let r = RemoteAddr {
         va: 0x1001,
         rkey: 1,
@@ -876,15 +759,6 @@ fn a_read_waits_for_the_read_window_where_a_write_would_not() {
 // ---------------------------------------------------------------------------------------
 // Placement errors: the sink reports a copy it could not do, the state machine decides.
 
-fn recv_completions(s: &Sink) -> Vec<RecvCompletion> {
-    s.0.iter()
-        .filter_map(|a| match a {
-            Action::RecvComplete(c) => Some(*c),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Feeds `pkts` (requests of `a`) to `b` with sink `sb`, then `b`'s answers back to `a`:
 /// (`b`'s actions, `a`'s actions).
 fn round_trip(a: &mut Q, b: &mut Q, env: &mut Env, pkts: &[TxPacket], sb: &mut Sink) -> Sink {
@@ -924,7 +798,7 @@ fn recv_into_a_bad_lkey_completes_with_loc_prot_err_and_naks_rem_op_err() {
         Some(|a| matches!(a, Action::PlaceRecv { .. }).then_some(PlaceError::Protection)),
     );
     let sa = round_trip(&mut a, &mut b, &mut env, &s.sent(), &mut sb);
-    let rc = recv_completions(&sb);
+    let rc = sb.recv_completions();
     assert_eq!(rc.len(), 1, "the receive completes once: {:?}", sb.0);
     assert_eq!(rc[0].status, WcStatus::LocProtErr);
     assert_eq!(rc[0].byte_len, 0);
@@ -956,7 +830,7 @@ fn recv_too_short_at_placement_is_a_length_error() {
     );
     let (_, p) = req(Opcode::RC_SEND_ONLY, 100, true, 8);
     assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
-    assert_eq!(recv_completions(&sb)[0].status, WcStatus::LocLenErr);
+    assert_eq!(sb.recv_completions()[0].status, WcStatus::LocLenErr);
     assert_eq!(
         aeth_of(&sb.sent()[0]),
         AethKind::Nak(NakCode::InvalidRequest)
@@ -1054,7 +928,7 @@ fn send_with_invalidate_of_a_bad_rkey_does_not_report_the_key() {
         a.poll_tx(100, &mut s);
         let mut sb = Sink::default();
         let sa = round_trip(&mut a, &mut b, &mut env, &s.sent(), &mut sb);
-        let rc = recv_completions(&sb);
+        let rc = sb.recv_completions();
         assert_eq!(rc.len(), 1);
         // Requester: the message was delivered and ACKed either way (rdma_rxe: class J
         // completes the receive in error, then acknowledges).
@@ -1258,7 +1132,7 @@ fn ud_recv_that_cannot_be_placed_completes_with_loc_prot_err() {
         Some(|a| matches!(a, Action::PlaceGrh).then_some(PlaceError::Protection)),
     );
     assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
-    let rc = recv_completions(&sb);
+    let rc = sb.recv_completions();
     assert_eq!((rc[0].status, rc[0].src_qp), (WcStatus::LocProtErr, 33));
     assert!(sb.sent().is_empty());
     assert_eq!(b.state(), QpState::Error);

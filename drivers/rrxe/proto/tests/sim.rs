@@ -14,37 +14,8 @@ use rrxe_proto::*;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-// ---------------------------------------------------------------- PRNG
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-    fn ppm(&mut self, p: u32) -> bool {
-        (self.below(1_000_000) as u32) < p
-    }
-    fn fill(&mut self, b: &mut [u8]) {
-        for x in b {
-            *x = self.next() as u8;
-        }
-    }
-}
+mod support;
+use support::{to_rts, Rng, Sink};
 
 // ---------------------------------------------------------------- world
 
@@ -110,14 +81,6 @@ impl PartialOrd for Item {
 impl Ord for Item {
     fn cmp(&self, o: &Self) -> Ordering {
         (o.t, o.seq).cmp(&(self.t, self.seq)) // min-heap
-    }
-}
-
-#[derive(Default)]
-struct VecSink(Vec<Action>);
-impl ActionSink for VecSink {
-    fn push(&mut self, a: Action) {
-        self.0.push(a);
     }
 }
 
@@ -402,7 +365,7 @@ impl World {
         for _ in 0..100_000 {
             // Feed the backlog into the protocol window.
             while let Some(w) = self.nodes[node].backlog.front().copied() {
-                let mut s = VecSink::default();
+                let mut s = Sink::default();
                 match self.nodes[node].qp.post_send(w, &mut s) {
                     Ok(()) => {
                         self.nodes[node].backlog.pop_front();
@@ -412,7 +375,7 @@ impl World {
                     Err(e) => return Err(format!("post_send {e:?}")),
                 }
             }
-            let mut s = VecSink::default();
+            let mut s = Sink::default();
             let more = self.nodes[node].qp.poll_tx(8, &mut s);
             let progressed = !s.0.is_empty();
             self.apply(node, s.0, None)?;
@@ -436,7 +399,7 @@ impl World {
             return Err("valid ICRC but unparsable packet".into());
         };
         let n = &mut self.nodes[to];
-        let mut s = VecSink::default();
+        let mut s = Sink::default();
         let mut env = Env {
             mem: &mut n.mem,
             rkey: n.rkey,
@@ -480,7 +443,7 @@ impl World {
                         if self.trace {
                             eprintln!("{:>8} timer {:?} @{}", self.now, kind, node);
                         }
-                        let mut s = VecSink::default();
+                        let mut s = Sink::default();
                         self.nodes[node].qp.on_timer(kind, &mut s);
                         self.apply(node, s.0, None)?;
                         self.pump(node)?;
@@ -811,18 +774,7 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
     let _ = w.ud;
     // Bring both QPs up.
     for i in 0..2 {
-        let mut s = VecSink::default();
-        let q = &mut w.nodes[i].qp;
-        for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            q.modify(
-                &ModifyQp {
-                    state: Some(st),
-                    ..Default::default()
-                },
-                &mut s,
-            )
-            .map_err(|e| format!("modify {e:?}"))?;
-        }
+        to_rts(&mut w.nodes[i].qp, &mut Sink::default()).map_err(|e| format!("modify {e:?}"))?;
     }
     // Workloads. Bidirectional except for error scenarios.
     let bidir = matches!(
