@@ -1239,6 +1239,26 @@ impl Qp {
         Ok(())
     }
 
+    /// Copies between `buf` and what `rkey` reaches at `va` (a region, or one through a
+    /// window), for a remote access of this QP needing `need` (READ responses, WRITE
+    /// placement). Any refusal is a protection error for proto to act on.
+    fn remote_copy(
+        &self,
+        rkey: u32,
+        va: u64,
+        mut buf: Xfer<'_>,
+        need: u32,
+    ) -> Result<(), proto::PlaceError> {
+        let range = (va, buf.len() as u64, need);
+        let mrs = &self.dev.get().data().mrs;
+        match mrs.with_remote(rkey, self.pd, self.qpn, range, |r| {
+            r.copy(va, &mut buf, need)
+        }) {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(proto::PlaceError::Protection),
+        }
+    }
+
     /// Drives the engine with everything that arrived (process context), transmitting on
     /// the port's netdev.
     fn run(&self) {
@@ -1520,19 +1540,8 @@ impl Sink<'_> {
                     }
                 }
                 proto::Payload::Mr { rkey, va, .. } => {
-                    let need = (va, buf.len() as u64, access::REMOTE_READ);
-                    let r = qp
-                        .dev
-                        .get()
-                        .data()
-                        .mrs
-                        .with_remote(rkey, qp.pd, qp.qpn, need, |r| {
-                            r.copy(va, &mut Xfer::From(buf), access::REMOTE_READ)
-                        });
                     // The MR was checked when the READ arrived; it may have gone since.
-                    if !matches!(r, Ok(Ok(()))) {
-                        gather = Err(proto::PlaceError::Protection);
-                    }
+                    gather = qp.remote_copy(rkey, va, Xfer::From(buf), access::REMOTE_READ);
                     gather.is_ok()
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
@@ -1648,19 +1657,7 @@ impl Sink<'_> {
                 // Checked at the message's first packet; re-checked here because the MR or
                 // window may have been invalidated or deregistered since (rdma_rxe re-looks
                 // the rkey up for every packet).
-                let need = (va, data.len() as u64, access::REMOTE_WRITE);
-                let r = qp
-                    .dev
-                    .get()
-                    .data()
-                    .mrs
-                    .with_remote(rkey, qp.pd, qp.qpn, need, |r| {
-                        r.copy(va, &mut Xfer::To(data), access::REMOTE_WRITE)
-                    });
-                match r {
-                    Ok(Ok(())) => Ok(()),
-                    _ => Err(proto::PlaceError::Protection),
-                }
+                qp.remote_copy(rkey, va, Xfer::To(data), access::REMOTE_WRITE)
             }
             _ => Ok(()),
         }
