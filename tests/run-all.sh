@@ -78,6 +78,8 @@ for t in "${tests[@]}"; do
   f=tests/vm/$t.sh
   vms=$(sed -n 's/^# vms: *//p' "$f" | head -n 1); vms=${vms:-1}
   to=$(sed -n 's/^# timeout: *//p' "$f" | head -n 1); to=${to:-300}
+  # A slower kernel (scripts/kasan-suite.sh: KASAN, about 4x) scales every VM timeout.
+  to=$(( to * ${RRXE_TIMEOUT_SCALE:-1} ))
   retries=$(sed -n 's/^# retries: *//p' "$f" | head -n 1); retries=${retries:-0}
   append=$(sed -n 's/^# append: *//p' "$f" | head -n 1)
   note "VM test $t ($vms VMs)"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite on a KASAN guest kernel, in one command. Not part of CI: it needs a
+# second kernel build (about 30 min on 2 busy cores, cached afterwards) and runs about 4x
+# longer than the suite (TCG plus KASAN), so it is run by hand, e.g. before resolving a
+# change to memory handling:
+#
+#   bash scripts/kasan-suite.sh [VM-TEST-NAME...]
+#
+# It exports the committed tree (HEAD) to $RRXE_KASAN_TREE (default ~/.cache/rrxe/kasan-tree),
+# appends qemu/kernel-kasan.config to that copy's qemu/kernel.config (so its kernel has its
+# own cache key), builds that kernel, and runs tests/run-all.sh there with every VM timeout
+# multiplied by 4. The harness already fails a run on any KASAN report on a console.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+tree=${RRXE_KASAN_TREE:-$RRXE_CACHE/kasan-tree}
+rm -rf "$tree"
+mkdir -p "$tree"
+git archive HEAD | tar -x -C "$tree"
+cat qemu/kernel-kasan.config >> "$tree/qemu/kernel.config"
+cd "$tree"
+# A fresh environment for the copy: its own kernel key, tree and module root.
+unset RRXE_KBUILD KDIR RRXE_MODROOT
+bash scripts/build-kernel.sh
+RRXE_TIMEOUT_SCALE=${RRXE_TIMEOUT_SCALE:-4} exec bash tests/run-all.sh --skip-setup "$@"
