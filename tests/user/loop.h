@@ -160,10 +160,10 @@ static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
 	to_rts_gid(qp, dest, &gid);
 }
 
-/* One completion from cq (5 s at most); its status, or -1 on timeout. */
-static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+/* One completion from cq within ms milliseconds; its status, or -1 on timeout. */
+static inline int wait_wc_ms(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 {
-	for (int i = 0; i < 5000; i++) {
+	for (int i = 0; i < ms; i++) {
 		int n = ibv_poll_cq(cq, 1, wc);
 
 		if (n < 0)
@@ -173,6 +173,12 @@ static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 		usleep(1000);
 	}
 	return -1;
+}
+
+/* One completion from cq (5 s at most); its status, or -1 on timeout. */
+static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	return wait_wc_ms(cq, wc, 5000);
 }
 
 #endif

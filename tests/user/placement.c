@@ -122,21 +122,6 @@ static int post(struct pair *p, enum ibv_wr_opcode op, void *addr, uint32_t len,
 	return ibv_post_send(p->a, &w, &bad);
 }
 
-/* One completion of cq within ms; its status (-1: none). */
-static int wait_ms(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
-{
-	for (int i = 0; i < ms; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			return -1;
-		if (n == 1)
-			return wc->status;
-		usleep(1000);
-	}
-	return -1;
-}
-
 static int all(const uint8_t *p, size_t n, uint8_t v)
 {
 	for (size_t i = 0; i < n; i++)
@@ -156,8 +141,8 @@ static void recv_into(const char *what, void *addr, uint32_t lkey)
 	memset(dst, 0x5a, BUF);
 	if (post_recv(p.b, addr, 256, lkey) || post(&p, IBV_WR_SEND, src, 100, src_mr->lkey, 0, 0, 0, 0))
 		die("post");
-	sb = wait_ms(p.cqb, &wb, 5000);
-	sa = wait_ms(p.cqa, &wa, 5000);
+	sb = wait_wc_ms(p.cqb, &wb, 5000);
+	sa = wait_wc_ms(p.cqa, &wa, 5000);
 	ok(sb == ibta_or_rxe(IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR) && wb.wr_id == 2,
 	   "%s: the receive completes with %s (status %d)", what,
 	   rxe ? "LOC_QP_OP_ERR (rxe)" : "LOC_PROT_ERR", sb);
@@ -183,8 +168,8 @@ static void srq_recv_into_bad_lkey(void)
 	memset(dst, 0x5a, BUF);
 	if (ibv_post_srq_recv(srq, &r, &bad) || post(&p, IBV_WR_SEND, src, 100, src_mr->lkey, 0, 0, 0, 0))
 		die("post");
-	sb = wait_ms(p.cqb, &wb, 5000);
-	sa = wait_ms(p.cqa, &wa, 5000);
+	sb = wait_wc_ms(p.cqb, &wb, 5000);
+	sa = wait_wc_ms(p.cqa, &wa, 5000);
 	ok(sb == ibta_or_rxe(IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR) && wb.wr_id == 3,
 	   "an SRQ receive into a bad lkey completes with %s (status %d)",
 	   rxe ? "LOC_QP_OP_ERR (rxe)" : "LOC_PROT_ERR", sb);
@@ -213,7 +198,7 @@ static void no_responder_resources(void)
 		else
 			st = post(&p, IBV_WR_RDMA_READ, src, 64, src_mr->lkey, (uintptr_t)dst, dst_mr->rkey,
 				  0, 0);
-		st = st ? -2 : wait_ms(p.cqa, &wa, 5000);
+		st = st ? -2 : wait_wc_ms(p.cqa, &wa, 5000);
 		ok(st == IBV_WC_REM_INV_REQ_ERR && all(src, BUF, 0x22),
 		   "%s to a responder with max_dest_rd_atomic 0: REM_INV_REQ_ERR (status %d)",
 		   atomic ? "FETCH_ADD" : "READ", st);
@@ -232,13 +217,13 @@ static void send_from_bad_lkey(void)
 	if (post_recv(p.b, dst, 256, dst_mr->lkey) ||
 	    post(&p, IBV_WR_SEND, src, 100, bad_key(src_mr->lkey), 0, 0, 0, 0))
 		die("post");
-	sa = wait_ms(p.cqa, &wa, 5000);
+	sa = wait_wc_ms(p.cqa, &wa, 5000);
 	/* rdma_rxe marks the WQE LOC_QP_OP_ERR (copy_data: -EINVAL) but moves the QP to the error
 	 * state before its completer reports it, which then flushes it: WR_FLUSH_ERR. */
 	ok(rxe ? (sa == IBV_WC_LOC_QP_OP_ERR || sa == IBV_WC_WR_FLUSH_ERR) : sa == IBV_WC_LOC_PROT_ERR,
 	   "a SEND gathered from a bad lkey completes with %s (status %d)",
 	   rxe ? "LOC_QP_OP_ERR or WR_FLUSH_ERR (rxe)" : "LOC_PROT_ERR", sa);
-	sb = wait_ms(p.cqb, &wb, 300);
+	sb = wait_wc_ms(p.cqb, &wb, 300);
 	ok(sb == -1 && all(dst, BUF, 0x5a), "nothing reaches the receiver (status %d)", sb);
 	pair_free(&p);
 }
@@ -255,7 +240,7 @@ static void read_into_bad_lkey(void)
 	/* A reads B's src... through dst_mr's rkey: A's local buffer (src) has a bad lkey. */
 	if (post(&p, IBV_WR_RDMA_READ, src, 512, bad_key(src_mr->lkey), (uintptr_t)dst, dst_mr->rkey, 0, 0))
 		die("post");
-	sa = wait_ms(p.cqa, &wa, 5000);
+	sa = wait_wc_ms(p.cqa, &wa, 5000);
 	ok(sa == IBV_WC_LOC_PROT_ERR, "a READ into a bad lkey completes with LOC_PROT_ERR (status %d)", sa);
 	ok(all(src, BUF, 0x11), "the READ's local buffer is untouched");
 	pair_free(&p);
@@ -274,7 +259,7 @@ static void atomic_result(int good)
 	if (post(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, local, 8, good ? src_mr->lkey : bad_key(src_mr->lkey),
 		 (uintptr_t)remote, dst_mr->rkey, 0, 5))
 		die("post");
-	sa = wait_ms(p.cqa, &wa, 5000);
+	sa = wait_wc_ms(p.cqa, &wa, 5000);
 	if (good) {
 		ok(sa == IBV_WC_SUCCESS && *local == 1000 && *remote == 1005,
 		   "FETCH_ADD into a good lkey: the original value lands (status %d, %llu)", sa,
@@ -307,8 +292,8 @@ static void send_with_inv_bad_key(void)
 		if (post_recv(p.b, dst, 256, dst_mr->lkey) ||
 		    post(&p, IBV_WR_SEND_WITH_INV, src, 16, src_mr->lkey, 0, 0, k, 0))
 			die("post");
-		sb = wait_ms(p.cqb, &wb, 5000);
-		sa = wait_ms(p.cqa, &wa, 5000);
+		sb = wait_wc_ms(p.cqb, &wb, 5000);
+		sa = wait_wc_ms(p.cqa, &wa, 5000);
 		ok(sb == IBV_WC_REM_INV_REQ_ERR && !(wb.wc_flags & IBV_WC_WITH_INV),
 		   "SEND_WITH_INV of %s: the receive completes with REM_INV_REQ_ERR, without WITH_INV "
 		   "(status %d, flags %#x)", i ? "an unknown key" : "a user MR's key", sb, wb.wc_flags);
@@ -321,7 +306,7 @@ static void send_with_inv_bad_key(void)
 	memset(dst, 0, BUF);
 	memset(src, 0x33, BUF);
 	sa = post(&p, IBV_WR_RDMA_WRITE, src, 64, src_mr->lkey, (uintptr_t)dst, dst_mr->rkey, 0, 0) ? -2 :
-	     wait_ms(p.cqa, &wa, 5000);
+	     wait_wc_ms(p.cqa, &wa, 5000);
 	ok(sa == IBV_WC_SUCCESS && all(dst, 64, 0x33), "the MR is still open: a WRITE lands (status %d)", sa);
 	pair_free(&p);
 }
@@ -348,14 +333,14 @@ static void write_then_dereg(void)
 	derr = ibv_dereg_mr(m);
 	ok(*first == 0x77 && derr == 0, "the WRITE's first packet landed, then the MR was deregistered (%d)",
 	   derr);
-	sa = wait_ms(p.cqa, &wa, 60000);
+	sa = wait_wc_ms(p.cqa, &wa, 60000);
 	ok(sa == IBV_WC_REM_ACCESS_ERR, "the WRITE completes with REM_ACCESS_ERR (status %d)", sa);
 	while (landed < BIG && big_dst[landed] == 0x77)
 		landed++;
 	ok(landed < BIG && all(big_dst + landed, BIG - landed, 0x5a),
 	   "nothing after the deregistration was written (%zu of %u bytes landed, all before it)",
 	   landed, BIG);
-	ok(wait_ms(p.cqb, &wb, 100) == -1, "the responder completes nothing (it posted no receive)");
+	ok(wait_wc_ms(p.cqb, &wb, 100) == -1, "the responder completes nothing (it posted no receive)");
 	pair_free(&p);
 }
 
