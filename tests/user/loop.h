@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "scale.h"
+
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid gid;
@@ -160,9 +162,11 @@ static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
 	to_rts_gid(qp, dest, &gid);
 }
 
-/* One completion from cq within ms milliseconds; its status, or -1 on timeout. */
+/* One completion from cq within ms milliseconds (times test_scale()); its status, or -1 on
+ * timeout. */
 static inline int wait_wc_ms(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 {
+	ms *= test_scale();
 	for (int i = 0; i < ms; i++) {
 		int n = ibv_poll_cq(cq, 1, wc);
 

@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "scale.h"
+
 static int sock;
 
 static inline void xfer(void *p, size_t n, int send_it)
@@ -28,7 +30,8 @@ static inline void xfer(void *p, size_t n, int send_it)
 	}
 }
 
-/* The connection: the server (host NULL) listens on port, the client retries for 60 s. */
+/* The connection: the server (host NULL) listens on port, the client retries for 60 s
+ * (times test_scale()). */
 static inline int tcp_connect(const char *host, int port, int server)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -49,7 +52,7 @@ static inline int tcp_connect(const char *host, int port, int server)
 	}
 	if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
 		die("address");
-	for (int i = 0; i < 300; i++) {
+	for (int i = 0, n = 300 * test_scale(); i < n; i++) {
 		if (!connect(s, (void *)&a, sizeof(a)))
 			return s;
 		usleep(200000);

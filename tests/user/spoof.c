@@ -93,10 +93,11 @@ static void post_send(uint64_t id, enum ibv_wr_opcode op, uint32_t off, uint32_t
 		die("ibv_post_send");
 }
 
-/* The completion of WR id (10 s at most, others kept for later); its status, -1 if none. */
+/* The completion of WR id (10 s times test_scale() at most, others kept for later); its
+ * status, -1 if none. */
 static int wait_id(uint64_t id, uint32_t *byte_len)
 {
-	for (int t = 0; t < 10000; t++) {
+	for (int t = 0, n = 10000 * test_scale(); t < n; t++) {
 		struct ibv_wc wc;
 
 		for (int i = 0; i < nstash; i++) {

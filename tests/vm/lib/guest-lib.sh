@@ -6,9 +6,26 @@
 RRXE_KO=${RRXE_KO:-$RRXE_ROOT/rrxe.ko}
 . "$RRXE_ROOT/tests/vm/lib/tap.sh"
 
-# retry N DELAY CMD...: until CMD succeeds, at most N times.
+# A slower guest kernel (scripts/kasan-suite.sh: KASAN, about 4x) sets RRXE_TIMEOUT_SCALE;
+# retry counts and `timeout` durations in the scripts are multiplied by it (the C test
+# programs read it too, tests/user/scale.h).
+SCALE=${RRXE_TIMEOUT_SCALE:-1}
+[[ $SCALE =~ ^[1-9][0-9]?$ ]] || SCALE=1
+
+# timeout [OPTION...] SECONDS CMD...: coreutils timeout with SECONDS (a whole number) x SCALE.
+timeout() {
+  local o=()
+  while [[ $# -gt 0 && $1 == -* ]]; do
+    case $1 in -s | -k) o+=("$1" "$2"); shift 2 ;; *) o+=("$1"); shift ;; esac
+  done
+  local d=$1; shift
+  [[ $d =~ ^[0-9]+$ ]] && d=$((d * SCALE))
+  command timeout "${o[@]}" "$d" "$@"
+}
+
+# retry N DELAY CMD...: until CMD succeeds, at most N (x SCALE) times.
 retry() {
-  local n=$1 d=$2 i=0; shift 2
+  local n=$(($1 * SCALE)) d=$2 i=0; shift 2
   while ! "$@"; do i=$((i + 1)); [ "$i" -ge "$n" ] && return 1; sleep "$d"; done
 }
 
