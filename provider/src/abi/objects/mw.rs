@@ -9,10 +9,10 @@ use super::post::doorbell;
 use super::qp::RrxeQp;
 use super::{lock, set_errno, zeroed_box};
 use crate::abi::ffi;
-use crate::abi::rrxe::*;
 use crate::abi::uverbs::*;
 use crate::abi::verbs::*;
 use crate::wqe::{MwBind, SendWr};
+use rrxe_proto::uabi;
 
 pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: c_int) -> *mut ibv_mw {
     if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
@@ -78,8 +78,8 @@ pub(crate) unsafe extern "C" fn bind_mw(
     let rkey = crate::wqe::inc_rkey(m.rkey);
     let wr = SendWr {
         wr_id: b.wr_id,
-        opcode: RRXE_WR_BIND_MW,
-        send_flags: b.send_flags & !RRXE_SEND_INLINE,
+        opcode: uabi::WR_BIND_MW,
+        send_flags: b.send_flags & !uabi::SEND_INLINE,
         // SAFETY: the verbs contract: bind_info.mr is null or a live MR.
         bind: unsafe { binding(rkey, &b.bind_info) },
         ..Default::default()

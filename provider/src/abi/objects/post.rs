@@ -11,11 +11,11 @@ use super::lock;
 use super::mw::type2_binding;
 use super::qp::{RrxeQp, Sq};
 use crate::abi::queue::MappedQueue;
-use crate::abi::rrxe::*;
 use crate::abi::uverbs::*;
 use crate::abi::verbs::*;
 use crate::wq::{RecvQueue, SendQueue};
 use crate::wqe::{SendWr, Sge, Transport, WrError};
+use rrxe_proto::uabi;
 
 /// Rings the send doorbell: a POST_SEND with no work requests.
 pub(super) fn doorbell(fd: c_int, qp_handle: u32) -> c_int {
@@ -77,11 +77,11 @@ pub(super) unsafe fn sges(list: *const ibv_sge, n: c_int, buf: &mut [Sge; 32]) -
 fn inline_capable(opcode: u32) -> bool {
     matches!(
         opcode,
-        RRXE_WR_SEND
-            | RRXE_WR_SEND_WITH_IMM
-            | RRXE_WR_SEND_WITH_INV
-            | RRXE_WR_RDMA_WRITE
-            | RRXE_WR_RDMA_WRITE_WITH_IMM
+        uabi::WR_SEND
+            | uabi::WR_SEND_WITH_IMM
+            | uabi::WR_SEND_WITH_INV
+            | uabi::WR_RDMA_WRITE
+            | uabi::WR_RDMA_WRITE_WITH_IMM
     )
 }
 
@@ -102,7 +102,7 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         ex: wr.imm,
         ..Default::default()
     };
-    if opcode == RRXE_WR_BIND_MW {
+    if opcode == uabi::WR_BIND_MW {
         // SAFETY: a BIND_MW request's active union member is `bind_mw`.
         let b = unsafe { wr.ext.bind_mw };
         // SAFETY: the verbs contract: the request names a live MW and MR.
@@ -120,7 +120,7 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         d.remote_qkey = u.remote_qkey;
     } else if matches!(
         opcode,
-        RRXE_WR_ATOMIC_CMP_AND_SWP | RRXE_WR_ATOMIC_FETCH_AND_ADD
+        uabi::WR_ATOMIC_CMP_AND_SWP | uabi::WR_ATOMIC_FETCH_AND_ADD
     ) {
         // SAFETY: an atomic request's active union member is `atomic`.
         let a = unsafe { wr.wr.atomic };
@@ -134,7 +134,7 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         d.remote_addr = r.remote_addr;
         d.rkey = r.rkey;
     }
-    if wr.send_flags & RRXE_SEND_INLINE != 0 && inline_capable(opcode) {
+    if wr.send_flags & uabi::SEND_INLINE != 0 && inline_capable(opcode) {
         let total: u64 = list.iter().map(|s| u64::from(s.length)).sum();
         if total > u64::from(sq.limits().max_inline) {
             return Err(WrError::InlineTooLong);
@@ -151,7 +151,7 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         }
         sq.stage(&d, &[], Some(&pieces[..list.len()]))
     } else {
-        d.send_flags &= !RRXE_SEND_INLINE;
+        d.send_flags &= !uabi::SEND_INLINE;
         sq.stage(&d, list, None)
     }
 }

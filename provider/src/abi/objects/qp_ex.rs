@@ -9,10 +9,10 @@ use super::mw::type2_binding;
 use super::post::{doorbell, sges};
 use super::qp::{RrxeQp, Sq};
 use crate::abi::queue::MappedQueue;
-use crate::abi::rrxe::*;
 use crate::abi::verbs::*;
 use crate::wq::{SendQueue, WrBatch};
 use crate::wqe::{SendWr, Sge, WrError};
+use rrxe_proto::uabi;
 
 /// Points the `ibv_qp_ex` calls of a QP created with send ops flags at this module.
 pub(super) fn install(x: &mut ibv_qp_ex) {
@@ -75,7 +75,7 @@ unsafe fn wr_begin(qpx: *mut ibv_qp_ex, op: u64, mut wr: SendWr) {
     let (qp, wr_id, flags) = unsafe { (our_qp(qpx), (*qpx).wr_id, (*qpx).wr_flags) };
     wr.wr_id = wr_id;
     // Inline data comes from ibv_wr_set_inline_data*, not from the flag.
-    wr.send_flags = flags & !RRXE_SEND_INLINE;
+    wr.send_flags = flags & !uabi::SEND_INLINE;
     let allowed = qp.send_ops & op != 0;
     // SAFETY: per the contract.
     unsafe {
@@ -145,7 +145,7 @@ unsafe extern "C" fn wr_abort(qpx: *mut ibv_qp_ex) {
 
 unsafe extern "C" fn wr_send(qpx: *mut ibv_qp_ex) {
     let wr = SendWr {
-        opcode: RRXE_WR_SEND,
+        opcode: uabi::WR_SEND,
         ..Default::default()
     };
     // SAFETY: libibverbs passes our QP.
@@ -154,7 +154,7 @@ unsafe extern "C" fn wr_send(qpx: *mut ibv_qp_ex) {
 
 unsafe extern "C" fn wr_send_imm(qpx: *mut ibv_qp_ex, imm: u32) {
     let wr = SendWr {
-        opcode: RRXE_WR_SEND_WITH_IMM,
+        opcode: uabi::WR_SEND_WITH_IMM,
         ex: imm,
         ..Default::default()
     };
@@ -164,7 +164,7 @@ unsafe extern "C" fn wr_send_imm(qpx: *mut ibv_qp_ex, imm: u32) {
 
 unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
     let wr = SendWr {
-        opcode: RRXE_WR_SEND_WITH_INV,
+        opcode: uabi::WR_SEND_WITH_INV,
         ex: rkey,
         ..Default::default()
     };
@@ -174,7 +174,7 @@ unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
 
 unsafe extern "C" fn wr_rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
     let wr = SendWr {
-        opcode: RRXE_WR_RDMA_WRITE,
+        opcode: uabi::WR_RDMA_WRITE,
         rkey,
         remote_addr: addr,
         ..Default::default()
@@ -185,7 +185,7 @@ unsafe extern "C" fn wr_rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
 
 unsafe extern "C" fn wr_rdma_write_imm(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, imm: u32) {
     let wr = SendWr {
-        opcode: RRXE_WR_RDMA_WRITE_WITH_IMM,
+        opcode: uabi::WR_RDMA_WRITE_WITH_IMM,
         rkey,
         remote_addr: addr,
         ex: imm,
@@ -197,7 +197,7 @@ unsafe extern "C" fn wr_rdma_write_imm(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64
 
 unsafe extern "C" fn wr_rdma_read(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
     let wr = SendWr {
-        opcode: RRXE_WR_RDMA_READ,
+        opcode: uabi::WR_RDMA_READ,
         rkey,
         remote_addr: addr,
         ..Default::default()
@@ -214,7 +214,7 @@ unsafe extern "C" fn wr_atomic_cmp_swp(
     swap: u64,
 ) {
     let wr = SendWr {
-        opcode: RRXE_WR_ATOMIC_CMP_AND_SWP,
+        opcode: uabi::WR_ATOMIC_CMP_AND_SWP,
         rkey,
         remote_addr: addr,
         compare_add: cmp,
@@ -227,7 +227,7 @@ unsafe extern "C" fn wr_atomic_cmp_swp(
 
 unsafe extern "C" fn wr_atomic_fetch_add(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, add: u64) {
     let wr = SendWr {
-        opcode: RRXE_WR_ATOMIC_FETCH_AND_ADD,
+        opcode: uabi::WR_ATOMIC_FETCH_AND_ADD,
         rkey,
         remote_addr: addr,
         compare_add: add,
@@ -239,7 +239,7 @@ unsafe extern "C" fn wr_atomic_fetch_add(qpx: *mut ibv_qp_ex, rkey: u32, addr: u
 
 unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
     let wr = SendWr {
-        opcode: RRXE_WR_LOCAL_INV,
+        opcode: uabi::WR_LOCAL_INV,
         ex: rkey,
         ..Default::default()
     };
@@ -260,7 +260,7 @@ unsafe extern "C" fn wr_bind_mw(
         return;
     };
     let wr = SendWr {
-        opcode: RRXE_WR_BIND_MW,
+        opcode: uabi::WR_BIND_MW,
         bind,
         ..Default::default()
     };
@@ -288,7 +288,7 @@ unsafe extern "C" fn wr_atomic_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, 
     // SAFETY: the verbs contract: `v` points at the 8 bytes to write.
     unsafe { ptr::copy_nonoverlapping(v.cast::<u8>(), bytes.as_mut_ptr(), 8) };
     let wr = SendWr {
-        opcode: RRXE_WR_ATOMIC_WRITE,
+        opcode: uabi::WR_ATOMIC_WRITE,
         rkey,
         remote_addr: addr,
         // The 8 bytes in memory order (the ABI's encoding of the value).
