@@ -7,7 +7,9 @@
 #![deny(unsafe_code)]
 
 use crate::abi::verbs::ibv_wc;
-use rrxe_proto::uabi::{self, recv_wqe, send_wqe, sge, wr_atomic, wr_bind_mw, wr_rdma, wr_ud};
+use rrxe_proto::uabi::{
+    self, recv_wqe, send_wqe, sge, wr_atomic, wr_bind_mw, wr_rdma, wr_ud, WrOpcode,
+};
 
 /// Size of `struct rrxe_send_wqe`.
 pub const SEND_HDR: usize = send_wqe::SIZE;
@@ -23,10 +25,6 @@ pub const MAX_WQE: usize = 1024;
 
 /// Where the `wr` union starts in `struct rrxe_send_wqe` (`uabi::wr_*` offsets are inside it).
 const WR: usize = send_wqe::WR;
-
-/// `IBV_WR_*` values of the legacy `ibv_send_wr` the provider accepts (the same numbers as
-/// `RRXE_WR_*`).
-const IBV_WR_MAX_LEGACY: u32 = uabi::WR_SEND_WITH_INV;
 
 /// The transport a QP uses (what its work requests may do).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,20 +149,19 @@ fn get64(b: &[u8], off: usize) -> u64 {
     u64::from_ne_bytes(a)
 }
 
-/// Checks that `opcode` may be posted on `t`.
-fn opcode_allowed(t: Transport, opcode: u32) -> bool {
+/// Whether `op` may be posted on `t`: UD sends only; UC sends, RDMA WRITEs and the local
+/// operations; RC every opcode of the legacy `ibv_send_wr` (`IBV_WR_*` 0..=9, the same
+/// numbers as `RRXE_WR_*`) and ATOMIC WRITE, but not FLUSH (libibverbs 44 has no
+/// `ibv_wr_flush`).
+fn opcode_allowed(t: Transport, op: WrOpcode) -> bool {
+    use WrOpcode::*;
     match t {
-        Transport::Ud => matches!(opcode, uabi::WR_SEND | uabi::WR_SEND_WITH_IMM),
+        Transport::Ud => matches!(op, Send | SendWithImm),
         Transport::Uc => matches!(
-            opcode,
-            uabi::WR_SEND
-                | uabi::WR_SEND_WITH_IMM
-                | uabi::WR_RDMA_WRITE
-                | uabi::WR_RDMA_WRITE_WITH_IMM
-                | uabi::WR_LOCAL_INV
-                | uabi::WR_BIND_MW
+            op,
+            Send | SendWithImm | RdmaWrite | RdmaWriteWithImm | LocalInv | BindMw
         ),
-        Transport::Rc => opcode <= IBV_WR_MAX_LEGACY || opcode == uabi::WR_ATOMIC_WRITE,
+        Transport::Rc => op != Flush,
     }
 }
 
@@ -178,18 +175,18 @@ pub fn encode_send(
     lim: &SendLimits,
     out: &mut [u8],
 ) -> Result<usize, WrError> {
-    if !opcode_allowed(lim.transport, wr.opcode) {
-        return Err(WrError::Opcode);
-    }
+    let op = WrOpcode::from_raw(wr.opcode)
+        .filter(|&op| opcode_allowed(lim.transport, op))
+        .ok_or(WrError::Opcode)?;
     if lim.transport == Transport::Ud && wr.ah_num == 0 {
         return Err(WrError::NoAh);
     }
     let out = out.get_mut(..lim.slot_size).ok_or(WrError::InlineTooLong)?;
     out[..SEND_HDR].fill(0);
     put64(out, send_wqe::WR_ID, wr.wr_id);
-    put32(out, send_wqe::OPCODE, wr.opcode);
+    put32(out, send_wqe::OPCODE, op.raw());
     put32(out, send_wqe::EX, wr.ex);
-    if wr.opcode == uabi::WR_ATOMIC_WRITE {
+    if op == WrOpcode::AtomicWrite {
         // The 8 bytes travel in the WQE: no SGE, not inline.
         put32(
             out,
@@ -201,14 +198,14 @@ pub fn encode_send(
         put32(out, WR + wr_atomic::RKEY, wr.rkey);
         return Ok(SEND_HDR);
     }
-    if matches!(wr.opcode, uabi::WR_BIND_MW | uabi::WR_LOCAL_INV) {
+    if matches!(op, WrOpcode::BindMw | WrOpcode::LocalInv) {
         // Local operations carry no data.
         put32(
             out,
             send_wqe::SEND_FLAGS,
             wr.send_flags & !uabi::SEND_INLINE,
         );
-        if wr.opcode == uabi::WR_BIND_MW {
+        if op == WrOpcode::BindMw {
             put64(out, WR + wr_bind_mw::ADDR, wr.bind.addr);
             put64(out, WR + wr_bind_mw::LENGTH, wr.bind.length);
             put32(out, WR + wr_bind_mw::MW_RKEY, wr.bind.mw_rkey);
@@ -248,13 +245,13 @@ pub fn encode_send(
         }
         SEND_HDR + sges.len() * SGE
     };
-    match wr.opcode {
+    match op {
         _ if lim.transport == Transport::Ud => {
             put32(out, WR + wr_ud::AH_NUM, wr.ah_num);
             put32(out, WR + wr_ud::REMOTE_QPN, wr.remote_qpn);
             put32(out, WR + wr_ud::REMOTE_QKEY, wr.remote_qkey);
         }
-        uabi::WR_ATOMIC_CMP_AND_SWP | uabi::WR_ATOMIC_FETCH_AND_ADD => {
+        WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
             put64(out, WR + wr_atomic::REMOTE_ADDR, wr.remote_addr);
             put64(out, WR + wr_atomic::COMPARE_ADD, wr.compare_add);
             put64(out, WR + wr_atomic::SWAP, wr.swap);
@@ -566,6 +563,33 @@ mod tests {
             if !ok {
                 assert_eq!(r, Err(WrError::Opcode));
                 assert_eq!(WrError::Opcode.errno(), libc::EINVAL);
+            }
+        }
+    }
+
+    /// The typed check accepts exactly what the raw-integer rule it replaced did
+    /// (UD: SEND, SEND_WITH_IMM; UC: those, RDMA WRITE (with imm), LOCAL_INV, BIND_MW;
+    /// RC: 0..=9 and ATOMIC_WRITE), for every value around the defined ones.
+    #[test]
+    fn opcode_rule_unchanged() {
+        let mut out = [0u8; MAX_WQE];
+        let old = |t: Transport, v: u32| match t {
+            Transport::Ud => matches!(v, 2 | 3),
+            Transport::Uc => matches!(v, 2 | 3 | 0 | 1 | 7 | 8),
+            Transport::Rc => v <= 9 || v == 32,
+        };
+        for t in [Transport::Ud, Transport::Uc, Transport::Rc] {
+            for v in (0..=40).chain([99, u32::MAX]) {
+                let wr = SendWr {
+                    opcode: v,
+                    ah_num: 1,
+                    ..Default::default()
+                };
+                let r = encode_send(&wr, &[], None, &lim(t), &mut out);
+                assert_eq!(r != Err(WrError::Opcode), old(t, v), "{t:?} {v}");
+                if r.is_ok() {
+                    assert_eq!(get32(&out, send_wqe::OPCODE), v);
+                }
             }
         }
     }

@@ -15,7 +15,7 @@ use crate::abi::uverbs::*;
 use crate::abi::verbs::*;
 use crate::wq::{RecvQueue, SendQueue};
 use crate::wqe::{SendWr, Sge, Transport, WrError};
-use rrxe_proto::uabi;
+use rrxe_proto::uabi::{self, WrOpcode};
 
 /// Rings the send doorbell: a POST_SEND with no work requests.
 pub(super) fn doorbell(fd: c_int, qp_handle: u32) -> c_int {
@@ -74,14 +74,11 @@ pub(super) unsafe fn sges(list: *const ibv_sge, n: c_int, buf: &mut [Sge; 32]) -
 }
 
 /// Opcodes whose data may be sent inline.
-fn inline_capable(opcode: u32) -> bool {
+fn inline_capable(op: WrOpcode) -> bool {
+    use WrOpcode::*;
     matches!(
-        opcode,
-        uabi::WR_SEND
-            | uabi::WR_SEND_WITH_IMM
-            | uabi::WR_SEND_WITH_INV
-            | uabi::WR_RDMA_WRITE
-            | uabi::WR_RDMA_WRITE_WITH_IMM
+        op,
+        Send | SendWithImm | SendWithInv | RdmaWrite | RdmaWriteWithImm
     )
 }
 
@@ -94,6 +91,8 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
     // SAFETY: per the contract.
     let list = unsafe { sges(wr.sg_list, wr.num_sge, &mut buf) }.ok_or(WrError::TooManySge)?;
     let opcode = wr.opcode as u32;
+    // Unknown values go on to the encoder, which refuses them.
+    let op = WrOpcode::from_raw(opcode);
     let ud = sq.limits().transport == Transport::Ud;
     let mut d = SendWr {
         wr_id: wr.wr_id,
@@ -102,7 +101,7 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         ex: wr.imm,
         ..Default::default()
     };
-    if opcode == uabi::WR_BIND_MW {
+    if op == Some(WrOpcode::BindMw) {
         // SAFETY: a BIND_MW request's active union member is `bind_mw`.
         let b = unsafe { wr.ext.bind_mw };
         // SAFETY: the verbs contract: the request names a live MW and MR.
@@ -119,8 +118,8 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         d.remote_qpn = u.remote_qpn;
         d.remote_qkey = u.remote_qkey;
     } else if matches!(
-        opcode,
-        uabi::WR_ATOMIC_CMP_AND_SWP | uabi::WR_ATOMIC_FETCH_AND_ADD
+        op,
+        Some(WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd)
     ) {
         // SAFETY: an atomic request's active union member is `atomic`.
         let a = unsafe { wr.wr.atomic };
@@ -134,7 +133,7 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         d.remote_addr = r.remote_addr;
         d.rkey = r.rkey;
     }
-    if wr.send_flags & uabi::SEND_INLINE != 0 && inline_capable(opcode) {
+    if wr.send_flags & uabi::SEND_INLINE != 0 && op.is_some_and(inline_capable) {
         let total: u64 = list.iter().map(|s| u64::from(s.length)).sum();
         if total > u64::from(sq.limits().max_inline) {
             return Err(WrError::InlineTooLong);
