@@ -567,6 +567,142 @@ mod tests {
         }
     }
 
+    /// What the provider writes, the kernel's decoder (`rrxe_proto::uabi::decode_send`)
+    /// reads back field for field.
+    #[test]
+    fn kernel_decoder_reads_what_we_write() {
+        use rrxe_proto::uabi::{decode_send, Data, SendLimits as KLim, Ud, WrFields};
+        use rrxe_proto::{RemoteAddr, UdDest};
+        let mut out = [0u8; MAX_WQE];
+        let rc = KLim {
+            max_sge: 4,
+            max_inline: 64,
+            ud: false,
+        };
+        let sges = [
+            Sge {
+                addr: 0x1000,
+                length: 10,
+                lkey: 3,
+            },
+            Sge {
+                addr: 0x2000,
+                length: 20,
+                lkey: 4,
+            },
+        ];
+        let remote = RemoteAddr {
+            va: 0xabc0,
+            rkey: 0x77,
+        };
+        // RDMA WRITE with immediate, two SGEs.
+        let w = SendWr {
+            wr_id: 5,
+            opcode: uabi::WR_RDMA_WRITE_WITH_IMM,
+            send_flags: uabi::SEND_SIGNALED,
+            ex: 0x1234,
+            remote_addr: remote.va,
+            rkey: remote.rkey,
+            ..Default::default()
+        };
+        let n = encode_send(&w, &sges, None, &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        assert_eq!(n, SEND_HDR + 2 * SGE);
+        assert_eq!(
+            (d.wr_id, d.opcode, d.ex),
+            (5, WrOpcode::RdmaWriteWithImm, 0x1234)
+        );
+        assert!(d.flags.signaled && !d.flags.inline);
+        assert_eq!(d.wr, WrFields::Rdma(remote));
+        let Data::Sges(l) = d.data else {
+            panic!("{:?}", d.data)
+        };
+        let got: Vec<_> = l.iter().map(|s| (s.addr, s.length, s.lkey)).collect();
+        assert_eq!(got, [(0x1000, 10, 3), (0x2000, 20, 4)]);
+        // SEND inline.
+        let w = SendWr {
+            opcode: uabi::WR_SEND,
+            ..Default::default()
+        };
+        let data: &[&[u8]] = &[b"hello"];
+        encode_send(&w, &[], Some(data), &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        assert!(d.flags.inline);
+        assert_eq!(
+            d.data,
+            Data::Inline {
+                offset: SEND_HDR,
+                len: 5
+            }
+        );
+        assert_eq!(&out[SEND_HDR..SEND_HDR + 5], b"hello");
+        // Compare-and-swap.
+        let w = SendWr {
+            opcode: uabi::WR_ATOMIC_CMP_AND_SWP,
+            remote_addr: remote.va,
+            rkey: remote.rkey,
+            compare_add: 7,
+            swap: 9,
+            ..Default::default()
+        };
+        encode_send(&w, &sges[..1], None, &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        let atomic = WrFields::Atomic {
+            remote,
+            compare_add: 7,
+            swap: 9,
+        };
+        assert_eq!((d.opcode, d.wr), (WrOpcode::AtomicCmpAndSwp, atomic));
+        // ATOMIC WRITE: the value travels in the WQE.
+        let w = SendWr {
+            opcode: uabi::WR_ATOMIC_WRITE,
+            remote_addr: remote.va,
+            rkey: remote.rkey,
+            compare_add: 0x0102_0304_0506_0708,
+            ..Default::default()
+        };
+        encode_send(&w, &[], None, &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        let value = 0x0102_0304_0506_0708u64.to_ne_bytes();
+        assert_eq!(d.wr, WrFields::AtomicWrite { remote, value });
+        assert_eq!(d.data, Data::None);
+        // BIND_MW.
+        let bind = MwBind {
+            mw_rkey: 0x3301,
+            mr_lkey: 0x44,
+            addr: 0x8000,
+            length: 0x100,
+            access: 2,
+        };
+        let w = SendWr {
+            opcode: uabi::WR_BIND_MW,
+            bind,
+            ..Default::default()
+        };
+        encode_send(&w, &[], None, &lim(Transport::Rc), &mut out).unwrap();
+        let WrFields::BindMw(b) = decode_send(&out[..256], &rc).unwrap().wr else {
+            panic!("not a bind")
+        };
+        let got = (b.mw_rkey, b.mr_lkey, b.addr, b.length, b.access);
+        assert_eq!(got, (0x3301, 0x44, 0x8000, 0x100, 2));
+        // UD SEND: the destination.
+        let w = SendWr {
+            opcode: uabi::WR_SEND,
+            ah_num: 6,
+            remote_qpn: 0x55,
+            remote_qkey: 0x1111,
+            ..Default::default()
+        };
+        encode_send(&w, &sges[..1], None, &lim(Transport::Ud), &mut out).unwrap();
+        let ud = KLim { ud: true, ..rc };
+        let d = decode_send(&out[..256], &ud).unwrap();
+        let dest = UdDest {
+            qpn: 0x55,
+            qkey: 0x1111,
+        };
+        assert_eq!(d.ud, Some(Ud { ah_num: 6, dest }));
+    }
+
     /// The typed check accepts exactly what the raw-integer rule it replaced did
     /// (UD: SEND, SEND_WITH_IMM; UC: those, RDMA WRITE (with imm), LOCAL_INV, BIND_MW;
     /// RC: 0..=9 and ATOMIC_WRITE), for every value around the defined ones.
