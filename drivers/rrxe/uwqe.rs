@@ -37,11 +37,11 @@ pub(crate) const FORMAT: crate::proto::caps::WqeFormat = crate::proto::caps::Wqe
 const _: () = {
     use crate::proto::uabi::*;
     type Wqe = b::rrxe_send_wqe;
-    type Rdma = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_1;
-    type Atomic = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_2;
-    type Ud = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_3;
-    type Bind = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_4;
-    type Flush = b::rrxe_send_wqe__bindgen_ty_2__bindgen_ty_5;
+    type Rdma = b::rrxe_wr_rdma;
+    type Atomic = b::rrxe_wr_atomic;
+    type Ud = b::rrxe_wr_ud;
+    type Bind = b::rrxe_wr_bind_mw;
+    type Flush = b::rrxe_wr_flush;
     assert!(SEND_HDR == send_wqe::SIZE && RECV_HDR == recv_wqe::SIZE && SGE == sge::SIZE);
     assert!(
         sge::ADDR == offset_of!(b::rrxe_sge, addr)
@@ -56,7 +56,7 @@ const _: () = {
             && send_wqe::INLINE_LEN == offset_of!(Wqe, inline_len)
             && send_wqe::EX == offset_of!(Wqe, ex)
             && send_wqe::WR == offset_of!(Wqe, wr)
-            && send_wqe::WR_SIZE == size_of::<b::rrxe_send_wqe__bindgen_ty_2>()
+            && send_wqe::WR_SIZE == size_of::<b::rrxe_send_wqe_wr>()
     );
     assert!(
         wr_rdma::REMOTE_ADDR == offset_of!(Rdma, remote_addr)

@@ -105,6 +105,68 @@ struct rrxe_sge {
 #define RRXE_SEND_SOLICITED	(1 << 2)
 #define RRXE_SEND_INLINE	(1 << 3)
 
+/* The members of struct rrxe_send_wqe's unions, named so both sides can use them. */
+
+/* ex: the immediate (SEND/RDMA WRITE with immediate) or the rkey to invalidate. */
+union rrxe_send_wqe_ex {
+	__be32 imm_data;
+	__u32 invalidate_rkey;
+};
+
+/* wr.rdma: RDMA WRITE/READ and SEND_WITH_INV's remote side. */
+struct rrxe_wr_rdma {
+	__aligned_u64 remote_addr;
+	__u32 rkey;
+	__u32 reserved;
+};
+
+/* wr.atomic: CMP_AND_SWP, FETCH_AND_ADD and ATOMIC_WRITE. */
+struct rrxe_wr_atomic {
+	__aligned_u64 remote_addr;
+	__aligned_u64 compare_add;
+	__aligned_u64 swap;
+	__u32 rkey;
+	__u32 reserved;
+};
+
+/* wr.ud: the destination of a UD send. */
+struct rrxe_wr_ud {
+	__u32 ah_num;	/* from struct rrxe_create_ah_resp */
+	__u32 remote_qpn;
+	__u32 remote_qkey;
+	__u32 reserved;
+};
+
+/* wr.bind_mw: BIND_MW of a type 2 window. */
+struct rrxe_wr_bind_mw {
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__u32 mw_rkey;	/* the new rkey of the window */
+	__u32 mr_lkey;	/* the MR the window binds to */
+	__u32 access;	/* IBV_ACCESS_* */
+	__u32 reserved;
+};
+
+/* wr.flush: RRXE_WR_FLUSH. */
+struct rrxe_wr_flush {
+	__aligned_u64 remote_addr;
+	__u32 length;
+	__u32 rkey;
+	__u8 type;	/* RRXE_FLUSH_GLOBAL | RRXE_FLUSH_PERSISTENT */
+	__u8 level;	/* RRXE_FLUSH_RANGE or RRXE_FLUSH_MR */
+	__u8 reserved[6];
+};
+
+/* wr: the opcode's arguments. */
+union rrxe_send_wqe_wr {
+	struct rrxe_wr_rdma rdma;
+	struct rrxe_wr_atomic atomic;
+	struct rrxe_wr_ud ud;
+	struct rrxe_wr_bind_mw bind_mw;
+	struct rrxe_wr_flush flush;
+	__u8 raw[40];
+};
+
 /*
  * A send work queue entry: this header, then either num_sge struct rrxe_sge
  * or (RRXE_SEND_INLINE) inline_len bytes of data. The SQ's slot_size bounds
@@ -116,48 +178,9 @@ struct rrxe_send_wqe {
 	__u32 send_flags;	/* RRXE_SEND_* */
 	__u32 num_sge;
 	__u32 inline_len;
-	union {
-		__be32 imm_data;
-		__u32 invalidate_rkey;
-	} ex;
+	union rrxe_send_wqe_ex ex;
 	__u32 reserved0;
-	union {
-		struct {
-			__aligned_u64 remote_addr;
-			__u32 rkey;
-			__u32 reserved;
-		} rdma;
-		struct {
-			__aligned_u64 remote_addr;
-			__aligned_u64 compare_add;
-			__aligned_u64 swap;
-			__u32 rkey;
-			__u32 reserved;
-		} atomic;
-		struct {
-			__u32 ah_num;	/* from struct rrxe_create_ah_resp */
-			__u32 remote_qpn;
-			__u32 remote_qkey;
-			__u32 reserved;
-		} ud;
-		struct {
-			__aligned_u64 addr;
-			__aligned_u64 length;
-			__u32 mw_rkey;	/* the new rkey of the window */
-			__u32 mr_lkey;	/* the MR the window binds to */
-			__u32 access;	/* IBV_ACCESS_* */
-			__u32 reserved;
-		} bind_mw;
-		struct {
-			__aligned_u64 remote_addr;
-			__u32 length;
-			__u32 rkey;
-			__u8 type;	/* RRXE_FLUSH_GLOBAL | RRXE_FLUSH_PERSISTENT */
-			__u8 level;	/* RRXE_FLUSH_RANGE or RRXE_FLUSH_MR */
-			__u8 reserved[6];
-		} flush;
-		__u8 raw[40];
-	} wr;
+	union rrxe_send_wqe_wr wr;
 	/* struct rrxe_sge sge[num_sge] or __u8 data[inline_len] follows */
 };
 

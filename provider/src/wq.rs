@@ -8,6 +8,7 @@
 use crate::abi::verbs::ibv_wc;
 use crate::ring::{Consumer, Producer, RingError, RingMem};
 use crate::wqe::{self, SendLimits, SendWr, Sge, WrError, CQE, MAX_WQE};
+use rrxe_proto::uabi;
 
 fn ring_err(e: RingError) -> WrError {
     match e {
@@ -229,7 +230,7 @@ impl WrBatch {
             b.sges.clear();
             b.sges.extend_from_slice(sges);
             b.inline = None;
-            b.wr.send_flags &= !crate::abi::rrxe::RRXE_SEND_INLINE;
+            b.wr.send_flags &= !uabi::SEND_INLINE;
         }
     }
 
@@ -247,7 +248,7 @@ impl WrBatch {
             }
             b.inline = Some(v);
             b.sges.clear();
-            b.wr.send_flags |= crate::abi::rrxe::RRXE_SEND_INLINE;
+            b.wr.send_flags |= uabi::SEND_INLINE;
         }
     }
 
@@ -424,7 +425,6 @@ impl<M: RingMem, I> CqRing<M, I> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::rrxe::{RRXE_WR_SEND, RRXE_WR_SEND_WITH_IMM};
     use crate::ring::heap::HeapRing;
     use crate::wqe::Transport;
     use core::sync::atomic::Ordering;
@@ -448,7 +448,7 @@ mod tests {
         let (mem, mut q) = sq(1);
         assert_eq!(q.limits().slot_size, 256);
         let wr = SendWr {
-            opcode: RRXE_WR_SEND,
+            opcode: uabi::WR_SEND,
             ..Default::default()
         };
         q.stage(&wr, &[Sge::default()], None).unwrap();
@@ -503,7 +503,7 @@ mod tests {
                 &mem,
                 start.wrapping_add(i),
                 100 + u64::from(i),
-                RRXE_WR_SEND_WITH_IMM,
+                uabi::WR_SEND_WITH_IMM,
             );
         }
         mem.producer()
@@ -538,7 +538,6 @@ mod tests {
 
     #[test]
     fn wr_batch_posts_all_or_nothing() {
-        use crate::abi::rrxe::{RRXE_SEND_INLINE, RRXE_WR_RDMA_WRITE};
         let (mem, mut q) = sq(2);
         let mut b = WrBatch::default();
         // Outside a batch nothing happens and completing fails.
@@ -549,7 +548,7 @@ mod tests {
         b.start();
         let w = SendWr {
             wr_id: 7,
-            opcode: RRXE_WR_SEND,
+            opcode: uabi::WR_SEND,
             ..Default::default()
         };
         b.begin(&mut q, w);
@@ -560,7 +559,7 @@ mod tests {
         }]);
         let w2 = SendWr {
             wr_id: 8,
-            opcode: RRXE_WR_RDMA_WRITE,
+            opcode: uabi::WR_RDMA_WRITE,
             rkey: 9,
             remote_addr: 0x2000,
             ..Default::default()
@@ -577,7 +576,7 @@ mod tests {
         let s1 = read_slot(&mem, 1);
         assert_eq!(&s1[..8], &8u64.to_ne_bytes());
         let flags = u32::from_ne_bytes(s1[12..16].try_into().unwrap());
-        assert_ne!(flags & RRXE_SEND_INLINE, 0);
+        assert_ne!(flags & uabi::SEND_INLINE, 0);
         assert_eq!(&s1[20..24], &4u32.to_ne_bytes()); // inline length
         assert_eq!(&s1[wqe::SEND_HDR..wqe::SEND_HDR + 4], b"abcd");
 

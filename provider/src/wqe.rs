@@ -1,54 +1,30 @@
 //! Work queue and completion entries of `include/rdma/rrxe-abi.h`: validating verbs work
 //! requests against a queue's limits, encoding them into slot bytes, and decoding CQEs.
-//! Byte offsets are named once here and checked against the C header in
-//! `tests/layout.rs` (through the `#[repr(C)]` mirrors).
+//! The byte layout is the kernel decoder's (`rrxe_proto::uabi`), which `tests/layout.rs`
+//! checks against the C header: the provider writes what the kernel reads by construction.
 
 // Logic only: the FFI layer (`crate::abi`) holds all unsafe code.
 #![deny(unsafe_code)]
 
-use crate::abi::rrxe::*;
 use crate::abi::verbs::ibv_wc;
+use rrxe_proto::uabi::{
+    self, recv_wqe, send_wqe, sge, wr_atomic, wr_bind_mw, wr_rdma, wr_ud, WrOpcode,
+};
 
 /// Size of `struct rrxe_send_wqe`.
-pub const SEND_HDR: usize = 72;
+pub const SEND_HDR: usize = send_wqe::SIZE;
 /// Size of `struct rrxe_recv_wqe`.
-pub const RECV_HDR: usize = 16;
+pub const RECV_HDR: usize = recv_wqe::SIZE;
 /// Size of `struct rrxe_sge`.
-pub const SGE: usize = 16;
+pub const SGE: usize = sge::SIZE;
 /// Size of `struct ib_uverbs_wc` in a CQ slot.
 pub const CQE: usize = 48;
 /// Largest slot a send or receive entry needs (72 + 32 SGEs, or 72 + 512 inline bytes,
 /// rounded up to the kernel's power of two).
 pub const MAX_WQE: usize = 1024;
 
-/// Field offsets in `struct rrxe_send_wqe`.
-pub mod off {
-    pub const WR_ID: usize = 0;
-    pub const OPCODE: usize = 8;
-    pub const SEND_FLAGS: usize = 12;
-    pub const NUM_SGE: usize = 16;
-    pub const INLINE_LEN: usize = 20;
-    pub const EX: usize = 24;
-    pub const WR: usize = 32;
-    pub const RDMA_ADDR: usize = WR;
-    pub const RDMA_RKEY: usize = WR + 8;
-    pub const ATOMIC_ADDR: usize = WR;
-    pub const ATOMIC_COMPARE_ADD: usize = WR + 8;
-    pub const ATOMIC_SWAP: usize = WR + 16;
-    pub const ATOMIC_RKEY: usize = WR + 24;
-    pub const UD_AH: usize = WR;
-    pub const UD_QPN: usize = WR + 4;
-    pub const UD_QKEY: usize = WR + 8;
-    pub const BIND_ADDR: usize = WR;
-    pub const BIND_LENGTH: usize = WR + 8;
-    pub const BIND_MW_RKEY: usize = WR + 16;
-    pub const BIND_MR_LKEY: usize = WR + 20;
-    pub const BIND_ACCESS: usize = WR + 24;
-}
-
-/// `IBV_WR_*` values of the legacy `ibv_send_wr` the provider accepts (the same numbers as
-/// `RRXE_WR_*`).
-const IBV_WR_MAX_LEGACY: u32 = RRXE_WR_SEND_WITH_INV;
+/// Where the `wr` union starts in `struct rrxe_send_wqe` (`uabi::wr_*` offsets are inside it).
+const WR: usize = send_wqe::WR;
 
 /// The transport a QP uses (what its work requests may do).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,20 +149,19 @@ fn get64(b: &[u8], off: usize) -> u64 {
     u64::from_ne_bytes(a)
 }
 
-/// Checks that `opcode` may be posted on `t`.
-fn opcode_allowed(t: Transport, opcode: u32) -> bool {
+/// Whether `op` may be posted on `t`: UD sends only; UC sends, RDMA WRITEs and the local
+/// operations; RC every opcode of the legacy `ibv_send_wr` (`IBV_WR_*` 0..=9, the same
+/// numbers as `RRXE_WR_*`) and ATOMIC WRITE, but not FLUSH (libibverbs 44 has no
+/// `ibv_wr_flush`).
+fn opcode_allowed(t: Transport, op: WrOpcode) -> bool {
+    use WrOpcode::*;
     match t {
-        Transport::Ud => matches!(opcode, RRXE_WR_SEND | RRXE_WR_SEND_WITH_IMM),
+        Transport::Ud => matches!(op, Send | SendWithImm),
         Transport::Uc => matches!(
-            opcode,
-            RRXE_WR_SEND
-                | RRXE_WR_SEND_WITH_IMM
-                | RRXE_WR_RDMA_WRITE
-                | RRXE_WR_RDMA_WRITE_WITH_IMM
-                | RRXE_WR_LOCAL_INV
-                | RRXE_WR_BIND_MW
+            op,
+            Send | SendWithImm | RdmaWrite | RdmaWriteWithImm | LocalInv | BindMw
         ),
-        Transport::Rc => opcode <= IBV_WR_MAX_LEGACY || opcode == RRXE_WR_ATOMIC_WRITE,
+        Transport::Rc => op != Flush,
     }
 }
 
@@ -200,34 +175,42 @@ pub fn encode_send(
     lim: &SendLimits,
     out: &mut [u8],
 ) -> Result<usize, WrError> {
-    if !opcode_allowed(lim.transport, wr.opcode) {
-        return Err(WrError::Opcode);
-    }
+    let op = WrOpcode::from_raw(wr.opcode)
+        .filter(|&op| opcode_allowed(lim.transport, op))
+        .ok_or(WrError::Opcode)?;
     if lim.transport == Transport::Ud && wr.ah_num == 0 {
         return Err(WrError::NoAh);
     }
     let out = out.get_mut(..lim.slot_size).ok_or(WrError::InlineTooLong)?;
     out[..SEND_HDR].fill(0);
-    put64(out, off::WR_ID, wr.wr_id);
-    put32(out, off::OPCODE, wr.opcode);
-    put32(out, off::EX, wr.ex);
-    if wr.opcode == RRXE_WR_ATOMIC_WRITE {
+    put64(out, send_wqe::WR_ID, wr.wr_id);
+    put32(out, send_wqe::OPCODE, op.raw());
+    put32(out, send_wqe::EX, wr.ex);
+    if op == WrOpcode::AtomicWrite {
         // The 8 bytes travel in the WQE: no SGE, not inline.
-        put32(out, off::SEND_FLAGS, wr.send_flags & !RRXE_SEND_INLINE);
-        put64(out, off::ATOMIC_ADDR, wr.remote_addr);
-        put64(out, off::ATOMIC_COMPARE_ADD, wr.compare_add);
-        put32(out, off::ATOMIC_RKEY, wr.rkey);
+        put32(
+            out,
+            send_wqe::SEND_FLAGS,
+            wr.send_flags & !uabi::SEND_INLINE,
+        );
+        put64(out, WR + wr_atomic::REMOTE_ADDR, wr.remote_addr);
+        put64(out, WR + wr_atomic::COMPARE_ADD, wr.compare_add);
+        put32(out, WR + wr_atomic::RKEY, wr.rkey);
         return Ok(SEND_HDR);
     }
-    if matches!(wr.opcode, RRXE_WR_BIND_MW | RRXE_WR_LOCAL_INV) {
+    if matches!(op, WrOpcode::BindMw | WrOpcode::LocalInv) {
         // Local operations carry no data.
-        put32(out, off::SEND_FLAGS, wr.send_flags & !RRXE_SEND_INLINE);
-        if wr.opcode == RRXE_WR_BIND_MW {
-            put64(out, off::BIND_ADDR, wr.bind.addr);
-            put64(out, off::BIND_LENGTH, wr.bind.length);
-            put32(out, off::BIND_MW_RKEY, wr.bind.mw_rkey);
-            put32(out, off::BIND_MR_LKEY, wr.bind.mr_lkey);
-            put32(out, off::BIND_ACCESS, wr.bind.access);
+        put32(
+            out,
+            send_wqe::SEND_FLAGS,
+            wr.send_flags & !uabi::SEND_INLINE,
+        );
+        if op == WrOpcode::BindMw {
+            put64(out, WR + wr_bind_mw::ADDR, wr.bind.addr);
+            put64(out, WR + wr_bind_mw::LENGTH, wr.bind.length);
+            put32(out, WR + wr_bind_mw::MW_RKEY, wr.bind.mw_rkey);
+            put32(out, WR + wr_bind_mw::MR_LKEY, wr.bind.mr_lkey);
+            put32(out, WR + wr_bind_mw::ACCESS, wr.bind.access);
         }
         return Ok(SEND_HDR);
     }
@@ -241,38 +224,42 @@ pub fn encode_send(
             out[at..at + p.len()].copy_from_slice(p);
             at += p.len();
         }
-        put32(out, off::SEND_FLAGS, wr.send_flags | RRXE_SEND_INLINE);
-        put32(out, off::INLINE_LEN, total as u32);
+        put32(out, send_wqe::SEND_FLAGS, wr.send_flags | uabi::SEND_INLINE);
+        put32(out, send_wqe::INLINE_LEN, total as u32);
         at
     } else {
         if sges.len() > lim.max_sge as usize || SEND_HDR + sges.len() * SGE > lim.slot_size {
             return Err(WrError::TooManySge);
         }
-        put32(out, off::SEND_FLAGS, wr.send_flags & !RRXE_SEND_INLINE);
-        put32(out, off::NUM_SGE, sges.len() as u32);
+        put32(
+            out,
+            send_wqe::SEND_FLAGS,
+            wr.send_flags & !uabi::SEND_INLINE,
+        );
+        put32(out, send_wqe::NUM_SGE, sges.len() as u32);
         for (i, s) in sges.iter().enumerate() {
             let o = SEND_HDR + i * SGE;
-            put64(out, o, s.addr);
-            put32(out, o + 8, s.length);
-            put32(out, o + 12, s.lkey);
+            put64(out, o + sge::ADDR, s.addr);
+            put32(out, o + sge::LENGTH, s.length);
+            put32(out, o + sge::LKEY, s.lkey);
         }
         SEND_HDR + sges.len() * SGE
     };
-    match wr.opcode {
+    match op {
         _ if lim.transport == Transport::Ud => {
-            put32(out, off::UD_AH, wr.ah_num);
-            put32(out, off::UD_QPN, wr.remote_qpn);
-            put32(out, off::UD_QKEY, wr.remote_qkey);
+            put32(out, WR + wr_ud::AH_NUM, wr.ah_num);
+            put32(out, WR + wr_ud::REMOTE_QPN, wr.remote_qpn);
+            put32(out, WR + wr_ud::REMOTE_QKEY, wr.remote_qkey);
         }
-        RRXE_WR_ATOMIC_CMP_AND_SWP | RRXE_WR_ATOMIC_FETCH_AND_ADD => {
-            put64(out, off::ATOMIC_ADDR, wr.remote_addr);
-            put64(out, off::ATOMIC_COMPARE_ADD, wr.compare_add);
-            put64(out, off::ATOMIC_SWAP, wr.swap);
-            put32(out, off::ATOMIC_RKEY, wr.rkey);
+        WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
+            put64(out, WR + wr_atomic::REMOTE_ADDR, wr.remote_addr);
+            put64(out, WR + wr_atomic::COMPARE_ADD, wr.compare_add);
+            put64(out, WR + wr_atomic::SWAP, wr.swap);
+            put32(out, WR + wr_atomic::RKEY, wr.rkey);
         }
         _ => {
-            put64(out, off::RDMA_ADDR, wr.remote_addr);
-            put32(out, off::RDMA_RKEY, wr.rkey);
+            put64(out, WR + wr_rdma::REMOTE_ADDR, wr.remote_addr);
+            put32(out, WR + wr_rdma::RKEY, wr.rkey);
         }
     }
     Ok(len)
@@ -291,13 +278,13 @@ pub fn encode_recv(
         return Err(WrError::TooManySge);
     }
     out[..RECV_HDR].fill(0);
-    put64(out, 0, wr_id);
-    put32(out, 8, sges.len() as u32);
+    put64(out, recv_wqe::WR_ID, wr_id);
+    put32(out, recv_wqe::NUM_SGE, sges.len() as u32);
     for (i, s) in sges.iter().enumerate() {
         let o = RECV_HDR + i * SGE;
-        put64(out, o, s.addr);
-        put32(out, o + 8, s.length);
-        put32(out, o + 12, s.lkey);
+        put64(out, o + sge::ADDR, s.addr);
+        put32(out, o + sge::LENGTH, s.length);
+        put32(out, o + sge::LKEY, s.lkey);
     }
     Ok(len)
 }
@@ -367,8 +354,8 @@ mod tests {
     fn bind_mw_layout() {
         let wr = SendWr {
             wr_id: 9,
-            opcode: RRXE_WR_BIND_MW,
-            send_flags: RRXE_SEND_SIGNALED | RRXE_SEND_INLINE,
+            opcode: uabi::WR_BIND_MW,
+            send_flags: uabi::SEND_SIGNALED | uabi::SEND_INLINE,
             bind: MwBind {
                 mw_rkey: 0x1234_5601,
                 mr_lkey: 0x77,
@@ -381,14 +368,14 @@ mod tests {
         let mut out = [0xffu8; MAX_WQE];
         let n = encode_send(&wr, &[], None, &lim(Transport::Rc), &mut out).unwrap();
         assert_eq!(n, SEND_HDR);
-        assert_eq!(get32(&out, off::OPCODE), RRXE_WR_BIND_MW);
-        assert_eq!(get32(&out, off::SEND_FLAGS), RRXE_SEND_SIGNALED);
-        assert_eq!(get32(&out, off::NUM_SGE), 0);
-        assert_eq!(get64(&out, off::BIND_ADDR), 0x1000);
-        assert_eq!(get64(&out, off::BIND_LENGTH), 0x200);
-        assert_eq!(get32(&out, off::BIND_MW_RKEY), 0x1234_5601);
-        assert_eq!(get32(&out, off::BIND_MR_LKEY), 0x77);
-        assert_eq!(get32(&out, off::BIND_ACCESS), 2);
+        assert_eq!(get32(&out, send_wqe::OPCODE), uabi::WR_BIND_MW);
+        assert_eq!(get32(&out, send_wqe::SEND_FLAGS), uabi::SEND_SIGNALED);
+        assert_eq!(get32(&out, send_wqe::NUM_SGE), 0);
+        assert_eq!(get64(&out, WR + wr_bind_mw::ADDR), 0x1000);
+        assert_eq!(get64(&out, WR + wr_bind_mw::LENGTH), 0x200);
+        assert_eq!(get32(&out, WR + wr_bind_mw::MW_RKEY), 0x1234_5601);
+        assert_eq!(get32(&out, WR + wr_bind_mw::MR_LKEY), 0x77);
+        assert_eq!(get32(&out, WR + wr_bind_mw::ACCESS), 2);
         // Not on UD.
         assert_eq!(
             encode_send(&wr, &[], None, &lim(Transport::Ud), &mut out),
@@ -396,19 +383,59 @@ mod tests {
         );
     }
 
+    /// The kernel decoder's layout, which the encoder writes, against the `#[repr(C)]`
+    /// mirror (which `tests/layout.rs` checks against the C header, as it does `uabi`).
     #[test]
-    fn offsets_match_the_abi_mirror() {
-        use core::mem::offset_of;
-        let w = offset_of!(rrxe_send_wqe, wr);
-        assert_eq!(off::WR, w);
-        assert_eq!(off::OPCODE, offset_of!(rrxe_send_wqe, opcode));
-        assert_eq!(off::EX, offset_of!(rrxe_send_wqe, ex));
-        assert_eq!(off::BIND_ADDR, w + offset_of!(rrxe_wr_bind_mw, addr));
-        assert_eq!(off::BIND_LENGTH, w + offset_of!(rrxe_wr_bind_mw, length));
-        assert_eq!(off::BIND_MW_RKEY, w + offset_of!(rrxe_wr_bind_mw, mw_rkey));
-        assert_eq!(off::BIND_MR_LKEY, w + offset_of!(rrxe_wr_bind_mw, mr_lkey));
-        assert_eq!(off::BIND_ACCESS, w + offset_of!(rrxe_wr_bind_mw, access));
-        assert_eq!(off::ATOMIC_RKEY, w + 24);
+    fn uabi_layout_matches_the_mirror() {
+        use crate::abi::rrxe::*;
+        use core::mem::{offset_of, size_of};
+        use rrxe_proto::uabi::wr_flush;
+        type W = rrxe_send_wqe;
+        assert_eq!(SEND_HDR, size_of::<W>());
+        assert_eq!(RECV_HDR, size_of::<rrxe_recv_wqe>());
+        assert_eq!(SGE, size_of::<rrxe_sge>());
+        assert_eq!(send_wqe::WR_ID, offset_of!(W, wr_id));
+        assert_eq!(send_wqe::OPCODE, offset_of!(W, opcode));
+        assert_eq!(send_wqe::SEND_FLAGS, offset_of!(W, send_flags));
+        assert_eq!(send_wqe::NUM_SGE, offset_of!(W, num_sge));
+        assert_eq!(send_wqe::INLINE_LEN, offset_of!(W, inline_len));
+        assert_eq!(send_wqe::EX, offset_of!(W, ex));
+        assert_eq!(WR, offset_of!(W, wr));
+        assert_eq!(send_wqe::WR_SIZE, size_of::<rrxe_send_wqe_wr>());
+        assert_eq!(wr_rdma::REMOTE_ADDR, offset_of!(rrxe_wr_rdma, remote_addr));
+        assert_eq!(wr_rdma::RKEY, offset_of!(rrxe_wr_rdma, rkey));
+        assert_eq!(
+            wr_atomic::REMOTE_ADDR,
+            offset_of!(rrxe_wr_atomic, remote_addr)
+        );
+        assert_eq!(
+            wr_atomic::COMPARE_ADD,
+            offset_of!(rrxe_wr_atomic, compare_add)
+        );
+        assert_eq!(wr_atomic::SWAP, offset_of!(rrxe_wr_atomic, swap));
+        assert_eq!(wr_atomic::RKEY, offset_of!(rrxe_wr_atomic, rkey));
+        assert_eq!(wr_ud::AH_NUM, offset_of!(rrxe_wr_ud, ah_num));
+        assert_eq!(wr_ud::REMOTE_QPN, offset_of!(rrxe_wr_ud, remote_qpn));
+        assert_eq!(wr_ud::REMOTE_QKEY, offset_of!(rrxe_wr_ud, remote_qkey));
+        assert_eq!(wr_bind_mw::ADDR, offset_of!(rrxe_wr_bind_mw, addr));
+        assert_eq!(wr_bind_mw::LENGTH, offset_of!(rrxe_wr_bind_mw, length));
+        assert_eq!(wr_bind_mw::MW_RKEY, offset_of!(rrxe_wr_bind_mw, mw_rkey));
+        assert_eq!(wr_bind_mw::MR_LKEY, offset_of!(rrxe_wr_bind_mw, mr_lkey));
+        assert_eq!(wr_bind_mw::ACCESS, offset_of!(rrxe_wr_bind_mw, access));
+        assert_eq!(
+            wr_flush::REMOTE_ADDR,
+            offset_of!(rrxe_wr_flush, remote_addr)
+        );
+        assert_eq!(wr_flush::LENGTH, offset_of!(rrxe_wr_flush, length));
+        assert_eq!(wr_flush::RKEY, offset_of!(rrxe_wr_flush, rkey));
+        assert_eq!(wr_flush::TYPE, offset_of!(rrxe_wr_flush, type_));
+        assert_eq!(wr_flush::LEVEL, offset_of!(rrxe_wr_flush, level));
+        assert_eq!(wr_flush::SIZE, size_of::<rrxe_wr_flush>());
+        assert_eq!(recv_wqe::WR_ID, offset_of!(rrxe_recv_wqe, wr_id));
+        assert_eq!(recv_wqe::NUM_SGE, offset_of!(rrxe_recv_wqe, num_sge));
+        assert_eq!(sge::ADDR, offset_of!(rrxe_sge, addr));
+        assert_eq!(sge::LENGTH, offset_of!(rrxe_sge, length));
+        assert_eq!(sge::LKEY, offset_of!(rrxe_sge, lkey));
     }
 
     #[test]
@@ -421,8 +448,8 @@ mod tests {
     fn send_with_sges_layout() {
         let wr = SendWr {
             wr_id: 0x1122334455667788,
-            opcode: RRXE_WR_RDMA_WRITE_WITH_IMM,
-            send_flags: RRXE_SEND_SIGNALED,
+            opcode: uabi::WR_RDMA_WRITE_WITH_IMM,
+            send_flags: uabi::SEND_SIGNALED,
             ex: 0xdeadbeef,
             remote_addr: 0x1000,
             rkey: 0x77,
@@ -443,14 +470,14 @@ mod tests {
         let mut out = [0xffu8; MAX_WQE];
         let n = encode_send(&wr, &sges, None, &lim(Transport::Rc), &mut out).unwrap();
         assert_eq!(n, SEND_HDR + 2 * SGE);
-        assert_eq!(get64(&out, off::WR_ID), wr.wr_id);
-        assert_eq!(get32(&out, off::OPCODE), RRXE_WR_RDMA_WRITE_WITH_IMM);
-        assert_eq!(get32(&out, off::SEND_FLAGS), RRXE_SEND_SIGNALED);
-        assert_eq!(get32(&out, off::NUM_SGE), 2);
-        assert_eq!(get32(&out, off::INLINE_LEN), 0);
-        assert_eq!(get32(&out, off::EX), 0xdeadbeef);
-        assert_eq!(get64(&out, off::RDMA_ADDR), 0x1000);
-        assert_eq!(get32(&out, off::RDMA_RKEY), 0x77);
+        assert_eq!(get64(&out, send_wqe::WR_ID), wr.wr_id);
+        assert_eq!(get32(&out, send_wqe::OPCODE), uabi::WR_RDMA_WRITE_WITH_IMM);
+        assert_eq!(get32(&out, send_wqe::SEND_FLAGS), uabi::SEND_SIGNALED);
+        assert_eq!(get32(&out, send_wqe::NUM_SGE), 2);
+        assert_eq!(get32(&out, send_wqe::INLINE_LEN), 0);
+        assert_eq!(get32(&out, send_wqe::EX), 0xdeadbeef);
+        assert_eq!(get64(&out, WR + wr_rdma::REMOTE_ADDR), 0x1000);
+        assert_eq!(get32(&out, WR + wr_rdma::RKEY), 0x77);
         assert_eq!(get64(&out, SEND_HDR + SGE), 4);
         assert_eq!(get32(&out, SEND_HDR + SGE + 8), 5);
         assert_eq!(get32(&out, SEND_HDR + SGE + 12), 6);
@@ -459,8 +486,8 @@ mod tests {
     #[test]
     fn inline_gathers_pieces() {
         let wr = SendWr {
-            opcode: RRXE_WR_SEND,
-            send_flags: RRXE_SEND_INLINE,
+            opcode: uabi::WR_SEND,
+            send_flags: uabi::SEND_INLINE,
             ..Default::default()
         };
         let mut out = [0u8; MAX_WQE];
@@ -468,8 +495,8 @@ mod tests {
         let n = encode_send(&wr, &[], Some(&pieces), &lim(Transport::Rc), &mut out).unwrap();
         assert_eq!(n, SEND_HDR + 11);
         assert_eq!(&out[SEND_HDR..n], b"hello world");
-        assert_eq!(get32(&out, off::INLINE_LEN), 11);
-        assert_eq!(get32(&out, off::NUM_SGE), 0);
+        assert_eq!(get32(&out, send_wqe::INLINE_LEN), 11);
+        assert_eq!(get32(&out, send_wqe::NUM_SGE), 0);
         let big = [0u8; 65];
         assert_eq!(
             encode_send(&wr, &[], Some(&[&big]), &lim(Transport::Rc), &mut out),
@@ -481,7 +508,7 @@ mod tests {
     fn atomics_and_ud_fields() {
         let mut out = [0u8; MAX_WQE];
         let wr = SendWr {
-            opcode: RRXE_WR_ATOMIC_CMP_AND_SWP,
+            opcode: uabi::WR_ATOMIC_CMP_AND_SWP,
             remote_addr: 0x2000,
             compare_add: 5,
             swap: 9,
@@ -489,22 +516,22 @@ mod tests {
             ..Default::default()
         };
         encode_send(&wr, &[], None, &lim(Transport::Rc), &mut out).unwrap();
-        assert_eq!(get64(&out, off::ATOMIC_ADDR), 0x2000);
-        assert_eq!(get64(&out, off::ATOMIC_COMPARE_ADD), 5);
-        assert_eq!(get64(&out, off::ATOMIC_SWAP), 9);
-        assert_eq!(get32(&out, off::ATOMIC_RKEY), 0x42);
+        assert_eq!(get64(&out, WR + wr_atomic::REMOTE_ADDR), 0x2000);
+        assert_eq!(get64(&out, WR + wr_atomic::COMPARE_ADD), 5);
+        assert_eq!(get64(&out, WR + wr_atomic::SWAP), 9);
+        assert_eq!(get32(&out, WR + wr_atomic::RKEY), 0x42);
 
         let ud = SendWr {
-            opcode: RRXE_WR_SEND,
+            opcode: uabi::WR_SEND,
             ah_num: 3,
             remote_qpn: 0x55,
             remote_qkey: 0x11111111,
             ..Default::default()
         };
         encode_send(&ud, &[], None, &lim(Transport::Ud), &mut out).unwrap();
-        assert_eq!(get32(&out, off::UD_AH), 3);
-        assert_eq!(get32(&out, off::UD_QPN), 0x55);
-        assert_eq!(get32(&out, off::UD_QKEY), 0x11111111);
+        assert_eq!(get32(&out, WR + wr_ud::AH_NUM), 3);
+        assert_eq!(get32(&out, WR + wr_ud::REMOTE_QPN), 0x55);
+        assert_eq!(get32(&out, WR + wr_ud::REMOTE_QKEY), 0x11111111);
         let no_ah = SendWr { ah_num: 0, ..ud };
         assert_eq!(
             encode_send(&no_ah, &[], None, &lim(Transport::Ud), &mut out),
@@ -516,13 +543,13 @@ mod tests {
     fn opcodes_checked_per_transport() {
         let mut out = [0u8; MAX_WQE];
         for (t, op, ok) in [
-            (Transport::Ud, RRXE_WR_RDMA_WRITE, false),
-            (Transport::Ud, RRXE_WR_SEND_WITH_IMM, true),
-            (Transport::Uc, RRXE_WR_RDMA_READ, false),
-            (Transport::Uc, RRXE_WR_ATOMIC_FETCH_AND_ADD, false),
-            (Transport::Uc, RRXE_WR_RDMA_WRITE_WITH_IMM, true),
-            (Transport::Rc, RRXE_WR_RDMA_READ, true),
-            (Transport::Rc, RRXE_WR_SEND_WITH_INV, true),
+            (Transport::Ud, uabi::WR_RDMA_WRITE, false),
+            (Transport::Ud, uabi::WR_SEND_WITH_IMM, true),
+            (Transport::Uc, uabi::WR_RDMA_READ, false),
+            (Transport::Uc, uabi::WR_ATOMIC_FETCH_AND_ADD, false),
+            (Transport::Uc, uabi::WR_RDMA_WRITE_WITH_IMM, true),
+            (Transport::Rc, uabi::WR_RDMA_READ, true),
+            (Transport::Rc, uabi::WR_SEND_WITH_INV, true),
             (Transport::Rc, 10, false),
             (Transport::Rc, u32::MAX, false),
         ] {
@@ -540,11 +567,174 @@ mod tests {
         }
     }
 
+    /// What the provider writes, the kernel's decoder (`rrxe_proto::uabi::decode_send`)
+    /// reads back field for field.
+    #[test]
+    fn kernel_decoder_reads_what_we_write() {
+        use rrxe_proto::uabi::{decode_send, Data, SendLimits as KLim, Ud, WrFields};
+        use rrxe_proto::{RemoteAddr, UdDest};
+        let mut out = [0u8; MAX_WQE];
+        let rc = KLim {
+            max_sge: 4,
+            max_inline: 64,
+            ud: false,
+        };
+        let sges = [
+            Sge {
+                addr: 0x1000,
+                length: 10,
+                lkey: 3,
+            },
+            Sge {
+                addr: 0x2000,
+                length: 20,
+                lkey: 4,
+            },
+        ];
+        let remote = RemoteAddr {
+            va: 0xabc0,
+            rkey: 0x77,
+        };
+        // RDMA WRITE with immediate, two SGEs.
+        let w = SendWr {
+            wr_id: 5,
+            opcode: uabi::WR_RDMA_WRITE_WITH_IMM,
+            send_flags: uabi::SEND_SIGNALED,
+            ex: 0x1234,
+            remote_addr: remote.va,
+            rkey: remote.rkey,
+            ..Default::default()
+        };
+        let n = encode_send(&w, &sges, None, &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        assert_eq!(n, SEND_HDR + 2 * SGE);
+        assert_eq!(
+            (d.wr_id, d.opcode, d.ex),
+            (5, WrOpcode::RdmaWriteWithImm, 0x1234)
+        );
+        assert!(d.flags.signaled && !d.flags.inline);
+        assert_eq!(d.wr, WrFields::Rdma(remote));
+        let Data::Sges(l) = d.data else {
+            panic!("{:?}", d.data)
+        };
+        let got: Vec<_> = l.iter().map(|s| (s.addr, s.length, s.lkey)).collect();
+        assert_eq!(got, [(0x1000, 10, 3), (0x2000, 20, 4)]);
+        // SEND inline.
+        let w = SendWr {
+            opcode: uabi::WR_SEND,
+            ..Default::default()
+        };
+        let data: &[&[u8]] = &[b"hello"];
+        encode_send(&w, &[], Some(data), &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        assert!(d.flags.inline);
+        assert_eq!(
+            d.data,
+            Data::Inline {
+                offset: SEND_HDR,
+                len: 5
+            }
+        );
+        assert_eq!(&out[SEND_HDR..SEND_HDR + 5], b"hello");
+        // Compare-and-swap.
+        let w = SendWr {
+            opcode: uabi::WR_ATOMIC_CMP_AND_SWP,
+            remote_addr: remote.va,
+            rkey: remote.rkey,
+            compare_add: 7,
+            swap: 9,
+            ..Default::default()
+        };
+        encode_send(&w, &sges[..1], None, &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        let atomic = WrFields::Atomic {
+            remote,
+            compare_add: 7,
+            swap: 9,
+        };
+        assert_eq!((d.opcode, d.wr), (WrOpcode::AtomicCmpAndSwp, atomic));
+        // ATOMIC WRITE: the value travels in the WQE.
+        let w = SendWr {
+            opcode: uabi::WR_ATOMIC_WRITE,
+            remote_addr: remote.va,
+            rkey: remote.rkey,
+            compare_add: 0x0102_0304_0506_0708,
+            ..Default::default()
+        };
+        encode_send(&w, &[], None, &lim(Transport::Rc), &mut out).unwrap();
+        let d = decode_send(&out[..256], &rc).unwrap();
+        let value = 0x0102_0304_0506_0708u64.to_ne_bytes();
+        assert_eq!(d.wr, WrFields::AtomicWrite { remote, value });
+        assert_eq!(d.data, Data::None);
+        // BIND_MW.
+        let bind = MwBind {
+            mw_rkey: 0x3301,
+            mr_lkey: 0x44,
+            addr: 0x8000,
+            length: 0x100,
+            access: 2,
+        };
+        let w = SendWr {
+            opcode: uabi::WR_BIND_MW,
+            bind,
+            ..Default::default()
+        };
+        encode_send(&w, &[], None, &lim(Transport::Rc), &mut out).unwrap();
+        let WrFields::BindMw(b) = decode_send(&out[..256], &rc).unwrap().wr else {
+            panic!("not a bind")
+        };
+        let got = (b.mw_rkey, b.mr_lkey, b.addr, b.length, b.access);
+        assert_eq!(got, (0x3301, 0x44, 0x8000, 0x100, 2));
+        // UD SEND: the destination.
+        let w = SendWr {
+            opcode: uabi::WR_SEND,
+            ah_num: 6,
+            remote_qpn: 0x55,
+            remote_qkey: 0x1111,
+            ..Default::default()
+        };
+        encode_send(&w, &sges[..1], None, &lim(Transport::Ud), &mut out).unwrap();
+        let ud = KLim { ud: true, ..rc };
+        let d = decode_send(&out[..256], &ud).unwrap();
+        let dest = UdDest {
+            qpn: 0x55,
+            qkey: 0x1111,
+        };
+        assert_eq!(d.ud, Some(Ud { ah_num: 6, dest }));
+    }
+
+    /// The typed check accepts exactly what the raw-integer rule it replaced did
+    /// (UD: SEND, SEND_WITH_IMM; UC: those, RDMA WRITE (with imm), LOCAL_INV, BIND_MW;
+    /// RC: 0..=9 and ATOMIC_WRITE), for every value around the defined ones.
+    #[test]
+    fn opcode_rule_unchanged() {
+        let mut out = [0u8; MAX_WQE];
+        let old = |t: Transport, v: u32| match t {
+            Transport::Ud => matches!(v, 2 | 3),
+            Transport::Uc => matches!(v, 2 | 3 | 0 | 1 | 7 | 8),
+            Transport::Rc => v <= 9 || v == 32,
+        };
+        for t in [Transport::Ud, Transport::Uc, Transport::Rc] {
+            for v in (0..=40).chain([99, u32::MAX]) {
+                let wr = SendWr {
+                    opcode: v,
+                    ah_num: 1,
+                    ..Default::default()
+                };
+                let r = encode_send(&wr, &[], None, &lim(t), &mut out);
+                assert_eq!(r != Err(WrError::Opcode), old(t, v), "{t:?} {v}");
+                if r.is_ok() {
+                    assert_eq!(get32(&out, send_wqe::OPCODE), v);
+                }
+            }
+        }
+    }
+
     #[test]
     fn sge_limits() {
         let mut out = [0u8; MAX_WQE];
         let wr = SendWr {
-            opcode: RRXE_WR_SEND,
+            opcode: uabi::WR_SEND,
             ..Default::default()
         };
         let sges = [Sge::default(); 5];

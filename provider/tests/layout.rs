@@ -1142,6 +1142,74 @@ fn checks() -> Vec<Check> {
             wr.bind_mw.access => "wr.bind_mw.access",
             wr.raw => "wr.raw",
         }),
+        // The union members by their own names (what bindgen gives the kernel).
+        layout!(
+            Rrxe,
+            rrxe_send_wqe_ex as "union rrxe_send_wqe_ex" {
+                imm_data,
+                invalidate_rkey
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_send_wqe_wr as "union rrxe_send_wqe_wr" {
+                rdma,
+                atomic,
+                ud,
+                bind_mw,
+                flush,
+                raw
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_wr_rdma {
+                remote_addr,
+                rkey,
+                reserved
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_wr_atomic {
+                remote_addr,
+                compare_add,
+                swap,
+                rkey,
+                reserved
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_wr_ud {
+                ah_num,
+                remote_qpn,
+                remote_qkey,
+                reserved
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_wr_bind_mw {
+                addr,
+                length,
+                mw_rkey,
+                mr_lkey,
+                access,
+                reserved
+            }
+        ),
+        layout!(
+            Rrxe,
+            rrxe_wr_flush {
+                remote_addr,
+                length,
+                rkey,
+                type_ => "type",
+                level,
+                reserved
+            }
+        ),
     ]
 }
 

@@ -17,23 +17,8 @@ pub const RRXE_MAX_SGE: u32 = 32;
 pub const RRXE_MAX_INLINE: u32 = 512;
 pub const RRXE_CQE_SLOT_SIZE: u32 = 64;
 
-pub const RRXE_WR_RDMA_WRITE: u32 = 0;
-pub const RRXE_WR_RDMA_WRITE_WITH_IMM: u32 = 1;
-pub const RRXE_WR_SEND: u32 = 2;
-pub const RRXE_WR_SEND_WITH_IMM: u32 = 3;
-pub const RRXE_WR_RDMA_READ: u32 = 4;
-pub const RRXE_WR_ATOMIC_CMP_AND_SWP: u32 = 5;
-pub const RRXE_WR_ATOMIC_FETCH_AND_ADD: u32 = 6;
-pub const RRXE_WR_LOCAL_INV: u32 = 7;
-pub const RRXE_WR_BIND_MW: u32 = 8;
-pub const RRXE_WR_SEND_WITH_INV: u32 = 9;
-pub const RRXE_WR_ATOMIC_WRITE: u32 = 32;
-pub const RRXE_WR_FLUSH: u32 = 33;
-
-pub const RRXE_SEND_FENCE: u32 = 1 << 0;
-pub const RRXE_SEND_SIGNALED: u32 = 1 << 1;
-pub const RRXE_SEND_SOLICITED: u32 = 1 << 2;
-pub const RRXE_SEND_INLINE: u32 = 1 << 3;
+// The work request opcodes (`RRXE_WR_*`) and send flags (`RRXE_SEND_*`) are
+// `rrxe_proto::uabi`'s `WR_*` and `SEND_*`: one definition for the provider and the kernel.
 
 /// `struct rrxe_queue_hdr`: the header page of a shared queue.
 #[repr(C)]
@@ -66,7 +51,7 @@ pub struct rrxe_sge {
     pub lkey: u32,
 }
 
-/// The `ex` union of `struct rrxe_send_wqe` (`imm_data` is big-endian on the wire).
+/// `union rrxe_send_wqe_ex`: the `ex` union of `struct rrxe_send_wqe` (`imm_data` is big-endian on the wire).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union rrxe_send_wqe_ex {
@@ -74,7 +59,7 @@ pub union rrxe_send_wqe_ex {
     pub invalidate_rkey: u32,
 }
 
-/// `wr.rdma` of `struct rrxe_send_wqe`.
+/// `struct rrxe_wr_rdma`: `wr.rdma` of `struct rrxe_send_wqe`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct rrxe_wr_rdma {
@@ -83,7 +68,7 @@ pub struct rrxe_wr_rdma {
     pub reserved: u32,
 }
 
-/// `wr.atomic` of `struct rrxe_send_wqe`.
+/// `struct rrxe_wr_atomic`: `wr.atomic` of `struct rrxe_send_wqe`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct rrxe_wr_atomic {
@@ -94,7 +79,7 @@ pub struct rrxe_wr_atomic {
     pub reserved: u32,
 }
 
-/// `wr.ud` of `struct rrxe_send_wqe`.
+/// `struct rrxe_wr_ud`: `wr.ud` of `struct rrxe_send_wqe`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct rrxe_wr_ud {
@@ -104,7 +89,7 @@ pub struct rrxe_wr_ud {
     pub reserved: u32,
 }
 
-/// `wr.bind_mw` of `struct rrxe_send_wqe`.
+/// `struct rrxe_wr_bind_mw`: `wr.bind_mw` of `struct rrxe_send_wqe`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct rrxe_wr_bind_mw {
@@ -116,7 +101,19 @@ pub struct rrxe_wr_bind_mw {
     pub reserved: u32,
 }
 
-/// The `wr` union of `struct rrxe_send_wqe`.
+/// `struct rrxe_wr_flush`: `wr.flush` of `struct rrxe_send_wqe`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct rrxe_wr_flush {
+    pub remote_addr: u64,
+    pub length: u32,
+    pub rkey: u32,
+    pub type_: u8,
+    pub level: u8,
+    pub reserved: [u8; 6],
+}
+
+/// `union rrxe_send_wqe_wr`: the `wr` union of `struct rrxe_send_wqe`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union rrxe_send_wqe_wr {
@@ -124,6 +121,7 @@ pub union rrxe_send_wqe_wr {
     pub atomic: rrxe_wr_atomic,
     pub ud: rrxe_wr_ud,
     pub bind_mw: rrxe_wr_bind_mw,
+    pub flush: rrxe_wr_flush,
     pub raw: [u8; 40],
 }
 

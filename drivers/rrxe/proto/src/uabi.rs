@@ -6,7 +6,8 @@
 //! its unions (offsets inside the union, which starts at [`send_wqe::WR`]). The kernel checks
 //! every constant against bindgen's `offset_of!`/`size_of` of the C structures at compile
 //! time and the provider's layout test checks them against the C compiler's, so a drift of
-//! the header fails both builds.
+//! the header fails both builds. The provider's encoder (`provider/src/wqe.rs`) writes the
+//! entries with these same constants.
 //!
 //! The bytes are untrusted: the driver copies a slot once out of the shared mapping and
 //! hands the copy here. Every offset and length is range-checked before it is used, with

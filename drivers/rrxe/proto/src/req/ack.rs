@@ -1,0 +1,302 @@
+//! The completer: ACKs, NAKs and READ/atomic responses (`on_response`), and the
+//! retransmit and RNR timers (`on_timer`).
+
+use super::*;
+
+impl<const S: usize> SendQueue<S> {
+    /// Completes SEND/WRITE WQEs fully acknowledged by an ACK at `psn`.
+    /// Returns (progress, implied_nak).
+    fn ack_through<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) -> (bool, bool) {
+        let mut progress = false;
+        while self.assigned > 0 {
+            let Some(e) = self.entry(0).copied() else {
+                break;
+            };
+            if psn.before(self.una) {
+                break;
+            }
+            let last = e.first_psn.add(e.npkts.saturating_sub(1));
+            if needs_response(&e.wqe.op) {
+                // An ACK covering PSNs whose responses we still expect.
+                return (progress, true);
+            }
+            if !psn.before(last) {
+                self.complete_head(WcStatus::Success, sink);
+                progress = true;
+            } else {
+                let n = psn.next();
+                if self.una.before(n) {
+                    self.una = n;
+                    progress = true;
+                }
+                break;
+            }
+        }
+        if self.send_psn.before(self.una) {
+            self.send_psn = self.una;
+        }
+        (progress, false)
+    }
+
+    fn on_progress<A: ActionSink>(&mut self, sink: &mut A) {
+        self.retry_left = self.cfg.retry_cnt;
+        self.rnr_left = self.cfg.rnr_retry;
+        self.rto_backoff = 0;
+        self.nak_guard = None;
+        if self.una == self.next_psn {
+            if self.rto_armed {
+                sink.push(Action::CancelTimer(TimerKind::Retransmit));
+                self.rto_armed = false;
+            }
+        } else if !self.rnr_wait {
+            self.arm_rto(sink);
+        }
+    }
+
+    /// Retries after a loss indication at `una` (lost responses / implied NAK).
+    fn lost_at_una(&mut self) {
+        if self.nak_guard != Some(self.una) {
+            self.nak_guard = Some(self.una);
+            self.on_loss();
+            self.rewind(self.una);
+        }
+    }
+
+    /// Handles a response packet (ACK / NAK / READ response / atomic ACK).
+    pub fn on_response<A: ActionSink>(&mut self, p: &Packet, sink: &mut A) -> RxStatus {
+        if !self.started || self.error || self.cfg.qp_type != QpType::Rc {
+            return RxStatus::BadState;
+        }
+        let psn = p.hdrs.bth.psn;
+        if !psn.before(self.next_psn) || psn.before(self.una) {
+            return RxStatus::Duplicate;
+        }
+        let Some(aeth) = p.hdrs.aeth.or(match p.info.kind {
+            OpKind::ReadResponse => Some(Aeth {
+                syndrome: 0x1f,
+                msn: 0,
+            }),
+            _ => None,
+        }) else {
+            return RxStatus::Invalid;
+        };
+        let before = self.una;
+        let st = match p.info.kind {
+            OpKind::Ack => self.on_ack(psn, aeth, sink),
+            OpKind::ReadResponse | OpKind::AtomicAck => {
+                if !matches!(aeth.kind(), AethKind::Ack { .. }) {
+                    return RxStatus::Invalid;
+                }
+                self.on_data_response(p, psn, sink)
+            }
+            _ => RxStatus::Invalid,
+        };
+        let acked = self.una.distance_from(before);
+        if acked > 0 && acked < PSN_HALF {
+            self.cwnd.on_acked(acked, self.una, max_window(&self.cfg));
+        }
+        st
+    }
+
+    fn on_ack<A: ActionSink>(&mut self, psn: Psn, aeth: Aeth, sink: &mut A) -> RxStatus {
+        let prev = psn.sub(1);
+        match aeth.kind() {
+            AethKind::Ack { .. } => {
+                let (progress, implied) = self.ack_through(psn, sink);
+                if implied {
+                    self.lost_at_una();
+                }
+                if progress {
+                    self.on_progress(sink);
+                }
+                RxStatus::Ok
+            }
+            AethKind::RnrNak { timer } => {
+                self.stats.rnr_naks = self.stats.rnr_naks.wrapping_add(1);
+                let (progress, _) = self.ack_through(prev, sink);
+                if progress {
+                    self.on_progress(sink);
+                }
+                if psn != self.una {
+                    // The RNR'd PSN must be the oldest unacked one.
+                    return RxStatus::Invalid;
+                }
+                if self.rnr_wait {
+                    return RxStatus::Duplicate;
+                }
+                if self.rnr_left == 0 {
+                    self.fail(WcStatus::RnrRetryExcErr, sink);
+                    return RxStatus::Ok;
+                }
+                if self.rnr_left != 7 {
+                    self.rnr_left -= 1;
+                }
+                self.rnr_wait = true;
+                self.nak_guard = Some(psn);
+                self.rewind(psn);
+                if self.rto_armed {
+                    sink.push(Action::CancelTimer(TimerKind::Retransmit));
+                    self.rto_armed = false;
+                }
+                sink.push(Action::ArmTimer {
+                    kind: TimerKind::Rnr,
+                    usecs: u64::from(rnr_timer_usecs(timer)),
+                });
+                RxStatus::Ok
+            }
+            AethKind::Nak(NakCode::PsnSeqError) => {
+                self.stats.seq_naks = self.stats.seq_naks.wrapping_add(1);
+                let (progress, _) = self.ack_through(prev, sink);
+                if progress {
+                    self.on_progress(sink);
+                } else if self.nak_guard == Some(psn) || self.rnr_wait {
+                    return RxStatus::Duplicate;
+                }
+                if self.rnr_wait {
+                    return RxStatus::Ok;
+                }
+                self.nak_guard = Some(psn);
+                self.on_loss();
+                self.rewind(psn);
+                RxStatus::Ok
+            }
+            AethKind::Nak(code) => {
+                let (progress, _) = self.ack_through(prev, sink);
+                if progress {
+                    self.on_progress(sink);
+                }
+                if psn != self.una {
+                    return RxStatus::Invalid;
+                }
+                let st = match code {
+                    NakCode::InvalidRequest => WcStatus::RemInvReqErr,
+                    NakCode::RemoteAccess => WcStatus::RemAccessErr,
+                    _ => WcStatus::RemOpErr,
+                };
+                self.fail(st, sink);
+                RxStatus::Ok
+            }
+            AethKind::Reserved => RxStatus::Invalid,
+        }
+    }
+
+    fn on_data_response<A: ActionSink>(&mut self, p: &Packet, psn: Psn, sink: &mut A) -> RxStatus {
+        if psn != self.una {
+            let (progress, _) = self.ack_through(psn.sub(1), sink);
+            if progress {
+                self.on_progress(sink);
+            }
+            if psn != self.una {
+                // Earlier responses were lost.
+                self.lost_at_una();
+                return RxStatus::OutOfSequence;
+            }
+        }
+        let Some(e) = self.entry(0).copied() else {
+            return RxStatus::Invalid;
+        };
+        if self.assigned == 0 || !psn.in_window(e.first_psn, e.npkts) {
+            return RxStatus::Invalid;
+        }
+        let k = psn.distance_from(e.first_psn);
+        let pos = p.info.pos;
+        match (p.info.kind, e.wqe.op) {
+            (OpKind::ReadResponse, SendOp::Read { .. }) => {
+                let mtu = self.cfg.mtu.bytes();
+                let last = k.saturating_add(1) == e.npkts;
+                let off = k.saturating_mul(mtu);
+                let want = if last {
+                    e.wqe.len.saturating_sub(off)
+                } else {
+                    mtu
+                };
+                // Chunks and resumed requests end (Last/Only) before the WQE does.
+                let pos_ok = !last || matches!(pos, Position::Last | Position::Only);
+                if !pos_ok || p.payload_len != want {
+                    return RxStatus::Invalid;
+                }
+                if want > 0 {
+                    let place = Action::PlaceWqe {
+                        id: e.wqe.id,
+                        offset: off,
+                        src: PktRange {
+                            off: p.payload_off,
+                            len: p.payload_len,
+                        },
+                    };
+                    if sink.place(place).is_err() {
+                        // rdma_rxe's do_read: LOC_PROT_ERR, QP to error.
+                        self.fail(WcStatus::LocProtErr, sink);
+                        return RxStatus::Ok;
+                    }
+                }
+                if last {
+                    self.complete_head(WcStatus::Success, sink);
+                } else {
+                    self.una = psn.next();
+                    if self.send_psn.before(self.una) {
+                        self.send_psn = self.una;
+                    }
+                }
+            }
+            (OpKind::ReadResponse, SendOp::Flush { .. } | SendOp::AtomicWrite { .. }) => {
+                if pos != Position::Only || p.payload_len != 0 {
+                    return RxStatus::Invalid;
+                }
+                self.complete_head(WcStatus::Success, sink);
+            }
+            (OpKind::AtomicAck, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }) => {
+                let Some(a) = p.hdrs.atomic_ack else {
+                    return RxStatus::Invalid;
+                };
+                let place = Action::AtomicResult {
+                    id: e.wqe.id,
+                    value: a.orig,
+                };
+                if sink.place(place).is_err() {
+                    // rdma_rxe's do_atomic: LOC_PROT_ERR, QP to error; the buffer is
+                    // untouched (the driver checks the whole destination first).
+                    self.fail(WcStatus::LocProtErr, sink);
+                    return RxStatus::Ok;
+                }
+                self.complete_head(WcStatus::Success, sink);
+            }
+            _ => return RxStatus::Invalid,
+        }
+        self.on_progress(sink);
+        RxStatus::Ok
+    }
+
+    /// Handles a timer expiry.
+    pub fn on_timer<A: ActionSink>(&mut self, t: TimerKind, sink: &mut A) {
+        if self.error || !self.started {
+            return;
+        }
+        match t {
+            TimerKind::Retransmit => {
+                if !self.rto_armed {
+                    return;
+                }
+                self.rto_armed = false;
+                if self.una == self.next_psn || self.rnr_wait {
+                    return;
+                }
+                self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
+                if self.retry_left == 0 {
+                    self.fail(WcStatus::RetryExcErr, sink);
+                    return;
+                }
+                self.retry_left -= 1;
+                if self.rto_backoff < MAX_RTO_BACKOFF {
+                    self.rto_backoff += 1;
+                }
+                self.nak_guard = None;
+                self.on_loss();
+                self.rewind(self.una);
+            }
+            TimerKind::Rnr => {
+                self.rnr_wait = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Memory regions.
+
+use core::ffi::{c_int, c_void};
+use core::mem::size_of;
+use core::ptr;
+
+use super::{set_errno, zeroed_box};
+use crate::abi::driver::verbs_mr;
+use crate::abi::ffi;
+use crate::abi::uverbs::*;
+use crate::abi::verbs::*;
+
+pub(crate) unsafe extern "C" fn reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    hca_va: u64,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: verbs_mr is plain data.
+    let mut mr: Box<verbs_mr> = unsafe { zeroed_box() };
+    let mut cmd = ibv_reg_mr::default();
+    let mut resp = ib_uverbs_reg_mr_resp::default();
+    // SAFETY: `pd` is live; buffers as given.
+    let ret = unsafe {
+        ffi::ibv_cmd_reg_mr(
+            pd,
+            addr,
+            length,
+            hca_va,
+            access,
+            &mut *mr,
+            &mut cmd,
+            size_of::<ibv_reg_mr>(),
+            &mut resp,
+            size_of::<ib_uverbs_reg_mr_resp>(),
+        )
+    };
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    // `ibv_mr` is the first field of `verbs_mr`.
+    Box::into_raw(mr).cast()
+}
+
+pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
+    // SAFETY: a live MR of ours.
+    let ret = unsafe { ffi::ibv_cmd_dereg_mr(vmr) };
+    if ret == 0 {
+        // SAFETY: created by `reg_mr` as a Box<verbs_mr>.
+        drop(unsafe { Box::from_raw(vmr) });
+    }
+    ret
+}
+
+pub(crate) unsafe extern "C" fn rereg_mr(
+    vmr: *mut verbs_mr,
+    flags: c_int,
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
+    let mut cmd = ibv_rereg_mr::default();
+    let mut resp = ib_uverbs_rereg_mr_resp::default();
+    // SAFETY: libibverbs passes a live MR of ours and checked arguments; buffers as given.
+    // The new keys land in the MR.
+    unsafe {
+        ffi::ibv_cmd_rereg_mr(
+            vmr,
+            flags as u32,
+            addr,
+            length,
+            addr as u64,
+            access,
+            pd,
+            &mut cmd,
+            size_of::<ibv_rereg_mr>(),
+            &mut resp,
+            size_of::<ib_uverbs_rereg_mr_resp>(),
+        )
+    }
+}
