@@ -329,20 +329,26 @@ struct rrxe_mmap_entry {
  * vmalloc_user() gives, but with GFP_KERNEL_ACCOUNT pages, so a process that creates many
  * large queues pays for them (vmalloc_user() charges nobody). VM_MAP_PUT_PAGES hands the
  * pages and the array to the area: vfree() releases everything.
+ *
+ * __GFP_RETRY_MAYFAIL: the size is the caller's choice, so a ring that does not fit under the
+ * group's memory.max (or in memory at all) fails with ENOMEM; without it the memcg charge
+ * path invokes the OOM killer on the group and kills the caller instead of answering
+ * (tests/user/accounting.c: exit 137 and oom_kill 1 before, ENOMEM after).
  */
 void *rrxe_glue_vmalloc_user(size_t size)
 {
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN;
 	unsigned long i, n = PAGE_ALIGN(size) >> PAGE_SHIFT;
 	struct page **pages;
 	void *va;
 
 	if (!n)
 		return NULL;
-	pages = kvcalloc(n, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	pages = kvcalloc(n, sizeof(*pages), gfp);
 	if (!pages)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		pages[i] = alloc_page(gfp | __GFP_ZERO);
 		if (!pages[i])
 			goto err;
 	}

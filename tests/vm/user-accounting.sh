@@ -1,0 +1,23 @@
+#!/bin/bash
+# vms: 1
+# timeout: 300
+# Resource accounting (tests/user/accounting.c) in a cgroup v2 group with the memory and rdma
+# controllers: CQ ring memory charged to the group and uncharged on destroy, memory.max
+# answered with ENOMEM (not the OOM killer), rdma.max's hca_object limit answered with
+# EAGAIN and counted in rdma.current.
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/user-common.sh"
+
+user_setup
+CG=/sys/fs/cgroup
+mountpoint -q $CG || mount -t cgroup2 none $CG
+check "memory and rdma controllers enabled for child groups" \
+  sh -c "echo '+memory +rdma' > $CG/cgroup.subtree_control"
+mkdir -p $CG/tenant
+out=$(timeout 200 sh -c "echo \$\$ > $CG/tenant/cgroup.procs && exec $RRXE_ROOT/tests/user/accounting -d $DEV -c $CG/tenant" 2>&1); rc=$?
+relay_tap accounting "$rc" "$out"
+grep -E '^(oom|oom_kill) ' $CG/tenant/memory.events | paste -sd' ' | sed 's/^/# memory.events: /'
+check "no OOM kill in the group" sh -c "grep -qx 'oom_kill 0' $CG/tenant/memory.events"
+rmdir $CG/tenant
+user_teardown
+tap_done
