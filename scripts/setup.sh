@@ -12,6 +12,7 @@ PKGS=(
   qemu-system-x86
   rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
   iproute2 iperf3 ethtool python3
+  nvme-cli fio nfs-kernel-server nfs-common
 )
 missing=()
 for p in "${PKGS[@]}"; do

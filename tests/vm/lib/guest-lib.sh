@@ -61,3 +61,18 @@ gid_index_of() {
   done
   return 1
 }
+
+# Cross-VM steps: `peer_wait PORT SECONDS` blocks until the other VM calls `peer_signal PORT`
+# (or SECONDS x SCALE pass: exit 1); peer_signal retries while the waiter is not listening yet.
+peer_wait() {
+  python3 - "$1" "$(($2 * SCALE))" <<'PY'
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", int(sys.argv[1]))); s.listen(1); s.settimeout(int(sys.argv[2]))
+try:
+    s.accept()[0].close()
+except socket.timeout:
+    sys.exit(1)
+PY
+}
+peer_signal() { retry 120 0.5 bash -c "exec 3<>/dev/tcp/$RRXE_PEER_IP/$1" 2>/dev/null; }
