@@ -836,17 +836,21 @@ pub(crate) fn user_region(
     length: u64,
     umem: Umem,
 ) -> Result<Region> {
+    registered_region(pd, flags, iova, length, Backing::User(umem))
+}
+
+/// A valid region of `length` bytes of `backing` at `iova` (neither empty nor wrapping).
+fn registered_region(
+    pd: usize,
+    flags: u32,
+    iova: u64,
+    length: u64,
+    backing: Backing,
+) -> Result<Region> {
     if length == 0 || iova.checked_add(length).is_none() {
         return Err(EINVAL);
     }
-    Ok(Region::unkeyed(
-        pd,
-        flags,
-        iova,
-        length,
-        true,
-        Backing::User(umem),
-    ))
+    Ok(Region::unkeyed(pd, flags, iova, length, true, backing))
 }
 
 /// The access flags a dma-buf MR may have: the list the core's UVERBS_METHOD_REG_DMABUF_MR
@@ -873,17 +877,7 @@ pub(crate) fn dmabuf_region(
     length: u64,
     map: DmabufMap,
 ) -> Result<Region> {
-    if length == 0 || iova.checked_add(length).is_none() {
-        return Err(EINVAL);
-    }
-    Ok(Region::unkeyed(
-        pd,
-        flags,
-        iova,
-        length,
-        true,
-        Backing::Mapped(map),
-    ))
+    registered_region(pd, flags, iova, length, Backing::Mapped(map))
 }
 
 /// What a re-registration needs of a user region: its access flags, iova, length and the

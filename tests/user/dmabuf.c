@@ -43,43 +43,12 @@ static uint8_t src[SIZE];
 static struct ibv_mr *src_mr;
 static uint8_t *mem; /* the memfd's mapping: the dma-buf's bytes */
 
-struct conn {
-	struct ibv_cq *cqa, *cqb;
-	struct ibv_qp *a, *b;
-};
-
-/* A connected pair; QP B also grants remote atomics (an access error leaves a pair in
- * error: the caller makes a new one). */
-static void conn_new(struct conn *c)
-{
-	struct ibv_qp_attr at = {
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
-
-	c->cqa = ibv_create_cq(ctx, 32, NULL, NULL, 0);
-	c->cqb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
-	if (!c->cqa || !c->cqb)
-		die("ibv_create_cq");
-	c->a = loop_rc_qp(c->cqa, NULL, 1, 0);
-	c->b = loop_rc_qp(c->cqb, NULL, 1, 0);
-	to_rts(c->a, c->b->qp_num);
-	to_rts(c->b, c->a->qp_num);
-	if (ibv_modify_qp(c->b, &at, IBV_QP_ACCESS_FLAGS))
-		die("modify_qp access");
-}
-
-static void conn_free(struct conn *c)
-{
-	ibv_destroy_qp(c->a);
-	ibv_destroy_qp(c->b);
-	ibv_destroy_cq(c->cqa);
-	ibv_destroy_cq(c->cqb);
-}
+/* The remote access of the pairs' QPs: atomics too (the FETCH_ADD). */
+#define PAIR_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 /* Work request op by QP A with one local SGE (laddr, len, lkey) and remote (raddr, rkey);
  * the completion's status (-2: post failed). */
-static int post_a(struct conn *c, enum ibv_wr_opcode op, uint64_t laddr, uint32_t len,
+static int post_a(struct loop_pair *c, enum ibv_wr_opcode op, uint64_t laddr, uint32_t len,
 		  uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_sge s = { laddr, len, lkey };
@@ -94,7 +63,7 @@ static int post_a(struct conn *c, enum ibv_wr_opcode op, uint64_t laddr, uint32_
 }
 
 /* RDMA WRITE of len bytes of src into the dma-buf MR at iova; the status. */
-static int write_to(struct conn *c, struct ibv_mr *m, uint64_t iova, uint32_t len)
+static int write_to(struct loop_pair *c, struct ibv_mr *m, uint64_t iova, uint32_t len)
 {
 	return post_a(c, IBV_WR_RDMA_WRITE, (uintptr_t)src, len, src_mr->lkey, iova, m->rkey);
 }
@@ -158,7 +127,7 @@ int main(int argc, char **argv)
 	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	struct ibv_mr *mr, *mr2;
 	int memfd, fd, st, before, e, live;
-	struct conn c;
+	struct loop_pair c;
 
 	loop_open(argc, argv);
 	src_mr = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
@@ -178,7 +147,7 @@ int main(int argc, char **argv)
 		die("ibv_reg_dmabuf_mr");
 
 	/* Data through it, checked through the memfd. */
-	conn_new(&c);
+	loop_pair_new(&c, PAIR_ACCESS);
 	pattern(src, 6000, 1);
 	st = write_to(&c, mr, IOVA + 1000, 6000);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + 1000, src, 6000) && mem[999] == 0xee &&
@@ -236,16 +205,16 @@ int main(int argc, char **argv)
 	st = write_to(&c, mr, IOVA + SIZE - 8, 16);
 	ok(st == IBV_WC_REM_ACCESS_ERR && mem[SIZE - 8] == 0xee,
 	   "a WRITE running 8 B past its end is refused, nothing written (status %d)", st);
-	conn_free(&c);
-	conn_new(&c);
+	loop_pair_free(&c);
+	loop_pair_new(&c, PAIR_ACCESS);
 	st = post_a(&c, IBV_WR_RDMA_WRITE, IOVA + SIZE - 8, 16, mr->lkey, (uintptr_t)src,
 		    src_mr->rkey);
 	ok(st == IBV_WC_LOC_PROT_ERR, "a local SGE running past its end: LOC_PROT_ERR (status %d)",
 	   st);
-	conn_free(&c);
+	loop_pair_free(&c);
 
 	/* A second MR at an offset of the same buffer (offset and IOVA agree within a page). */
-	conn_new(&c);
+	loop_pair_new(&c, PAIR_ACCESS);
 	mr2 = ibv_reg_dmabuf_mr(pd, PAGE + 256, 1024, 0x200100, fd, rw);
 	ok(mr2 && mr2->length == 1024 && (uintptr_t)mr2->addr == PAGE + 256,
 	   "ibv_reg_dmabuf_mr of 1024 B at offset 4352 of the same buffer (errno %d)",
@@ -261,9 +230,9 @@ int main(int argc, char **argv)
 	st = write_to(&c, mr2, 0x200100 + 1020, 8);
 	ok(st == IBV_WC_REM_ACCESS_ERR && mem[PAGE + 256 + 1024] == 0xee,
 	   "a WRITE past the end of the offset MR is refused (status %d)", st);
-	conn_free(&c);
+	loop_pair_free(&c);
 	ok(ibv_dereg_mr(mr2) == 0, "deregistering the offset MR");
-	conn_new(&c);
+	loop_pair_new(&c, PAIR_ACCESS);
 	pattern(src, 100, 6);
 	st = write_to(&c, mr, IOVA + 200, 100);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + 200, src, 100),
@@ -304,7 +273,7 @@ int main(int argc, char **argv)
 	st = write_to(&c, mr, IOVA + 3000, 300);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + 3000, src, 300),
 	   "with the dma-buf fd closed the MR still works (status %d)", st);
-	conn_free(&c);
+	loop_pair_free(&c);
 	live = udmabuf_objects();
 	ok(ibv_dereg_mr(mr) == 0, "deregistering the dma-buf MR");
 	e = udmabuf_objects();
