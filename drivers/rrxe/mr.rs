@@ -10,6 +10,7 @@
 //! that was deregistered (removed from the table) can no longer be reached, and its memory
 //! (pinned pages) is released afterwards by the deregistering thread, in process context.
 
+use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::{Backing, Umem, Xfer};
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -835,17 +836,48 @@ pub(crate) fn user_region(
     length: u64,
     umem: Umem,
 ) -> Result<Region> {
+    registered_region(pd, flags, iova, length, Backing::User(umem))
+}
+
+/// A valid region of `length` bytes of `backing` at `iova` (neither empty nor wrapping).
+fn registered_region(
+    pd: usize,
+    flags: u32,
+    iova: u64,
+    length: u64,
+    backing: Backing,
+) -> Result<Region> {
     if length == 0 || iova.checked_add(length).is_none() {
         return Err(EINVAL);
     }
-    Ok(Region::unkeyed(
-        pd,
-        flags,
-        iova,
-        length,
-        true,
-        Backing::User(umem),
-    ))
+    Ok(Region::unkeyed(pd, flags, iova, length, true, backing))
+}
+
+/// The access flags a dma-buf MR may have: the list the core's UVERBS_METHOD_REG_DMABUF_MR
+/// accepts (anything else, e.g. MW_BIND or ON_DEMAND, it refuses with EINVAL before the driver
+/// is called; checked again here so the driver does not rely on it), under the rules of
+/// [`check_access_flags`].
+pub(crate) fn check_dmabuf_access(flags: u32) -> Result {
+    const DMABUF: u32 = access::LOCAL_WRITE
+        | access::REMOTE_WRITE
+        | access::REMOTE_READ
+        | access::REMOTE_ATOMIC
+        | access::RELAXED_ORDERING;
+    if flags & !DMABUF != 0 {
+        return Err(EINVAL);
+    }
+    check_access_flags(flags)
+}
+
+/// A user MR over bytes of a dma-buf (mapped for CPU access), at `iova`.
+pub(crate) fn dmabuf_region(
+    pd: usize,
+    flags: u32,
+    iova: u64,
+    length: u64,
+    map: DmabufMap,
+) -> Result<Region> {
+    registered_region(pd, flags, iova, length, Backing::Mapped(map))
 }
 
 /// What a re-registration needs of a user region: its access flags, iova, length and the

@@ -919,3 +919,85 @@ void rrxe_glue_dbg(const char *dev, const char *what, u64 a, u64 b)
 {
 	net_dbg_ratelimited("rrxe %s: %s (%llx, %llx)\n", dev, what, a, b);
 }
+
+/* --- dma-buf memory regions (reg_user_mr_dmabuf) --- */
+#include <linux/dma-buf.h>
+#include <linux/iosys-map.h>
+
+MODULE_IMPORT_NS(DMA_BUF);
+
+/*
+ * A dma-buf an MR is registered over (one reference), and the kernel mapping of the whole
+ * buffer its accesses go through once rrxe_glue_dmabuf_vmap succeeded.
+ */
+struct rrxe_dmabuf {
+	struct dma_buf *buf;
+	struct iosys_map map;
+};
+
+/* Takes a reference on the dma-buf of fd: returns it and its size, or NULL with *err set. */
+struct rrxe_dmabuf *rrxe_glue_dmabuf_get(int fd, u64 *size, int *err)
+{
+	struct rrxe_dmabuf *d = kzalloc(sizeof(*d), GFP_KERNEL);
+	struct dma_buf *buf;
+
+	if (!d) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	buf = dma_buf_get(fd);
+	if (IS_ERR(buf)) {
+		kfree(d);
+		*err = PTR_ERR(buf);
+		return NULL;
+	}
+	d->buf = buf;
+	*size = buf->size;
+	return d;
+}
+
+/*
+ * Maps the whole buffer into the kernel for CPU access (the exporter keeps its backing in
+ * place while the mapping exists). Returns the address, or NULL with *err set:
+ * -EOPNOTSUPP for an exporter without vmap or one whose mapping is I/O memory (which plain
+ * loads and stores may not touch). At most one mapping per rrxe_dmabuf.
+ */
+void *rrxe_glue_dmabuf_vmap(struct rrxe_dmabuf *d, int *err)
+{
+	int ret;
+
+	if (!iosys_map_is_null(&d->map)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (!d->buf->ops->vmap) {
+		pr_warn_once("rrxe: dma-buf exporter %s has no vmap: its buffers cannot back an MR\n",
+			     d->buf->exp_name);
+		*err = -EOPNOTSUPP;
+		return NULL;
+	}
+	ret = dma_buf_vmap_unlocked(d->buf, &d->map);
+	if (ret) {
+		iosys_map_clear(&d->map);
+		*err = ret;
+		return NULL;
+	}
+	if (d->map.is_iomem) {
+		dma_buf_vunmap_unlocked(d->buf, &d->map);
+		iosys_map_clear(&d->map);
+		pr_warn_once("rrxe: dma-buf exporter %s maps I/O memory: its buffers cannot back an MR\n",
+			     d->buf->exp_name);
+		*err = -EOPNOTSUPP;
+		return NULL;
+	}
+	return d->map.vaddr;
+}
+
+/* Unmaps (if mapped) and drops the reference. Process context. */
+void rrxe_glue_dmabuf_release(struct rrxe_dmabuf *d)
+{
+	if (!iosys_map_is_null(&d->map))
+		dma_buf_vunmap_unlocked(d->buf, &d->map);
+	dma_buf_put(d->buf);
+	kfree(d);
+}

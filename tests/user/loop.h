@@ -185,4 +185,38 @@ static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	return wait_wc_ms(cq, wc, 5000);
 }
 
+/* Two RC QPs of this process connected to each other, each on its own CQ. An error
+ * completion leaves a pair in the error state: the caller makes a new one. */
+struct loop_pair {
+	struct ibv_cq *cqa, *cqb;
+	struct ibv_qp *a, *b;
+};
+
+/* A new connected pair; with access != 0 both QPs grant that remote access (IBV_ACCESS_*)
+ * in place of loop_init's remote read and write. */
+static inline void loop_pair_new(struct loop_pair *p, unsigned int access)
+{
+	struct ibv_qp_attr at = { .qp_access_flags = access };
+
+	p->cqa = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	p->cqb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	if (!p->cqa || !p->cqb)
+		die("ibv_create_cq");
+	p->a = loop_rc_qp(p->cqa, NULL, 1, 0);
+	p->b = loop_rc_qp(p->cqb, NULL, 1, 0);
+	if (access && (ibv_modify_qp(p->a, &at, IBV_QP_ACCESS_FLAGS) ||
+		       ibv_modify_qp(p->b, &at, IBV_QP_ACCESS_FLAGS)))
+		die("INIT -> INIT access flags");
+	to_rts(p->a, p->b->qp_num);
+	to_rts(p->b, p->a->qp_num);
+}
+
+static inline void loop_pair_free(struct loop_pair *p)
+{
+	ibv_destroy_qp(p->a);
+	ibv_destroy_qp(p->b);
+	ibv_destroy_cq(p->cqa);
+	ibv_destroy_cq(p->cqb);
+}
+
 #endif

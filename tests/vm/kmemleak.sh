@@ -4,9 +4,9 @@
 # append: kmemleak=on
 # Leak check: with kmemleak on, both VMs run user-level traffic over rrxe (RC/UD ping-pong,
 # rping, perftest with rdma_cm), the hostile-ring test (error paths: QPs and CQs killed by
-# garbage) and link delete, then rmmod. kmemleak must report no unreferenced object from
-# after the boot (its report is cleared once the VM is up), neither with the module loaded
-# nor after it is gone.
+# garbage), dma-buf MRs (tests/user/dmabuf) and link delete, then rmmod. kmemleak must
+# report no unreferenced object from after the boot (its report is cleared once the VM is
+# up), neither with the module loaded nor after it is gone.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -44,6 +44,8 @@ pair "ib_read_bw -R 64 KiB x50" 120 -- \
   ib_read_bw -R -d @DEV -x @GID -p $((p + 4)) -s 65536 -n 50 -F @PEER
 ring_garbage() { timeout 200 "$RRXE_ROOT/tests/user/ring_garbage" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
 check "ring_garbage (local, error paths)" ring_garbage
+dmabuf() { timeout 200 "$RRXE_ROOT/tests/user/dmabuf" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+check "dmabuf (local, dma-buf MRs and their refusals)" dmabuf
 check "rdma link delete $DEV" rdma link delete "$DEV"
 kml_check "after the traffic and link delete (rrxe loaded)"
 check "rmmod rrxe" rmmod rrxe

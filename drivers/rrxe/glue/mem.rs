@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Memory behind memory regions: pinned user pages, kernel virtual addresses (DMA MRs) and
-//! fast-registration page lists.
+//! Memory behind memory regions: pinned user pages, kernel virtual addresses (DMA MRs),
+//! fast-registration page lists and mapped dma-bufs.
 //!
 //! Every access is bounds-checked here against what the backing really covers, whatever the
 //! caller computed: a wrong key, address or length from the wire or from userspace can make
@@ -63,7 +63,7 @@ impl<'a> Xfer<'a> {
 
     /// A pointer to byte `start` and the direction, for the copy primitives: written
     /// through only for `From`.
-    fn raw(&mut self) -> *mut u8 {
+    pub(super) fn raw(&mut self) -> *mut u8 {
         match self {
             Xfer::To(b) => b.as_ptr().cast_mut(),
             Xfer::From(b) => b.as_mut_ptr(),
@@ -225,6 +225,9 @@ pub(crate) enum Backing {
     KernelVa,
     /// Pinned user pages.
     User(Umem),
+    /// A user MR over a dma-buf, reached through the kernel mapping of the buffer (see
+    /// [`super::dmabuf`]).
+    Mapped(super::dmabuf::DmabufMap),
     /// A fast-registration MR of a kernel consumer: blocks of `page_size` bytes at the
     /// kernel virtual addresses `pages` (from `ib_map_mr_sg`), starting `first_off` bytes
     /// into the first.
@@ -267,6 +270,7 @@ impl Backing {
                 Ok(())
             }
             Backing::User(u) => u.copy(off, buf),
+            Backing::Mapped(m) => m.copy(off, buf),
             Backing::KernelPages {
                 pages,
                 npages,
@@ -317,6 +321,7 @@ impl Backing {
                 Ok(f(unsafe { &*(off as usize as *const AtomicU64) }))
             }
             Backing::User(u) => u.atomic(off, f),
+            Backing::Mapped(m) => m.atomic(off, f),
             Backing::KernelPages {
                 pages,
                 npages,

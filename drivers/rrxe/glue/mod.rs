@@ -13,6 +13,7 @@
 //! arguments, call the safe logic in [`crate::device`], and turn its `Result` into an errno.
 
 pub(crate) mod bindings;
+pub(crate) mod dmabuf;
 pub(crate) mod mem;
 mod net;
 mod ops;

@@ -71,6 +71,7 @@ pub(super) fn device_ops() -> bindings::ib_device_ops {
     ops.size_ib_ah = core::mem::size_of::<AhObj>();
     ops.get_dma_mr = Some(get_dma_mr);
     ops.reg_user_mr = Some(reg_user_mr);
+    ops.reg_user_mr_dmabuf = Some(super::dmabuf::reg_user_mr_dmabuf);
     ops.alloc_mr = Some(alloc_mr);
     ops.map_mr_sg = Some(map_mr_sg);
     ops.dereg_mr = Some(dereg_mr);
@@ -423,12 +424,16 @@ pub(crate) struct FrPages {
 /// Largest fast-registration page list.
 const MAX_FR_PAGES: u32 = 512;
 
-fn err_ptr<T>(e: Error) -> *mut T {
+pub(super) fn err_ptr<T>(e: Error) -> *mut T {
     e.to_errno() as isize as *mut T
 }
 
 /// Allocates the MrObj, registers `region` in the device's table and returns the `ib_mr`.
-fn new_mr(dev: &IbDev, region: crate::mr::Region, fr_cap: usize) -> Result<*mut bindings::ib_mr> {
+pub(super) fn new_mr(
+    dev: &IbDev,
+    region: crate::mr::Region,
+    fr_cap: usize,
+) -> Result<*mut bindings::ib_mr> {
     let limits = &dev.data().limits;
     limits.take(Obj::Mr)?;
     new_mr_counted(dev, region, fr_cap).inspect_err(|_| limits.put(Obj::Mr))

@@ -222,7 +222,8 @@ pub struct verbs_context_ops {
     pub query_srq: Option<unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr) -> c_int>,
     pub read_counters: OpaqueFn,
     pub reg_dm_mr: OpaqueFn,
-    pub reg_dmabuf_mr: OpaqueFn,
+    pub reg_dmabuf_mr:
+        Option<unsafe extern "C" fn(*mut ibv_pd, u64, usize, u64, c_int, c_int) -> *mut ibv_mr>,
     pub reg_mr:
         Option<unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr>,
     pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,

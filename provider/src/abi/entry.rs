@@ -86,6 +86,7 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     alloc_pd: Some(objects::pd::alloc_pd),
     dealloc_pd: Some(objects::pd::dealloc_pd),
     reg_mr: Some(objects::mr::reg_mr),
+    reg_dmabuf_mr: Some(objects::mr::reg_dmabuf_mr),
     dereg_mr: Some(objects::mr::dereg_mr),
     create_cq: Some(objects::cq::create_cq),
     create_cq_ex: Some(objects::cq::create_cq_ex),
@@ -381,6 +382,7 @@ mod tests {
         assert!(o.query_device_ex.is_some() && o.query_port.is_some());
         assert!(o.free_context.is_some());
         assert!(o.alloc_pd.is_some() && o.reg_mr.is_some() && o.create_cq.is_some());
+        assert!(o.reg_dmabuf_mr.is_some() && o.dereg_mr.is_some());
         assert!(o.create_qp.is_some() && o.post_send.is_some() && o.post_recv.is_some());
         assert!(o.poll_cq.is_some() && o.req_notify_cq.is_some());
         assert!(o.create_srq.is_some() && o.post_srq_recv.is_some() && o.create_ah.is_some());

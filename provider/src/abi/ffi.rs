@@ -100,6 +100,19 @@ extern "C" {
         resp_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_dereg_mr(vmr: *mut verbs_mr) -> c_int;
+    /// Registers a dma-buf MR (UVERBS_METHOD_REG_DMABUF_MR); `driver` is an optional
+    /// `struct ibv_command_buffer` of driver attributes (rrxe passes none). Exported by
+    /// rdma-core 44 (Debian 12) as by 56.
+    pub fn ibv_cmd_reg_dmabuf_mr(
+        pd: *mut ibv_pd,
+        offset: u64,
+        length: usize,
+        iova: u64,
+        fd: c_int,
+        access: c_int,
+        vmr: *mut verbs_mr,
+        driver: *mut c_void,
+    ) -> c_int;
 
     pub fn ibv_cmd_create_cq(
         context: *mut ibv_context,

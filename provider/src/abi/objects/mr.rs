@@ -44,6 +44,40 @@ pub(crate) unsafe extern "C" fn reg_mr(
     Box::into_raw(mr).cast()
 }
 
+/// `ibv_reg_dmabuf_mr`: `[offset, offset + length)` of the dma-buf `fd`, at `iova`. The
+/// kernel checks everything (fd, range, access); the MR is freed by [`dereg_mr`] like any
+/// other.
+pub(crate) unsafe extern "C" fn reg_dmabuf_mr(
+    pd: *mut ibv_pd,
+    offset: u64,
+    length: usize,
+    iova: u64,
+    fd: c_int,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: verbs_mr is plain data.
+    let mut mr: Box<verbs_mr> = unsafe { zeroed_box() };
+    // SAFETY: `pd` is live; the MR is ours to fill; no driver attributes.
+    let ret = unsafe {
+        ffi::ibv_cmd_reg_dmabuf_mr(
+            pd,
+            offset,
+            length,
+            iova,
+            fd,
+            access,
+            &mut *mr,
+            ptr::null_mut(),
+        )
+    };
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    // `ibv_mr` is the first field of `verbs_mr`.
+    Box::into_raw(mr).cast()
+}
+
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     // SAFETY: a live MR of ours.
     let ret = unsafe { ffi::ibv_cmd_dereg_mr(vmr) };
