@@ -11,12 +11,17 @@ KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BIN
 
 all: modules
 
+# Kbuild does not notice a new KDIR (another cached kernel after a config change): objects
+# and bindgen output from the old tree would be linked against the new one, with the old
+# struct layouts. A stamp of the KDIR used cleans first when it changes.
 modules:
+	@if [ -f .kdir ] && [ "$$(cat .kdir)" != "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi
+	@echo "$(KDIR)" > .kdir
 	$(KMAKE) modules
 
 clean:
 	$(KMAKE) clean
-	rm -rf build
+	rm -rf build .kdir
 
 provider:
 	bash provider/install.sh --libdir $(CURDIR)/build/provider --confdir $(CURDIR)/build/provider
