@@ -15,7 +15,7 @@ if [ "$RRXE_VM" = 0 ]; then
 else
   args="role=client addr=$RRXE_PEER_IP"
 fi
-timeout -s KILL 200 insmod "$KO" $args iters=40 sizes=1048576 ud=0 timeout_ms=10000 >/run/insmod.out 2>&1 &
+timeout -s KILL 200 insmod "$KO" $args iters=40 sizes=1048576 ud=0 timeout_ms=$((10000 * SCALE)) >/run/insmod.out 2>&1 &
 ins=$!
 sleep 8
 if [ "$RRXE_VM" = 0 ]; then

@@ -32,6 +32,8 @@ if [ "$RRXE_VM" = 0 ]; then
 else
   args="role=client addr=$RRXE_PEER_IP"
 fi
+# The module's own wait bound (20 s) scales with a slower kernel, like the VM timeouts.
+args="timeout_ms=$((20000 * SCALE)) $args"
 declare -F kv_before_insmod >/dev/null && kv_before_insmod
 marker="kverbs-marker-vm$RRXE_VM-$$-$(date +%s%N)"
 echo "$marker" > /dev/kmsg
