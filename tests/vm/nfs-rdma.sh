@@ -56,7 +56,7 @@ else
   echo 3 > /proc/sys/vm/drop_caches
   check "copied back, the checksum matches" sh -c "[ \"\$(timeout 300 sha256sum < $MNT/big)\" = '$sum' ]"
   # Unmount while a writer runs: the writer fails or finishes; the unmount does not hang.
-  timeout 120 dd if=/dev/zero of="$MNT/load" bs=1M count=400 conv=fsync >/dev/null 2>&1 &
+  timeout 120 dd if=/dev/zero of="$MNT/load" bs=1M count=120 conv=fsync >/dev/null 2>&1 &
   bg=$!
   sleep 3
   check "umount -l while a writer runs" timeout 120 umount -l "$MNT"
@@ -64,6 +64,7 @@ else
   ok "the writer returned (exit $?)"
   check "mount again" retry 20 1 mnt
   mountpoint -q "$MNT" || { peer_signal 17102; tap_done; exit; }
+  rm -f "$MNT/load"
   check "the 64 MiB file still matches after the remount" sh -c "[ \"\$(timeout 300 sha256sum < $MNT/big)\" = '$sum' ]"
   check "fio 64 KiB, crc32c verify after the remount" timeout 300 fio --directory="$MNT" \
     --name=c --bs=64k --size=16m --rw=randrw --ioengine=libaio --direct=1 --iodepth=16 \
