@@ -14,9 +14,16 @@
 NQN=nqn.2026-11.io.rrxe:nvmeof-test
 PORT=4420
 CFG=/sys/kernel/config/nvmet
-setup_dev() { load_rrxe && rdma link add rrxe0 type rrxe netdev eth0; }
-check "rrxe0 on eth0" setup_dev
-retry 30 0.3 gid_index_v4 rrxe0 "$RRXE_MY_IP" >/dev/null
+# nvmeof-interop(-swap).sh run this script with one side on the stock rdma_rxe and stop
+# after the reconnect (NVMEOF_INTEROP=1): NVMEOF_TARGET=rxe or NVMEOF_HOST=rxe.
+if [ "$RRXE_VM" = 0 ]; then STACK=${NVMEOF_TARGET:-rrxe}; else STACK=${NVMEOF_HOST:-rrxe}; fi
+if [ "$STACK" = rxe ]; then DEV=rxe0 MOD=rdma_rxe; else DEV=rrxe0 MOD=rrxe; fi
+setup_dev() {
+  if [ "$STACK" = rxe ]; then load_rxe && rdma link add rxe0 type rxe netdev eth0
+  else load_rrxe && rdma link add rrxe0 type rrxe netdev eth0; fi
+}
+check "$DEV ($STACK) on eth0" setup_dev
+retry 30 0.3 gid_index_v4 "$DEV" "$RRXE_MY_IP" >/dev/null
 
 target_up() {
   kmod null_blk nr_devices=1 memory_backed=1 gb=1 &&
@@ -64,18 +71,21 @@ if [ "$RRXE_VM" = 0 ]; then
   check "nvmet target with an RDMA port on $RRXE_MY_IP:$PORT" target_up
   peer_signal 17001
   check "the host finished its I/O checks (it signals)" peer_wait 17002 600
-  check "rdma link delete rrxe0 under the host's I/O" timeout 120 rdma link delete rrxe0
-  peer_signal 17003
-  check "the host's controller is gone (it signals)" peer_wait 17004 600
+  if [ -z "$NVMEOF_INTEROP" ]; then
+    check "rdma link delete $DEV under the host's I/O" timeout 120 rdma link delete "$DEV"
+    peer_signal 17003
+    check "the host's controller is gone (it signals)" peer_wait 17004 600
+  fi
   check "nvmet configuration removed, modules unloaded" target_down
-  check "rmmod rrxe" rmmod rrxe
+  [ -n "$NVMEOF_INTEROP" ] && check "rdma link delete $DEV" rdma link delete "$DEV"
+  check "rmmod $MOD" rmmod "$MOD"
 else
   kmod nvme-rdma
   check "the target is up (it signals)" peer_wait 17001 300
   out=$(timeout 60 nvme discover -t rdma -a "$RRXE_PEER_IP" -s "$PORT" 2>&1)
   if grep -q "subnqn: *$NQN" <<<"$out" && grep -q "trtype: *rdma" <<<"$out"; then
-    ok "nvme discover over rrxe lists $NQN on an rdma port"
-  else not_ok "nvme discover over rrxe lists $NQN"; sed 's/^/# /' <<<"$out" | tail -n 20; fi
+    ok "nvme discover over $STACK lists $NQN on an rdma port"
+  else not_ok "nvme discover over $STACK lists $NQN"; sed 's/^/# /' <<<"$out" | tail -n 20; fi
   check "nvme connect -t rdma (2 I/O queues)" connect
   qc() { [ "$(cat /sys/class/nvme/nvme*/queue_count 2>/dev/null | head -n 1)" = 3 ]; }
   check "the controller has the admin queue and 2 I/O queues" qc
@@ -94,6 +104,14 @@ else
   ok "fio returned after the disconnect (exit $?)"
   check "nvme connect again" connect
   check "fio randrw 4 KiB verify after the reconnect" fio_verify 4k 16m
+  if [ -n "$NVMEOF_INTEROP" ]; then
+    check "nvme disconnect" timeout 120 nvme disconnect -n "$NQN"
+    peer_signal 17002
+    check "rdma link delete $DEV" rdma link delete "$DEV"
+    check "rmmod nvme_rdma $MOD" rmmod nvme_rdma "$MOD"
+    tap_done
+    exit
+  fi
   # The target's RDMA device goes away under I/O: after one failed reconnect the host gives
   # up (controller-loss timeout 1 s), fails the I/O and removes the controller.
   check "nvme disconnect" timeout 120 nvme disconnect -n "$NQN"
@@ -110,7 +128,7 @@ else
   gone() { ! ns_dev >/dev/null; }
   check "the controller was removed after the loss timeout" retry 240 0.5 gone
   peer_signal 17004
-  check "rdma link delete rrxe0" rdma link delete rrxe0
-  check "rmmod nvme_rdma rrxe" rmmod nvme_rdma rrxe
+  check "rdma link delete $DEV" rdma link delete "$DEV"
+  check "rmmod nvme_rdma $MOD" rmmod nvme_rdma "$MOD"
 fi
 tap_done
