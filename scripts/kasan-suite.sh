@@ -6,14 +6,15 @@
 #
 #   bash scripts/kasan-suite.sh [VM-TEST-NAME...]
 #
-# It exports the committed tree (HEAD) to $RRXE_KASAN_TREE (default ~/.cache/rrxe/kasan-tree),
+# It exports the committed tree (HEAD) to $RRXE_KASAN_TREE (default /var/tmp/rrxe-kasan-tree:
+# rx-spoof runs its injector as `nobody`, which cannot read a tree under /root),
 # appends qemu/kernel-kasan.config to that copy's qemu/kernel.config (so its kernel has its
 # own cache key), builds that kernel, and runs tests/run-all.sh there with every VM timeout
 # multiplied by 4. The harness already fails a run on any KASAN report on a console.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-tree=${RRXE_KASAN_TREE:-$RRXE_CACHE/kasan-tree}
+tree=${RRXE_KASAN_TREE:-/var/tmp/rrxe-kasan-tree}
 rm -rf "$tree"
 mkdir -p "$tree"
 git archive HEAD | tar -x -C "$tree"
