@@ -11,8 +11,10 @@
 #![allow(dead_code)]
 
 use crate::glue::bindings as b;
+use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
-use crate::glue::{Queue, UContext};
+use crate::glue::{CqPtr, Queue, UContext, Udata};
+use crate::limits;
 use kernel::prelude::*;
 
 /// Largest number of CQ entries.
@@ -290,5 +292,103 @@ impl Cq {
             .consumer()
             .load(core::sync::atomic::Ordering::Acquire);
         cons != st.producer
+    }
+}
+
+/// `create_cq`: a CQ of at least `attr.cqe` entries in the object the core allocated, under
+/// one unit of the device's CQ limit; a user CQ's ring layout goes back in the response.
+pub(crate) fn create(
+    obj: NewObj<'_, b::ib_cq>,
+    attr: &b::ib_cq_init_attr,
+    udata: &mut Udata<'_>,
+) -> Result {
+    let dev = obj.dev();
+    dev.data().limits.counted(limits::Obj::Cq, || {
+        if attr.flags != 0 {
+            return Err(crate::glue::eopnotsupp());
+        }
+        if attr.comp_vector != 0 {
+            return Err(EINVAL);
+        }
+        let uctx = UContext::from_udata(udata);
+        let (init, entries) = Cq::new(attr.cqe, uctx.as_ref())?;
+        let mut cq: Created<'_, b::ib_cq> = obj.init(init)?;
+        cq.ib_mut().cqe = entries as i32;
+        if udata.is_user() {
+            let resp = b::rrxe_create_cq_resp {
+                cq: cq.data().queue_info(),
+            };
+            // On failure `cq` is dropped with its ring.
+            udata.respond(&resp)?;
+        }
+        cq.keep();
+        Ok(())
+    })
+}
+
+/// `destroy_cq`, once the CQ's data is gone: gives back its unit of the device's limit.
+pub(crate) fn destroyed(dev: &crate::glue::IbDev) {
+    dev.data().limits.put(limits::Obj::Cq);
+}
+
+/// `resize_cq` to at least `cqe` entries; a user CQ's new ring layout goes back in the
+/// response.
+pub(crate) fn resize(obj: &Obj<'_, b::ib_cq>, cqe: i32, udata: &mut Udata<'_>) -> Result {
+    let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
+    let cq = obj.data();
+    let uctx = UContext::from_udata(udata);
+    // The core's `cqe` is written under the CQ's lock (Cq::resize): two resizes of one CQ
+    // (the uverbs layer takes the CQ for reading only) publish in the order they resize.
+    cq.resize(cqe, uctx.as_ref(), |entries| obj.set_cqe(entries as i32))?;
+    if udata.is_user() {
+        let resp = b::rrxe_resize_cq_resp {
+            cq: cq.queue_info(),
+        };
+        udata.respond(&resp)?;
+    }
+    Ok(())
+}
+
+/// IB_CQ_REPORT_MISSED_EVENTS.
+const REPORT_MISSED_EVENTS: u32 = 4;
+
+/// `req_notify_cq`: arms the CQ; true if the caller asked to hear of completions already
+/// waiting and there are some.
+pub(crate) fn req_notify(cq: &Cq, flags: u32) -> bool {
+    let pending = cq.req_notify(flags);
+    flags & REPORT_MISSED_EVENTS != 0 && pending
+}
+
+/// `poll_cq` of a kernel CQ into the consumer's `wcs`; returns how many were filled.
+pub(crate) fn poll(cq: &Cq, wcs: &mut [b::ib_wc]) -> usize {
+    cq.poll(wcs.len(), |i, c| {
+        if let Some(w) = wcs.get_mut(i) {
+            *w = b::ib_wc::default();
+            w.__bindgen_anon_1.wr_id = c.wr_id;
+            w.status = c.status;
+            w.opcode = c.opcode;
+            w.byte_len = c.byte_len;
+            w.qp = c.qp_addr as *mut b::ib_qp;
+            w.ex.invalidate_rkey = c.ex;
+            w.src_qp = c.src_qp;
+            w.wc_flags = c.wc_flags as i32;
+            w.port_num = 1;
+            w.smac = c.smac;
+            w.vlan_id = 0xffff;
+            w.network_hdr_type = c.network_hdr_type;
+        }
+    })
+}
+
+impl CqPtr {
+    /// Posts a completion, calling the consumer's handler if it asked to be notified, or
+    /// reporting IB_EVENT_CQ_ERR on overflow.
+    pub(crate) fn complete(&self, c: &Completion, solicited: bool) {
+        match self.data().post(c, solicited) {
+            Posted::Ok { notify: true } => self.comp_event(),
+            Posted::Ok { notify: false } => {}
+            // The QP (or the consumer's ring) cannot go on: report it.
+            Posted::Overflow => self.error_event(),
+        }
     }
 }

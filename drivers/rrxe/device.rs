@@ -65,8 +65,8 @@ pub(crate) fn ib_mtu_for(eth_mtu: u32) -> b::ib_mtu {
     }
 }
 
-/// `rdma link add NAME type rrxe netdev NDEV`.
-pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
+/// `rdma link add NAME type rrxe netdev NDEV`: a device with the verbs of `ops`.
+pub(crate) fn newlink(name: &CStr, ndev: &NetDev, ops: &b::ib_device_ops) -> Result {
     if !ndev.is_ether() {
         pr_err!(
             "rrxe: cannot add {}: {} is not an Ethernet device\n",
@@ -102,6 +102,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
             ahs <- AhTable::new(),
             qps <- qps,
         }),
+        ops,
     )?;
     Ok(())
 }

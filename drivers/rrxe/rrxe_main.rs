@@ -4,7 +4,10 @@
 //! Layers:
 //! - [`proto`]: sans-IO RoCEv2 protocol logic, shared with the host test crate;
 //! - [`glue`]: the kernel glue, where all `unsafe` lives, exposing safe types;
-//! - [`device`]: safe driver logic on top.
+//! - the safe driver logic on top: [`device`], [`qp`], [`cq`], [`srq`], [`mr`], [`ah`],
+//!   [`net`], ...;
+//! - [`verbs`]: the verbs entry points the RDMA core calls, each converting its arguments
+//!   with glue's views and calling one safe function of the driver logic.
 
 // The pin-init macros recurse once per field; the QP has many.
 #![recursion_limit = "256"]
@@ -25,6 +28,7 @@ pub(crate) mod proto;
 mod qp;
 mod srq;
 mod uwqe;
+mod verbs;
 
 module! {
     type: RrxeModule,

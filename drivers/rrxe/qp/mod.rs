@@ -17,22 +17,28 @@
 //! trip under a busy-polling process. The rings between the producers and `run` are short
 //! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 //!
-//! Files: `wr` (SGEs, send/receive WRs, the WR rings), `modify` (modify_qp, query
-//! attributes), `user` (intake of the queues shared with a process), `run` (posting, the
-//! received-packet ring, the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
+//! Files: `create` (the QP verbs' policy: create, destroy, modify and query decoding),
+//! `post` (kernel WR lists decoded and posted, the doorbell), `wr` (SGEs, send/receive WRs,
+//! the WR rings), `modify` (applying modify_qp, query attributes), `user` (intake of the
+//! queues shared with a process), `run` (posting into the rings, the received-packet ring,
+//! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
 //! transmits, places and completes), `env` (the [`ResponderEnv`](proto::ResponderEnv):
 //! keys and receive buffers), `table` (a device's QPs by number). This file: the [`Qp`]
 //! itself, its creation, shutdown and event sources.
 
+mod create;
 mod env;
 mod modify;
+mod post;
 mod run;
 mod sink;
 mod table;
 mod user;
 mod wr;
 
+pub(crate) use create::{create, destroyed, modify, query, shut_down, CreateArgs, QpHandle};
 pub(crate) use modify::{ModifyArgs, QpAttrs};
+pub(crate) use post::{post_recv, post_recv_list, post_send};
 pub(crate) use table::{QpTable, Refused, MAX_QP};
 pub(crate) use user::pull_recv_queue;
 pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};

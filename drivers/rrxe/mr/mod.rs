@@ -10,6 +10,13 @@
 //! that was deregistered (removed from the table) can no longer be reached, and its memory
 //! (pinned pages) is released afterwards by the deregistering thread, in process context.
 
+mod reg;
+
+pub(crate) use reg::{
+    alloc_fast, alloc_mw, dealloc_mw, dereg, deregistered, get_dma, reg_user, rereg_user, MrData,
+    Rereg,
+};
+
 use crate::glue::mem::{Backing, Umem, Xfer};
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use core::sync::atomic::{AtomicU64, Ordering};
