@@ -45,12 +45,12 @@ pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
 
 use crate::glue::bindings as b;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
-use crate::glue::task::{Timer, TimerTarget, Work, WorkTarget};
+use crate::glue::task::{new_arc_bound, Timer, TimerTarget, Work, WorkTarget};
 use crate::glue::{CqPtr, DevPtr, Queue};
 use crate::proto;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{Arc, UniqueArc};
+use kernel::sync::Arc;
 use run::RxRing;
 
 /// Send WQEs the protocol core tracks at once (its window).
@@ -195,8 +195,8 @@ pub(crate) struct UserRings {
 pub(crate) struct Qp {
     // Event sources first: on drop they are shut down (timers, then work) before the state
     // they use goes.
-    timers: [Timer; 2],
-    work: Work,
+    timers: [Timer<Qp>; 2],
+    work: Work<Qp>,
     /// QP number.
     pub(crate) qpn: u32,
     /// Kind.
@@ -332,14 +332,10 @@ impl Qp {
             },
             sport: proto::net::udp_sport(init.qpn, 0),
         };
-        let uninit = UniqueArc::<Qp>::new_uninit(GFP_KERNEL)?;
-        let this: *const Qp = uninit.as_ptr();
-        // The Qp is initialised at `this` below, before anything can queue the work or arm
-        // a timer (nothing references the QP yet); it owns both and drops them (waiting for
-        // their callbacks) before its memory goes.
-        let (work, t0, t1) =
-            // SAFETY: `this` is initialised before first use and outlives work and timers.
-            unsafe { (Work::new(this)?, Timer::new(this, 0)?, Timer::new(this, 1)?) };
+        // Bound to the QP once it is initialised (new_arc_bound): until then nothing
+        // references the QP, and queueing or arming them would run nothing. The QP owns
+        // them and drops them (waiting for their callbacks) before its memory goes.
+        let (work, t0, t1) = (Work::new()?, Timer::new(0)?, Timer::new(1)?);
         let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
         let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
         let claim_init = new_irq_spinlock!(None, "rrxe_qp_claim");
@@ -353,7 +349,7 @@ impl Qp {
             "rrxe_qp_rx"
         );
         let engine_init = new_bh_spinlock!(engine, "rrxe_qp_engine");
-        let qp = uninit.pin_init_with(try_pin_init!(Qp {
+        let qp = try_pin_init!(Qp {
             timers: [t0, t1],
             work,
             qpn: init.qpn,
@@ -378,8 +374,8 @@ impl Qp {
             claim <- claim_init,
             rx <- rx_init,
             engine <- engine_init,
-        }? Error))?;
-        Ok(qp.into())
+        }? Error);
+        new_arc_bound(qp, |qp| (&qp.work, &qp.timers))
     }
 
     /// Current IB state.
