@@ -23,10 +23,9 @@ unsafe extern "C" fn create_qp(
     init: *mut b::ib_qp_init_attr,
     udata: *mut b::ib_udata,
 ) -> i32 {
-    // SAFETY: the core's contract (module doc): it allocated ibqp (size_ib_qp) for this
-    // creation with device and pd set; init is live and ours for the call; its srq is null
-    // or a live SRQ of ours and its CQs are null or live CQs of ours, all kept alive while
-    // the QP exists (the core counts their users); udata is null or the command's.
+    // SAFETY: the core's contract (module doc): ibqp is allocated for this creation; init
+    // is ours for the call, its srq and CQs null or live objects of ours that the core keeps
+    // while the QP exists (it counts their users); udata is null or the command's.
     let (obj, srq, send_cq, recv_cq, init, mut udata) = unsafe {
         let init = &mut *init;
         (
