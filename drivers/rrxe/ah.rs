@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Address handles: the address vector a UD send (or an RC/UC QP) sends to.
 
-// The table is used by the UD datapath (issue #4).
-#![allow(dead_code)]
-
 use crate::glue::bindings::{self as b, rrxe_kav};
 use crate::glue::obj::NewObj;
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};

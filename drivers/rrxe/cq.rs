@@ -7,9 +7,6 @@
 //! words: `ib_uverbs_wc` for user CQs (the ABI), a driver-private layout for kernel CQs
 //! (which also carries the `ib_qp` pointer and the RoCE source MAC).
 
-// Posting completions arrives with the QP datapath (issue #4).
-#![allow(dead_code)]
-
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
