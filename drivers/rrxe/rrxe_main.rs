@@ -24,6 +24,7 @@ mod device;
 // The glue is where raw kernel interfaces become safe types.
 #[allow(unsafe_code)]
 mod glue;
+mod ib;
 mod limits;
 mod mr;
 mod net;

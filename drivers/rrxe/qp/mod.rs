@@ -258,23 +258,6 @@ fn timer_idx(k: proto::TimerKind) -> usize {
     }
 }
 
-fn wc_status(s: proto::WcStatus) -> u32 {
-    use proto::WcStatus::*;
-    match s {
-        Success => b::ib_wc_status_IB_WC_SUCCESS,
-        LocLenErr => b::ib_wc_status_IB_WC_LOC_LEN_ERR,
-        LocQpOpErr => b::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
-        RemInvReqErr => b::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
-        RemAccessErr => b::ib_wc_status_IB_WC_REM_ACCESS_ERR,
-        RemOpErr => b::ib_wc_status_IB_WC_REM_OP_ERR,
-        RetryExcErr => b::ib_wc_status_IB_WC_RETRY_EXC_ERR,
-        RnrRetryExcErr => b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
-        WrFlushErr => b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
-        BadRespErr => b::ib_wc_status_IB_WC_BAD_RESP_ERR,
-        LocProtErr => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
-    }
-}
-
 fn ib_state(s: proto::QpState) -> u32 {
     match s {
         proto::QpState::Reset => b::ib_qp_state_IB_QPS_RESET,

@@ -7,6 +7,7 @@ use super::{transport_op, RecvWr, SendKind, SendWr, Sge, MAX_INLINE, MAX_SGE};
 use crate::glue::bindings as b;
 use crate::glue::obj::Obj;
 use crate::glue::wr::{RecvWrView, SendWrView, WrList};
+use crate::ib::{WcOpcode, WrOpcode};
 use crate::proto::{RemoteAddr, UdDest};
 use kernel::prelude::*;
 
@@ -70,12 +71,9 @@ fn post_one_send(qp: &Obj<'_, b::ib_qp>, wr: &b::ib_send_wr) -> Result {
         va: k.remote_addr,
         rkey: k.rkey,
     };
-    let (kind, wc) = match k.opcode {
-        b::ib_wr_opcode_IB_WR_LOCAL_INV => (
-            SendKind::LocalInv { key: k.ex },
-            b::ib_wc_opcode_IB_WC_LOCAL_INV,
-        ),
-        b::ib_wr_opcode_IB_WR_REG_MR => {
+    let (kind, wc) = match WrOpcode::from_raw(k.opcode) {
+        Some(WrOpcode::LocalInv) => (SendKind::LocalInv { key: k.ex }, WcOpcode::LocalInv),
+        Some(WrOpcode::RegMr) => {
             let mr = v.reg_mr().ok_or(EINVAL)?;
             let ibmr = mr.ib();
             let fr = crate::mr::FastReg {
@@ -88,11 +86,11 @@ fn post_one_send(qp: &Obj<'_, b::ib_qp>, wr: &b::ib_send_wr) -> Result {
             };
             let pd = qp.ib().pd as usize;
             mr.data().load(qp.dev(), fr.cur_key, pd)?;
-            (SendKind::RegMr(fr), b::ib_wc_opcode_IB_WC_REG_MR)
+            (SendKind::RegMr(fr), WcOpcode::RegMr)
         }
-        op => {
-            let (op, wc) =
-                transport_op(op, k.ex, remote, remote, k.compare_add, k.swap).ok_or(EINVAL)?;
+        _ => {
+            let (op, wc) = transport_op(k.opcode, k.ex, remote, remote, k.compare_add, k.swap)
+                .ok_or(EINVAL)?;
             (SendKind::Transport(op), wc)
         }
     };

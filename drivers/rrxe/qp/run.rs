@@ -9,8 +9,8 @@ use super::wr::{RecvWr, SendKind, SendWr, Sge};
 use super::{timer_kind, Engine, Qp, QpKind, RX_BUDGET, TX_BUDGET};
 use crate::counters::Counter;
 use crate::cq::Completion;
-use crate::glue::bindings as b;
 use crate::glue::{NetDev, SkBuff};
+use crate::ib::{WcOpcode, WcStatus};
 use crate::proto;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -133,8 +133,8 @@ impl Qp {
         rx.skbs.get_mut(h).and_then(Option::take)
     }
 
-    pub(super) fn complete_send(&self, wr: &SendWr, status: u32, byte_len: u32) {
-        if status != b::ib_wc_status_IB_WC_SUCCESS || wr.signaled || self.sig_all {
+    pub(super) fn complete_send(&self, wr: &SendWr, status: WcStatus, byte_len: u32) {
+        if status != WcStatus::Success || wr.signaled || self.sig_all {
             let c = Completion {
                 wr_id: wr.wr_id,
                 status,
@@ -162,7 +162,7 @@ impl Qp {
                 wr
             };
             if let Some(wr) = wr {
-                self.complete_send(&wr, b::ib_wc_status_IB_WC_WR_FLUSH_ERR, 0);
+                self.complete_send(&wr, WcStatus::WrFlushErr, 0);
             }
         }
     }
@@ -191,8 +191,8 @@ impl Qp {
     pub(super) fn flush_recv(&self, wr: &RecvWr) {
         let c = Completion {
             wr_id: wr.wr_id,
-            status: b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
-            opcode: b::ib_wc_opcode_IB_WC_RECV,
+            status: WcStatus::WrFlushErr,
+            opcode: WcOpcode::Recv,
             qp_num: self.qpn,
             qp_addr: self.ibqp_addr,
             ..Default::default()
@@ -350,7 +350,7 @@ impl Qp {
                             if !proto.send_queue().is_empty() {
                                 break;
                             }
-                            self.complete_send(&wr, b::ib_wc_status_IB_WC_LOC_QP_OP_ERR, 0);
+                            self.complete_send(&wr, WcStatus::LocQpOpErr, 0);
                             let mut sq = self.sq.lock();
                             sq.done = sq.done.wrapping_add(1);
                         }
@@ -368,7 +368,7 @@ impl Qp {
                         u64::from(self.qpn),
                         wr.wr_id,
                     );
-                    self.complete_send(&wr, b::ib_wc_status_IB_WC_LOC_QP_OP_ERR, 0);
+                    self.complete_send(&wr, WcStatus::LocQpOpErr, 0);
                     {
                         let mut sq = self.sq.lock();
                         sq.fed = sq.fed.wrapping_add(1);
@@ -397,9 +397,9 @@ impl Qp {
                         SendKind::Transport(_) | SendKind::Invalid => false,
                     };
                     let st = match (ok, wr.kind) {
-                        (true, _) => b::ib_wc_status_IB_WC_SUCCESS,
-                        (false, SendKind::BindMw(_)) => b::ib_wc_status_IB_WC_MW_BIND_ERR,
-                        (false, _) => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
+                        (true, _) => WcStatus::Success,
+                        (false, SendKind::BindMw(_)) => WcStatus::MwBindErr,
+                        (false, _) => WcStatus::LocProtErr,
                     };
                     self.complete_send(&wr, st, 0);
                     let mut sq = self.sq.lock();

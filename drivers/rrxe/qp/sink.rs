@@ -2,13 +2,14 @@
 //! The action sink: applies proto's actions (transmit, place, complete, timers) as they come.
 
 use super::wr::{copy_sges, sge_chunks, Sge};
-use super::{timer_idx, wc_status, Qp, GRH_LEN, MAX_SGE, RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV6};
+use super::{timer_idx, Qp, GRH_LEN, MAX_SGE, RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV6};
 use crate::ah::Av;
 use crate::counters::Counter;
 use crate::cq::Completion;
 use crate::glue::bindings as b;
 use crate::glue::mem::Xfer;
 use crate::glue::NetDev;
+use crate::ib::{WcOpcode, WcStatus};
 use crate::mr::access;
 use crate::proto::{self, Action, ActionSink};
 use kernel::prelude::*;
@@ -215,10 +216,10 @@ impl Sink<'_> {
         }
         let mut comp = Completion {
             wr_id: wr.wr_id,
-            status: wc_status(c.status),
+            status: WcStatus::from(c.status),
             opcode: match c.kind {
-                proto::RecvKind::Send => b::ib_wc_opcode_IB_WC_RECV,
-                proto::RecvKind::WriteImm => b::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+                proto::RecvKind::Send => WcOpcode::Recv,
+                proto::RecvKind::WriteImm => WcOpcode::RecvRdmaWithImm,
             },
             byte_len: c.byte_len,
             ex,
@@ -253,7 +254,7 @@ impl Sink<'_> {
             wr
         };
         if let Some(wr) = wr {
-            qp.complete_send(&wr, wc_status(c.status), c.byte_len);
+            qp.complete_send(&wr, WcStatus::from(c.status), c.byte_len);
         }
     }
 }

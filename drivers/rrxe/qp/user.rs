@@ -4,9 +4,9 @@
 
 use super::wr::{RecvWr, SendKind, SendWr, Sge, WrRing};
 use super::{Qp, MAX_SGE};
-use crate::glue::bindings as b;
 use crate::glue::sync::IrqSpinLock;
 use crate::glue::Queue;
+use crate::ib::WcOpcode;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
@@ -70,7 +70,7 @@ impl Qp {
                     let bad = SendWr {
                         wr_id: u64::from_ne_bytes(id),
                         kind: SendKind::Invalid,
-                        wc_opcode: b::ib_wc_opcode_IB_WC_SEND,
+                        wc_opcode: WcOpcode::Send,
                         len: 0,
                         signaled: true,
                         solicited: false,

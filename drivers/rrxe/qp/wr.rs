@@ -4,7 +4,7 @@
 
 use super::{MAX_INLINE, MAX_QP_WR, MAX_SGE};
 use crate::ah::Av;
-use crate::glue::bindings as b;
+use crate::ib::{WcOpcode, WrOpcode};
 use crate::proto;
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
@@ -40,8 +40,7 @@ pub(crate) enum SendKind {
 }
 
 /// The transport operation and completion opcode of a send work request. `opcode` is an
-/// `ib_wr_opcode`, whose transport values are those of `ib_uverbs_wr_opcode` (and so of the
-/// rrxe ABI); `ex` holds the immediate data in wire order or the rkey to invalidate.
+/// `ib_wr_opcode` ([`WrOpcode`]: its transport values are those of the rrxe ABI too); `ex` holds the immediate data in wire order or the rkey to invalidate.
 pub(crate) fn transport_op(
     opcode: u32,
     ex: u32,
@@ -49,79 +48,65 @@ pub(crate) fn transport_op(
     atomic: proto::RemoteAddr,
     compare_add: u64,
     swap: u64,
-) -> Option<(proto::SendOp, u32)> {
+) -> Option<(proto::SendOp, WcOpcode)> {
     use proto::SendOp;
     // Immediate data is stored in wire (big-endian) byte order; proto takes its value.
     let imm = u32::from_be(ex);
-    Some(match opcode {
-        b::ib_wr_opcode_IB_WR_SEND => (
+    Some(match WrOpcode::from_raw(opcode)? {
+        WrOpcode::Send => (
             SendOp::Send {
                 imm: None,
                 inv_rkey: None,
             },
-            b::ib_wc_opcode_IB_WC_SEND,
+            WcOpcode::Send,
         ),
-        b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (
+        WrOpcode::SendWithImm => (
             SendOp::Send {
                 imm: Some(imm),
                 inv_rkey: None,
             },
-            b::ib_wc_opcode_IB_WC_SEND,
+            WcOpcode::Send,
         ),
-        b::ib_wr_opcode_IB_WR_SEND_WITH_INV => (
+        WrOpcode::SendWithInv => (
             SendOp::Send {
                 imm: None,
                 inv_rkey: Some(ex),
             },
-            b::ib_wc_opcode_IB_WC_SEND,
+            WcOpcode::Send,
         ),
-        b::ib_wr_opcode_IB_WR_RDMA_WRITE => (
+        WrOpcode::RdmaWrite => (
             SendOp::Write {
                 remote: rdma,
                 imm: None,
             },
-            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+            WcOpcode::RdmaWrite,
         ),
-        b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (
+        WrOpcode::RdmaWriteWithImm => (
             SendOp::Write {
                 remote: rdma,
                 imm: Some(imm),
             },
-            b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+            WcOpcode::RdmaWrite,
         ),
-        b::ib_wr_opcode_IB_WR_RDMA_READ => (
-            SendOp::Read { remote: rdma },
-            b::ib_wc_opcode_IB_WC_RDMA_READ,
-        ),
-        b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => (
+        WrOpcode::RdmaRead => (SendOp::Read { remote: rdma }, WcOpcode::RdmaRead),
+        WrOpcode::AtomicCmpAndSwp => (
             SendOp::CompareSwap {
                 remote: atomic,
                 compare: compare_add,
                 swap,
             },
-            b::ib_wc_opcode_IB_WC_COMP_SWAP,
+            WcOpcode::CompSwap,
         ),
-        b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (
+        WrOpcode::AtomicFetchAndAdd => (
             SendOp::FetchAdd {
                 remote: atomic,
                 add: compare_add,
             },
-            b::ib_wc_opcode_IB_WC_FETCH_ADD,
+            WcOpcode::FetchAdd,
         ),
         _ => return None,
     })
 }
-
-const _: () = assert!(
-    b::ib_wr_opcode_IB_WR_SEND == b::RRXE_WR_SEND
-        && b::ib_wr_opcode_IB_WR_SEND_WITH_IMM == b::RRXE_WR_SEND_WITH_IMM
-        && b::ib_wr_opcode_IB_WR_SEND_WITH_INV == b::RRXE_WR_SEND_WITH_INV
-        && b::ib_wr_opcode_IB_WR_RDMA_WRITE == b::RRXE_WR_RDMA_WRITE
-        && b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM == b::RRXE_WR_RDMA_WRITE_WITH_IMM
-        && b::ib_wr_opcode_IB_WR_RDMA_READ == b::RRXE_WR_RDMA_READ
-        && b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP == b::RRXE_WR_ATOMIC_CMP_AND_SWP
-        && b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD == b::RRXE_WR_ATOMIC_FETCH_AND_ADD
-);
 
 /// A posted send work request, as the driver keeps it.
 #[derive(Clone, Copy)]
@@ -130,8 +115,8 @@ pub(crate) struct SendWr {
     pub(crate) wr_id: u64,
     /// Operation.
     pub(crate) kind: SendKind,
-    /// `ib_wc_opcode` of its completion.
-    pub(crate) wc_opcode: u32,
+    /// The opcode of its completion.
+    pub(crate) wc_opcode: WcOpcode,
     /// Total local length.
     pub(crate) len: u32,
     /// Signaled completion.
