@@ -2,7 +2,7 @@
 //! Address handles: the address vector a UD send (or an RC/UC QP) sends to.
 
 use crate::glue::bindings::{self as b, rrxe_kav};
-use crate::glue::obj::NewObj;
+use crate::glue::obj::{Created, NewObj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::{IbDev, Udata};
 use crate::limits;
@@ -108,7 +108,11 @@ pub(crate) struct AhData {
 /// `create_ah` (and `create_user_ah`) with the AV converted from the core's attribute,
 /// under one unit of the device's AH limit: a user AH gets a number in the device's AH
 /// table, which goes back in the response.
-pub(crate) fn create(obj: NewObj<'_, b::ib_ah>, av: Result<Av>, udata: &mut Udata<'_>) -> Result {
+pub(crate) fn create<'a>(
+    obj: NewObj<'a, b::ib_ah>,
+    av: Result<Av>,
+    udata: &mut Udata<'_>,
+) -> Result<Created<'a, b::ib_ah>> {
     let dev = obj.dev();
     dev.data().limits.counted(limits::Obj::Ah, || {
         let av = av?;
@@ -126,8 +130,7 @@ pub(crate) fn create(obj: NewObj<'_, b::ib_ah>, av: Result<Av>, udata: &mut Udat
             }
         }
         // Plain data, initialised by value.
-        obj.init(AhData { av, num })?.keep();
-        Ok(())
+        obj.init(AhData { av, num })
     })
 }
 

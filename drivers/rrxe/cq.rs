@@ -276,11 +276,11 @@ impl Cq {
 
 /// `create_cq`: a CQ of at least `attr.cqe` entries in the object the core allocated, under
 /// one unit of the device's CQ limit; a user CQ's ring layout goes back in the response.
-pub(crate) fn create(
-    obj: NewObj<'_, b::ib_cq>,
+pub(crate) fn create<'a>(
+    obj: NewObj<'a, b::ib_cq>,
     attr: &b::ib_cq_init_attr,
     udata: &mut Udata<'_>,
-) -> Result {
+) -> Result<Created<'a, b::ib_cq>> {
     let dev = obj.dev();
     dev.data().limits.counted(limits::Obj::Cq, || {
         if attr.flags != 0 {
@@ -291,7 +291,7 @@ pub(crate) fn create(
         }
         let uctx = UContext::from_udata(udata);
         let (init, entries) = Cq::new(attr.cqe, uctx.as_ref())?;
-        let mut cq: Created<'_, b::ib_cq> = obj.init(init)?;
+        let mut cq = obj.init(init)?;
         cq.ib_mut().cqe = entries as i32;
         if udata.is_user() {
             let resp = b::rrxe_create_cq_resp {
@@ -300,8 +300,7 @@ pub(crate) fn create(
             // On failure `cq` is dropped with its ring.
             udata.respond(&resp)?;
         }
-        cq.keep();
-        Ok(())
+        Ok(cq)
     })
 }
 

@@ -6,13 +6,12 @@
 //! - [`glue`]: the kernel glue, where all `unsafe` lives, exposing safe types;
 //! - the safe driver logic on top: [`device`], [`qp`], [`cq`], [`srq`], [`mr`], [`ah`],
 //!   [`net`], ...;
-//! - [`verbs`]: the verbs entry points the RDMA core calls, each converting its arguments
-//!   with glue's views and calling one safe function of the driver logic.
+//! - [`verbs`]: rrxe's verbs, which glue's entry points call with converted arguments, each
+//!   one call into the driver logic.
 
 // The pin-init macros recurse once per field; the QP has many.
 #![recursion_limit = "256"]
-// The safety boundary: `unsafe` only where allowed below (the glue, and the verbs entry
-// points' argument conversion).
+// The safety boundary: `unsafe` only in the glue (allowed below).
 #![deny(unsafe_code)]
 
 use kernel::prelude::*;
@@ -34,11 +33,6 @@ pub(crate) mod proto;
 mod qp;
 mod srq;
 mod uwqe;
-// The entry points are `unsafe extern "C"` functions the RDMA core calls with raw
-// pointers (and the `DriverObj` declarations their conversions rely on): each turns its
-// arguments into glue's safe views in one `unsafe` block, then calls safe code. They are
-// the C-facing half of the glue, kept apart so that glue names no driver type.
-#[allow(unsafe_code)]
 mod verbs;
 
 module! {
@@ -55,7 +49,7 @@ struct RrxeModule {
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let registration = glue::Registration::new()?;
+        let registration = glue::Registration::new::<verbs::Rrxe>()?;
         pr_info!(
             "rrxe: loaded; add a device with: rdma link add rrxe0 type rrxe netdev <netdev>\n"
         );

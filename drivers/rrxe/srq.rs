@@ -3,7 +3,7 @@
 
 use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
-use crate::glue::obj::{NewObj, Obj};
+use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::wr::WrList;
 use crate::glue::{IbDev, Queue, SrqPtr, UContext, Udata};
@@ -164,11 +164,11 @@ pub(crate) struct SrqHandle {
 /// `create_srq` under one unit of the device's SRQ limit: a basic SRQ whose size the
 /// device rounds up (`init.attr.max_wr` is updated); a user SRQ's queue layout goes back in
 /// the response.
-pub(crate) fn create(
-    obj: NewObj<'_, b::ib_srq>,
+pub(crate) fn create<'a>(
+    obj: NewObj<'a, b::ib_srq>,
     init: &mut b::ib_srq_init_attr,
     udata: &mut Udata<'_>,
-) -> Result {
+) -> Result<Created<'a, b::ib_srq>> {
     let dev = obj.dev();
     dev.data().limits.counted(limits::Obj::Srq, || {
         if init.srq_type != b::ib_srq_type_IB_SRQT_BASIC {
@@ -199,8 +199,7 @@ pub(crate) fn create(
         if udata.is_user() {
             udata.respond(&resp)?;
         }
-        obj.init(SrqHandle { srq })?.keep();
-        Ok(())
+        obj.init(SrqHandle { srq })
     })
 }
 

@@ -11,9 +11,11 @@
 //! - [`obj`]: typed views of the verbs objects the core passes (`ib_cq`, `ib_qp`, ...);
 //! - [`wr`]: kernel consumers' work-request lists.
 //!
-//! Nothing here is driver policy: the verbs entry points (`crate::verbs`) convert their
-//! raw arguments with these views and call the safe driver logic. The driver data kept in
-//! each core object is named by the top layer ([`obj::DriverObj`]), not here.
+//! - [`verbs`]: the verbs entry points, which convert their raw arguments with these views
+//!   and call the driver's [`Verbs`].
+//!
+//! Nothing here is driver policy, and nothing names a driver type: the driver implements
+//! [`Verbs`] and names the data each core object carries ([`obj::DriverObj`]).
 
 pub(crate) mod bindings;
 pub(crate) mod mem;
@@ -22,7 +24,10 @@ pub(crate) mod obj;
 mod queue;
 pub(crate) mod sync;
 pub(crate) mod task;
+mod verbs;
 pub(crate) mod wr;
+
+pub(crate) use verbs::Verbs;
 
 pub(crate) use net::{KernelCrc32, SkBuff, TxSkb};
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
@@ -222,14 +227,12 @@ impl IbDev {
         unsafe { bindings::ib_unregister_device_queued(self.as_ptr()) };
     }
 
-    /// Creates and registers a device named `name` on `ndev`, with the verbs of `ops`
-    /// (whose `dealloc_driver` must be [`dealloc_driver`]).
-    pub(crate) fn create(
-        name: &CStr,
-        ndev: &NetDev,
-        data: impl PinInit<DeviceData>,
-        ops: &bindings::ib_device_ops,
-    ) -> Result {
+    /// Creates and registers a device named `name` on `ndev`, with the verbs of `V`.
+    fn create<V: Verbs>(name: &CStr, ndev: &NetDev, data: impl PinInit<DeviceData>) -> Result
+    where
+        <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
+    {
+        let ops = verbs::device_ops::<V>();
         let reg = registry().ok_or(ENODEV)?;
         let size = core::mem::size_of::<RrxeDev>();
         // SAFETY: _ib_alloc_device allocates `size` zeroed bytes (size >= sizeof(ib_device))
@@ -253,7 +256,7 @@ impl IbDev {
                 | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
             bindings::rrxe_glue_set_node_desc(ib, kernel::c_str!("rrxe").as_char_ptr());
             bindings::rrxe_glue_mark_name_assigned_by_user(ib);
-            bindings::ib_set_device_ops(ib, ops);
+            bindings::ib_set_device_ops(ib, &ops);
             bindings::rrxe_glue_set_sysfs_ops(ib);
         }
         // From here on, an error path releases the device with ib_dealloc_device, which calls
@@ -527,6 +530,20 @@ struct Registry {
     /// taken inside it; module exit releases it before unregistering a device.
     #[pin]
     devices: Mutex<[Option<RegEntry>; MAX_DEVICES]>,
+    /// `rdma link add` (the driver's [`Verbs`]).
+    newlink: fn(&CStr, &NetDev) -> Result,
+    /// Netdev notifier events (the driver's [`Verbs`]).
+    netdev_event: fn(core::ffi::c_ulong, &NetDev),
+}
+
+/// `rdma link add` with the verbs of `V`: the driver checks the request and gives the
+/// device's data, glue creates and registers the device.
+fn link_add<V: Verbs>(name: &CStr, ndev: &NetDev) -> Result
+where
+    <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
+{
+    let data = V::newlink(name, ndev)?;
+    IbDev::create::<V>(name, ndev, data)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -571,11 +588,16 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
-    /// Registers the link type and notifier.
-    pub(crate) fn new() -> Result<Self> {
+    /// Registers the link type and notifier, whose devices have the verbs of `V`.
+    pub(crate) fn new<V: Verbs>() -> Result<Self>
+    where
+        <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
+    {
         let registry = KBox::pin_init(
             pin_init!(Registry {
                 devices <- kernel::new_mutex!([None; MAX_DEVICES], "rrxe_devices"),
+                newlink: link_add::<V>,
+                netdev_event: V::netdev_event,
             }),
             GFP_KERNEL,
         )?;
@@ -727,5 +749,39 @@ pub(crate) unsafe fn set_hw_stats(
     for (i, v) in values.enumerate() {
         // SAFETY: stats is live (contract); the helper bounds-checks the index.
         unsafe { bindings::rrxe_glue_hw_stats_set(stats, i as i32, v) };
+    }
+}
+
+/// `rdma link add NAME type rrxe netdev NDEV` (called by `rrxe_glue.c`'s link ops).
+#[no_mangle]
+unsafe extern "C" fn rrxe_rs_newlink(
+    name: *const kernel::ffi::c_char,
+    ndev: *mut bindings::net_device,
+) -> i32 {
+    if name.is_null() || ndev.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the rdma netlink core passes a NUL-terminated name and a netdev it holds a
+    // reference on for the duration of the call.
+    let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDev::from_raw(ndev)) };
+    let Some(reg) = registry() else {
+        return ENODEV.to_errno();
+    };
+    verbs::errno((reg.newlink)(name, ndev))
+}
+
+/// Netdev notifier events (called under RTNL by `rrxe_glue.c`'s notifier).
+#[no_mangle]
+unsafe extern "C" fn rrxe_rs_netdev_event(
+    event: core::ffi::c_ulong,
+    ndev: *mut bindings::net_device,
+) {
+    if ndev.is_null() {
+        return;
+    }
+    // SAFETY: the notifier chain passes a live netdev for the duration of the call.
+    let ndev = unsafe { NetDev::from_raw(ndev) };
+    if let Some(reg) = registry() {
+        (reg.netdev_event)(event, ndev);
     }
 }

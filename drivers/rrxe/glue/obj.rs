@@ -24,12 +24,12 @@ pub(crate) struct DrvObj<I, D> {
 
 /// A core object type (`ib_cq`, `ib_qp`, ...) and the driver data its objects carry.
 ///
-/// # Safety
-/// Every `Self` the core passes to an rrxe callback lives in a [`DrvObj<Self, Self::Data>`]
-/// (the ops table declares that size, or the driver allocated it), whose data is initialised
-/// by the creation callback (through [`NewObj::init`] or [`new_boxed`]) before the core can
-/// pass the object to any other callback, and dropped only by the destruction callback.
-pub(crate) unsafe trait DriverObj: Sized {
+/// The top layer names the data once per type; glue keeps every object consistent with it:
+/// the ops table declares the size of `DrvObj<Self, Self::Data>` ([`super::verbs`]), the
+/// device is allocated as one ([`super::IbDev`]), MRs by [`new_boxed`]; a creation
+/// succeeds only with the [`Created`] proof that [`NewObj::init`] initialised the data, and
+/// only the destruction callback drops it.
+pub(crate) trait DriverObj: Sized {
     /// What the driver keeps in each object.
     type Data;
 }
@@ -73,12 +73,12 @@ pub(crate) struct Obj<'a, I: DriverObj>(&'a DrvObj<I, I::Data>);
 
 impl<'a, I: DriverObj> Obj<'a, I> {
     /// # Safety
-    /// `ib` is null or an object of an rrxe device that stays alive, with its data
-    /// initialised, for `'a`: any callback but its creation (use [`NewObj`]), and in its
+    /// `ib` is null or an object of an rrxe device (whose data is initialised, by
+    /// [`DriverObj`]'s rules) that stays alive for `'a`: any callback but its creation (use [`NewObj`]), and in its
     /// destruction only until [`destroy`] or [`free_boxed`].
     pub(crate) unsafe fn from_raw(ib: *const I) -> Option<Self> {
-        // SAFETY: by the contract and the DriverObj contract, a DrvObj with initialised
-        // data, alive for 'a.
+        // SAFETY: by the contract and DriverObj's rules, a DrvObj with initialised data,
+        // alive for 'a.
         NonNull::new(ib.cast_mut()).map(|p| Obj(unsafe { &*p.as_ptr().cast() }))
     }
 
@@ -187,7 +187,7 @@ impl<I: DriverObj> Created<'_, I> {
     }
 
     /// The creation succeeds: the data stays until the destruction callback.
-    pub(crate) fn keep(self) {
+    pub(super) fn keep(self) {
         core::mem::forget(self);
     }
 }

@@ -6,7 +6,7 @@ use super::{check_access_flags, check_user_range, dma_region, fast_region, user_
 use super::{user_region, Region};
 use crate::glue::bindings as b;
 use crate::glue::mem::Umem;
-use crate::glue::obj::{new_boxed, NewObj, PageSink};
+use crate::glue::obj::{new_boxed, Created, NewObj, PageSink};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::IbDev;
 use crate::limits;
@@ -192,7 +192,7 @@ pub(crate) fn deregistered(dev: &IbDev) {
 
 /// `alloc_mw`: a type 1 or type 2B window in the MW's PD, under one unit of the device's
 /// MW limit; its rkey goes into the object.
-pub(crate) fn alloc_mw(mut mw: NewObj<'_, b::ib_mw>) -> Result {
+pub(crate) fn alloc_mw(mut mw: NewObj<'_, b::ib_mw>) -> Result<Created<'_, b::ib_mw>> {
     let dev = mw.dev();
     dev.data().limits.counted(limits::Obj::Mw, || {
         let (pd, ty) = (mw.ib().pd as usize, mw.ib().type_);
@@ -203,7 +203,7 @@ pub(crate) fn alloc_mw(mut mw: NewObj<'_, b::ib_mw>) -> Result {
         };
         let key = dev.data().mrs.insert_window(pd, type2)?;
         mw.ib_mut().rkey = key;
-        Ok(())
+        mw.init(())
     })
 }
 

@@ -4,7 +4,7 @@
 
 use super::{ModifyArgs, Qp, QpInit, QpKind, UserRings, DEV_CAPS};
 use crate::glue::bindings as b;
-use crate::glue::obj::{NewObj, Obj};
+use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::{CqPtr, IbDev, Queue, UContext, Udata};
 use crate::limits;
 use kernel::prelude::*;
@@ -34,22 +34,22 @@ pub(crate) struct CreateArgs<'a> {
 }
 
 /// `create_qp`, under one unit of the device's QP limit.
-pub(crate) fn create(
-    obj: NewObj<'_, b::ib_qp>,
+pub(crate) fn create<'a>(
+    obj: NewObj<'a, b::ib_qp>,
     a: CreateArgs<'_>,
     udata: &mut Udata<'_>,
-) -> Result {
+) -> Result<Created<'a, b::ib_qp>> {
     let dev = obj.dev();
     dev.data()
         .limits
         .counted(limits::Obj::Qp, || create_uncounted(obj, a, udata))
 }
 
-fn create_uncounted(
-    mut obj: NewObj<'_, b::ib_qp>,
+fn create_uncounted<'a>(
+    mut obj: NewObj<'a, b::ib_qp>,
     a: CreateArgs<'_>,
     udata: &mut Udata<'_>,
-) -> Result {
+) -> Result<Created<'a, b::ib_qp>> {
     let dev = obj.dev();
     let pd = obj.ib().pd as usize;
     let init = a.init;
@@ -135,8 +135,7 @@ fn create_uncounted(
     };
     obj.ib_mut().qp_num = qpn;
     // Plain data, initialised by value: nothing can fail from here on.
-    obj.init(h)?.keep();
-    Ok(())
+    obj.init(h)
 }
 
 /// `destroy_qp`, before the QP's handle is dropped: no more received packets reach it, then
