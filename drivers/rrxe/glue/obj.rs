@@ -210,7 +210,7 @@ pub(crate) unsafe fn destroy<'a, I: DriverObj + HasDevice>(ib: *mut I) -> Option
         return None;
     }
     let obj = ib.cast::<DrvObj<I, I::Data>>();
-    // SAFETY: initialised by the creation (DriverObj contract), dropped once here.
+    // SAFETY: initialised by the creation (DriverObj's rules), dropped once here.
     unsafe { core::ptr::drop_in_place(addr_of_mut!((*obj).data)) };
     // SAFETY: the core part is still valid; the device outlives its objects.
     Some(device_of(unsafe { &*ib }))
