@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Address handles: the address vector a UD send (or an RC/UC QP) sends to.
 
-// The table is used by the UD datapath (issue #4).
-#![allow(dead_code)]
-
-use crate::glue::bindings::rrxe_kav;
+use crate::glue::bindings::{self as b, rrxe_kav};
+use crate::glue::obj::{Created, NewObj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::{IbDev, Udata};
+use crate::limits;
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
@@ -95,4 +95,49 @@ impl AhTable {
             _ => None,
         }
     }
+}
+
+/// What an `ib_ah` carries for us.
+pub(crate) struct AhData {
+    /// The address vector.
+    pub(crate) av: Av,
+    /// Its number in the device's user AH table (0 for kernel AHs).
+    pub(crate) num: u32,
+}
+
+/// `create_ah` (and `create_user_ah`) with the AV converted from the core's attribute,
+/// under one unit of the device's AH limit: a user AH gets a number in the device's AH
+/// table, which goes back in the response.
+pub(crate) fn create<'a>(
+    obj: NewObj<'a, b::ib_ah>,
+    av: Result<Av>,
+    udata: &mut Udata<'_>,
+) -> Result<Created<'a, b::ib_ah>> {
+    let dev = obj.dev();
+    dev.data().limits.counted(limits::Obj::Ah, || {
+        let av = av?;
+        let pd = obj.ib().pd as usize;
+        let mut num = 0;
+        if udata.is_user() {
+            num = dev.data().ahs.insert(pd, av)?;
+            let resp = b::rrxe_create_ah_resp {
+                ah_num: num,
+                reserved: 0,
+            };
+            if let Err(e) = udata.respond(&resp) {
+                dev.data().ahs.remove(num);
+                return Err(e);
+            }
+        }
+        // Plain data, initialised by value.
+        obj.init(AhData { av, num })
+    })
+}
+
+/// `destroy_ah` of AH `num` (0 for a kernel AH).
+pub(crate) fn destroy(dev: &IbDev, num: u32) {
+    if num != 0 {
+        dev.data().ahs.remove(num);
+    }
+    dev.data().limits.put(limits::Obj::Ah);
 }

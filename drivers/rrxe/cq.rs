@@ -7,12 +7,12 @@
 //! words: `ib_uverbs_wc` for user CQs (the ABI), a driver-private layout for kernel CQs
 //! (which also carries the `ib_qp` pointer and the RoCE source MAC).
 
-// Posting completions arrives with the QP datapath (issue #4).
-#![allow(dead_code)]
-
 use crate::glue::bindings as b;
+use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
-use crate::glue::{Queue, UContext};
+use crate::glue::{CqPtr, Queue, UContext, Udata};
+use crate::ib::{WcOpcode, WcStatus};
+use crate::limits;
 use kernel::prelude::*;
 
 /// Largest number of CQ entries.
@@ -30,10 +30,10 @@ pub(crate) const NOTIFY_NEXT: u32 = 2;
 pub(crate) struct Completion {
     /// The work request's id.
     pub(crate) wr_id: u64,
-    /// `ib_wc_status`.
-    pub(crate) status: u32,
-    /// `ib_wc_opcode`.
-    pub(crate) opcode: u32,
+    /// Status.
+    pub(crate) status: WcStatus,
+    /// What it completes.
+    pub(crate) opcode: WcOpcode,
     /// Bytes transferred (receives).
     pub(crate) byte_len: u32,
     /// Immediate data (wire byte order, as a native u32 of the wire bytes) or invalidated rkey.
@@ -56,7 +56,7 @@ impl Completion {
     fn encode_user(&self) -> [u64; 6] {
         [
             self.wr_id,
-            u64::from(self.status) | u64::from(self.opcode) << 32,
+            u64::from(self.status as u32) | u64::from(self.opcode as u32) << 32,
             u64::from(self.byte_len) << 32, // vendor_err = 0
             u64::from(self.ex) | u64::from(self.qp_num) << 32,
             u64::from(self.src_qp) | u64::from(self.wc_flags) << 32,
@@ -79,25 +79,6 @@ impl Completion {
             u64::from_le_bytes(mac),
             u64::from(self.network_hdr_type),
         ]
-    }
-
-    /// Decodes a kernel CQ slot.
-    pub(crate) fn decode_kernel(w: &[u64; 9]) -> Self {
-        let mut smac = [0u8; 6];
-        smac.copy_from_slice(&w[7].to_le_bytes()[..6]);
-        Self {
-            wr_id: w[0],
-            status: w[1] as u32,
-            opcode: (w[1] >> 32) as u32,
-            byte_len: (w[2] >> 32) as u32,
-            ex: w[3] as u32,
-            qp_num: (w[3] >> 32) as u32,
-            src_qp: w[4] as u32,
-            wc_flags: (w[4] >> 32) as u32,
-            qp_addr: w[6],
-            smac,
-            network_hdr_type: w[8] as u8,
-        }
     }
 }
 
@@ -250,7 +231,7 @@ impl Cq {
             .store(st.producer, core::sync::atomic::Ordering::Release);
         // Armed for solicited completions, the consumer is also woken by an unsuccessful one
         // (IBTA 11.4.2.2): a QP that fails must not leave it asleep.
-        let wakes_solicited = solicited || c.status != b::ib_wc_status_IB_WC_SUCCESS;
+        let wakes_solicited = solicited || c.status != WcStatus::Success;
         let notify =
             st.notify & NOTIFY_NEXT != 0 || (wakes_solicited && st.notify & NOTIFY_SOLICITED != 0);
         if notify {
@@ -259,8 +240,8 @@ impl Cq {
         Posted::Ok { notify }
     }
 
-    /// Kernel CQs: takes up to `max` completions, passing each to `f`.
-    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &Completion)) -> usize {
+    /// Kernel CQs: takes up to `max` completions, passing each slot to `f`.
+    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &[u64; 9])) -> usize {
         let st = self.state.lock();
         let mut cons = st
             .queue
@@ -270,7 +251,7 @@ impl Cq {
         while n < max && cons != st.producer {
             let mut w = [0u64; 9];
             st.queue.read_slot(cons, &mut w);
-            f(n, &Completion::decode_kernel(&w));
+            f(n, &w);
             cons = cons.wrapping_add(1);
             n += 1;
         }
@@ -290,5 +271,109 @@ impl Cq {
             .consumer()
             .load(core::sync::atomic::Ordering::Acquire);
         cons != st.producer
+    }
+}
+
+/// `create_cq`: a CQ of at least `attr.cqe` entries in the object the core allocated, under
+/// one unit of the device's CQ limit; a user CQ's ring layout goes back in the response.
+pub(crate) fn create<'a>(
+    obj: NewObj<'a, b::ib_cq>,
+    attr: &b::ib_cq_init_attr,
+    udata: &mut Udata<'_>,
+) -> Result<Created<'a, b::ib_cq>> {
+    let dev = obj.dev();
+    dev.data().limits.counted(limits::Obj::Cq, || {
+        if attr.flags != 0 {
+            return Err(crate::glue::eopnotsupp());
+        }
+        if attr.comp_vector != 0 {
+            return Err(EINVAL);
+        }
+        let uctx = UContext::from_udata(udata);
+        let (init, entries) = Cq::new(attr.cqe, uctx.as_ref())?;
+        let mut cq = obj.init(init)?;
+        cq.ib_mut().cqe = entries as i32;
+        if udata.is_user() {
+            let resp = b::rrxe_create_cq_resp {
+                cq: cq.data().queue_info(),
+            };
+            // On failure `cq` is dropped with its ring.
+            udata.respond(&resp)?;
+        }
+        Ok(cq)
+    })
+}
+
+/// `destroy_cq`, once the CQ's data is gone: gives back its unit of the device's limit.
+pub(crate) fn destroyed(dev: &crate::glue::IbDev) {
+    dev.data().limits.put(limits::Obj::Cq);
+}
+
+/// `resize_cq` to at least `cqe` entries; a user CQ's new ring layout goes back in the
+/// response.
+pub(crate) fn resize(obj: &Obj<'_, b::ib_cq>, cqe: i32, udata: &mut Udata<'_>) -> Result {
+    let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
+    let cq = obj.data();
+    let uctx = UContext::from_udata(udata);
+    // The core's `cqe` is written under the CQ's lock (Cq::resize): two resizes of one CQ
+    // (the uverbs layer takes the CQ for reading only) publish in the order they resize.
+    cq.resize(cqe, uctx.as_ref(), |entries| obj.set_cqe(entries as i32))?;
+    if udata.is_user() {
+        let resp = b::rrxe_resize_cq_resp {
+            cq: cq.queue_info(),
+        };
+        udata.respond(&resp)?;
+    }
+    Ok(())
+}
+
+/// IB_CQ_REPORT_MISSED_EVENTS.
+const REPORT_MISSED_EVENTS: u32 = 4;
+
+/// `req_notify_cq`: arms the CQ; true if the caller asked to hear of completions already
+/// waiting and there are some.
+pub(crate) fn req_notify(cq: &Cq, flags: u32) -> bool {
+    let pending = cq.req_notify(flags);
+    flags & REPORT_MISSED_EVENTS != 0 && pending
+}
+
+/// `poll_cq` of a kernel CQ into the consumer's `wcs`; returns how many were filled.
+pub(crate) fn poll(cq: &Cq, wcs: &mut [b::ib_wc]) -> usize {
+    cq.poll(wcs.len(), |i, s| {
+        if let Some(w) = wcs.get_mut(i) {
+            fill_wc(s, w);
+        }
+    })
+}
+
+/// Fills an `ib_wc` from a kernel CQ slot (written by [`Completion`]'s `encode_kernel`).
+fn fill_wc(s: &[u64; 9], w: &mut b::ib_wc) {
+    let mut smac = [0u8; 6];
+    smac.copy_from_slice(&s[7].to_le_bytes()[..6]);
+    *w = b::ib_wc::default();
+    w.__bindgen_anon_1.wr_id = s[0];
+    w.status = s[1] as u32;
+    w.opcode = (s[1] >> 32) as u32;
+    w.byte_len = (s[2] >> 32) as u32;
+    w.qp = s[6] as *mut b::ib_qp;
+    w.ex.invalidate_rkey = s[3] as u32;
+    w.src_qp = s[4] as u32;
+    w.wc_flags = (s[4] >> 32) as i32;
+    w.port_num = 1;
+    w.smac = smac;
+    w.vlan_id = 0xffff;
+    w.network_hdr_type = s[8] as u8;
+}
+
+impl CqPtr {
+    /// Posts a completion, calling the consumer's handler if it asked to be notified, or
+    /// reporting IB_EVENT_CQ_ERR on overflow.
+    pub(crate) fn complete(&self, c: &Completion, solicited: bool) {
+        match self.data().post(c, solicited) {
+            Posted::Ok { notify: true } => self.comp_event(),
+            Posted::Ok { notify: false } => {}
+            // The QP (or the consumer's ring) cannot go on: report it.
+            Posted::Overflow => self.error_event(),
+        }
     }
 }

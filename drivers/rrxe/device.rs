@@ -65,8 +65,9 @@ pub(crate) fn ib_mtu_for(eth_mtu: u32) -> b::ib_mtu {
     }
 }
 
-/// `rdma link add NAME type rrxe netdev NDEV`.
-pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
+/// `rdma link add NAME type rrxe netdev NDEV`: checks the request; returns the new
+/// device's data (glue creates and registers the device).
+pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceData>> {
     if !ndev.is_ether() {
         pr_err!(
             "rrxe: cannot add {}: {} is not an Ethernet device\n",
@@ -92,18 +93,13 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result {
         return Err(EEXIST);
     }
     let qps = QpTable::new()?;
-    IbDev::create(
-        name,
-        ndev,
-        pin_init!(DeviceData {
-            counters: Counters::new(),
-            limits: Limits::new(),
-            mrs <- MrTable::new(),
-            ahs <- AhTable::new(),
-            qps <- qps,
-        }),
-    )?;
-    Ok(())
+    Ok(pin_init!(DeviceData {
+        counters: Counters::new(),
+        limits: Limits::new(),
+        mrs <- MrTable::new(),
+        ahs <- AhTable::new(),
+        qps <- qps,
+    }))
 }
 
 /// Called by the core once the device is registered: report the initial port state.

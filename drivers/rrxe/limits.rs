@@ -74,6 +74,13 @@ impl Limits {
         let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
+    /// Runs a creation under one unit of `o`: taken first (EINVAL past the maximum), given
+    /// back if the creation fails. The matching destroy gives it back with [`Limits::put`].
+    pub(crate) fn counted<T>(&self, o: Obj, create: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.take(o)?;
+        create().inspect_err(|_| self.put(o))
+    }
+
     /// Live objects of kind `o`.
     #[allow(dead_code)] // for debugging and future reporting
     pub(crate) fn live(&self, o: Obj) -> u32 {

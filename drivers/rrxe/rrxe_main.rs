@@ -4,10 +4,15 @@
 //! Layers:
 //! - [`proto`]: sans-IO RoCEv2 protocol logic, shared with the host test crate;
 //! - [`glue`]: the kernel glue, where all `unsafe` lives, exposing safe types;
-//! - [`device`]: safe driver logic on top.
+//! - the safe driver logic on top: [`device`], [`qp`], [`cq`], [`srq`], [`mr`], [`ah`],
+//!   [`net`], ...;
+//! - [`verbs`]: rrxe's verbs, which glue's entry points call with converted arguments, each
+//!   one call into the driver logic.
 
 // The pin-init macros recurse once per field; the QP has many.
 #![recursion_limit = "256"]
+// The safety boundary: `unsafe` only in the glue (allowed below).
+#![deny(unsafe_code)]
 
 use kernel::prelude::*;
 
@@ -15,7 +20,10 @@ mod ah;
 mod counters;
 mod cq;
 mod device;
+// The glue is where raw kernel interfaces become safe types.
+#[allow(unsafe_code)]
 mod glue;
+mod ib;
 mod limits;
 mod mr;
 mod net;
@@ -25,6 +33,7 @@ pub(crate) mod proto;
 mod qp;
 mod srq;
 mod uwqe;
+mod verbs;
 
 module! {
     type: RrxeModule,
@@ -40,7 +49,7 @@ struct RrxeModule {
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let registration = glue::Registration::new()?;
+        let registration = glue::Registration::new::<verbs::Rrxe>()?;
         pr_info!(
             "rrxe: loaded; add a device with: rdma link add rrxe0 type rrxe netdev <netdev>\n"
         );

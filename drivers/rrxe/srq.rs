@@ -2,9 +2,13 @@
 //! Shared receive queues: receive WQEs several QPs take from, with the limit event.
 
 use crate::counters::{Counter, Counters};
+use crate::glue::bindings as b;
+use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
-use crate::glue::{Queue, SrqPtr};
-use crate::qp::{Claim, RecvWr, Sge, WrRing, MAX_QP_WR, MAX_SGE};
+use crate::glue::wr::WrList;
+use crate::glue::{IbDev, Queue, SrqPtr, UContext, Udata};
+use crate::limits;
+use crate::qp::{Claim, RecvWr, Sge, WrRing, DEV_CAPS, MAX_QP_WR, MAX_SGE};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -149,4 +153,90 @@ pub(crate) struct SrqEvents {
     pub(crate) error: bool,
     /// Fewer WQEs than the armed limit remain (IB_EVENT_SRQ_LIMIT_REACHED).
     pub(crate) limit_reached: bool,
+}
+
+/// What an `ib_srq` carries for us.
+pub(crate) struct SrqHandle {
+    /// The SRQ (QPs using it hold references too).
+    pub(crate) srq: Arc<Srq>,
+}
+
+/// `create_srq` under one unit of the device's SRQ limit: a basic SRQ whose size the
+/// device rounds up (`init.attr.max_wr` is updated); a user SRQ's queue layout goes back in
+/// the response.
+pub(crate) fn create<'a>(
+    obj: NewObj<'a, b::ib_srq>,
+    init: &mut b::ib_srq_init_attr,
+    udata: &mut Udata<'_>,
+) -> Result<Created<'a, b::ib_srq>> {
+    let dev = obj.dev();
+    dev.data().limits.counted(limits::Obj::Srq, || {
+        if init.srq_type != b::ib_srq_type_IB_SRQT_BASIC {
+            return Err(crate::glue::eopnotsupp());
+        }
+        let a = &mut init.attr;
+        // Range first: max_wr comes from the process (next_power_of_two of a value over
+        // 2^31 overflows).
+        let slots = crate::proto::caps::check_srq_caps(a.max_wr, a.max_sge, &DEV_CAPS)
+            .map_err(|_| EINVAL)?;
+        let mut resp = b::rrxe_create_srq_resp::default();
+        let mut user = None;
+        if udata.is_user() {
+            let uctx = UContext::from_udata(udata).ok_or(EINVAL)?;
+            let shape = crate::proto::caps::user_srq_shape(
+                a.max_wr,
+                a.max_sge,
+                &DEV_CAPS,
+                &crate::uwqe::FORMAT,
+            )
+            .map_err(|_| EINVAL)?;
+            let q = Queue::new(shape.log2_slots, shape.slot_size, Some(&uctx))?;
+            resp.rq = q.info();
+            user = Some(q);
+        }
+        a.max_wr = slots;
+        let srq = Srq::new(slots, a.max_sge, a.srq_limit, obj.srq_ptr(), user)?;
+        if udata.is_user() {
+            udata.respond(&resp)?;
+        }
+        obj.init(SrqHandle { srq })
+    })
+}
+
+/// `modify_srq`: arms the limit (resizing is not supported).
+pub(crate) fn modify(h: &SrqHandle, attr: &b::ib_srq_attr, mask: b::ib_srq_attr_mask) -> Result {
+    if mask & b::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
+        return Err(crate::glue::eopnotsupp());
+    }
+    if mask & b::ib_srq_attr_mask_IB_SRQ_LIMIT != 0 {
+        return h.srq.set_limit(attr.srq_limit);
+    }
+    Ok(())
+}
+
+/// `query_srq`.
+pub(crate) fn query(h: &SrqHandle, attr: &mut b::ib_srq_attr) {
+    let (max_wr, max_sge, limit) = h.srq.attrs();
+    attr.max_wr = max_wr;
+    attr.max_sge = max_sge;
+    attr.srq_limit = limit;
+}
+
+/// `destroy_srq`, once the handle is gone: gives back the unit of the device's limit.
+pub(crate) fn destroyed(dev: &IbDev) {
+    dev.data().limits.put(limits::Obj::Srq);
+}
+
+/// `post_srq_recv`: a kernel SRQ's list WR by WR; a user SRQ's list is refused before any
+/// of it is read.
+pub(crate) fn post_recv(obj: &Obj<'_, b::ib_srq>, list: WrList<'_, b::ib_recv_wr>) -> Result {
+    let h = obj.data();
+    if list.is_empty() {
+        return Ok(());
+    }
+    if let Err(e) = h.srq.accept_kernel_wrs(&obj.dev().data().counters) {
+        return Err(list.refuse(e));
+    }
+    let (_, max_sge, _) = h.srq.attrs();
+    crate::qp::post_recv_list(list, max_sge, |w, s| h.srq.post_recv(w, s))
 }

@@ -9,6 +9,7 @@
 
 use crate::ah::AhTable;
 use crate::glue::bindings as b;
+use crate::ib::WcOpcode;
 use crate::proto::uabi::{self, WrFields, WrOpcode};
 use crate::proto::{RemoteAddr, SendOp};
 use crate::qp::{SendKind, SendWr, Sge};
@@ -191,17 +192,13 @@ pub(crate) fn decode_send(
                 len: m.length,
                 access: m.access,
             };
-            (SendKind::BindMw(req), b::ib_wc_opcode_IB_WC_BIND_MW, 0)
+            (SendKind::BindMw(req), WcOpcode::BindMw, 0)
         }
         WrFields::AtomicWrite { remote, value } => {
             // The value's bytes are in memory order; proto takes their big-endian reading.
             let value = u64::from_be_bytes(value);
             let op = SendOp::AtomicWrite { remote, value };
-            (
-                SendKind::Transport(op),
-                b::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
-                8,
-            )
+            (SendKind::Transport(op), WcOpcode::AtomicWrite, 8)
         }
         WrFields::Flush(f) => {
             let op = SendOp::Flush {
@@ -209,17 +206,11 @@ pub(crate) fn decode_send(
                 sel: f.level,
                 plt: f.typ,
             };
-            (
-                SendKind::Transport(op),
-                b::ib_wc_opcode_IB_WC_FLUSH,
-                f.length,
-            )
+            (SendKind::Transport(op), WcOpcode::Flush, f.length)
         }
-        WrFields::None if w.opcode == WrOpcode::LocalInv => (
-            SendKind::LocalInv { key: w.ex },
-            b::ib_wc_opcode_IB_WC_LOCAL_INV,
-            0,
-        ),
+        WrFields::None if w.opcode == WrOpcode::LocalInv => {
+            (SendKind::LocalInv { key: w.ex }, WcOpcode::LocalInv, 0)
+        }
         WrFields::None | WrFields::Rdma(_) | WrFields::Atomic { .. } => {
             let (rdma, atomic, cmp, swap) = match w.wr {
                 WrFields::Rdma(r) => (r, no_remote, 0, 0),

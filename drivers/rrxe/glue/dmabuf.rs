@@ -19,7 +19,6 @@
 
 use super::bindings;
 use super::mem::Xfer;
-use super::IbDev;
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
 use kernel::prelude::*;
@@ -134,30 +133,5 @@ impl DmabufMap {
         // `base`), valid until `self` is dropped; all concurrent kernel accesses to it are
         // atomic.
         Ok(f(unsafe { &*p.cast::<AtomicU64>() }))
-    }
-}
-
-/// `ib_device_ops.reg_user_mr_dmabuf`: a user MR over `[offset, offset + length)` of the
-/// dma-buf `fd`, at `iova`. The core (UVERBS_METHOD_REG_DMABUF_MR) has checked the access
-/// flags against its list and that `offset` and `iova` agree within a page.
-pub(super) unsafe extern "C" fn reg_user_mr_dmabuf(
-    pd: *mut bindings::ib_pd,
-    offset: u64,
-    length: u64,
-    iova: u64,
-    fd: i32,
-    access: i32,
-    _attrs: *mut bindings::uverbs_attr_bundle,
-) -> *mut bindings::ib_mr {
-    // SAFETY: the core passes a live PD of our device.
-    let dev = unsafe { IbDev::from_raw((*pd).device) };
-    let r = crate::mr::check_dmabuf_access(access as u32)
-        .and_then(|()| crate::mr::check_user_range(offset, length, iova))
-        .and_then(|()| DmabufMap::get(fd, offset, length))
-        .and_then(|m| crate::mr::dmabuf_region(pd as usize, access as u32, iova, length, m))
-        .and_then(|r| super::ops::new_mr(dev, r, 0));
-    match r {
-        Ok(p) => p,
-        Err(e) => super::ops::err_ptr(e),
     }
 }

@@ -6,9 +6,6 @@
 //! caller computed: a wrong key, address or length from the wire or from userspace can make
 //! an access fail, never reach outside the region.
 
-// Reads and atomics are used by the QP datapath (issue #4).
-#![allow(dead_code)]
-
 use super::bindings;
 use super::IbDev;
 use core::ptr::NonNull;

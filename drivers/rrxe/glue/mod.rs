@@ -7,39 +7,39 @@
 //! - [`IbDev`]: an rrxe `struct ib_device` together with its [`DeviceData`];
 //! - [`Udata`]: the driver-private part of a uverbs command;
 //! - [`Registration`]: module-lifetime registration of the link type and netdev notifier,
-//!   and the fence that unregisters every device before the module goes away.
+//!   and the fence that unregisters every device before the module goes away;
+//! - [`obj`]: typed views of the verbs objects the core passes (`ib_cq`, `ib_qp`, ...);
+//! - [`wr`]: kernel consumers' work-request lists.
 //!
-//! The ib_core callbacks (`ops`) are trampolines: they check and convert their raw
-//! arguments, call the safe logic in [`crate::device`], and turn its `Result` into an errno.
+//! - [`verbs`]: the verbs entry points, which convert their raw arguments with these views
+//!   and call the driver's [`Verbs`].
+//!
+//! Nothing here is driver policy, and nothing names a driver type: the driver implements
+//! [`Verbs`] and names the data each core object carries ([`obj::DriverObj`]).
 
 pub(crate) mod bindings;
 pub(crate) mod dmabuf;
 pub(crate) mod mem;
 mod net;
-mod ops;
+pub(crate) mod obj;
 mod queue;
 pub(crate) mod sync;
 pub(crate) mod task;
+mod verbs;
+pub(crate) mod wr;
+
+pub(crate) use verbs::Verbs;
 
 pub(crate) use net::{KernelCrc32, SkBuff, TxSkb};
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 
-/// The memory layout of every driver object the core allocates for us (`size_ib_*`): the
-/// core's struct first, so that the core's pointer is also ours, then the driver's data.
-#[repr(C)]
-pub(crate) struct DrvObj<I, D> {
-    ib: I,
-    data: D,
-}
-
-use crate::device::DeviceData;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, Ordering};
-use kernel::ffi::c_char;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
 use kernel::types::Opaque;
+use obj::{DriverObj, DrvObj};
 
 /// A rate-limited dynamic-debug message on an error path: `what` happened on device `dev`,
 /// with two values for context.
@@ -67,7 +67,7 @@ pub(crate) struct NetDev(Opaque<bindings::net_device>);
 impl NetDev {
     /// # Safety
     /// `ptr` must point to a live `net_device` that stays alive for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a NetDev {
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a NetDev {
         // SAFETY: `NetDev` is a transparent wrapper of `Opaque<net_device>`, and the caller
         // guarantees the pointee lives for 'a.
         unsafe { &*ptr.cast::<NetDev>() }
@@ -146,12 +146,11 @@ impl Drop for NetDevRef {
 }
 
 /// The memory layout of every rrxe device: the core's `ib_device` first (so that the
-/// core's pointer is also ours), then the driver's data.
-#[repr(C)]
-struct RrxeDev {
-    ib: bindings::ib_device,
-    data: DeviceData,
-}
+/// core's pointer is also ours), then the driver's data (named by the top layer).
+type RrxeDev = DrvObj<bindings::ib_device, DeviceData>;
+
+/// The driver data of an rrxe device.
+pub(crate) type DeviceData = <bindings::ib_device as DriverObj>::Data;
 
 /// An rrxe `struct ib_device` borrowed from the RDMA core.
 ///
@@ -160,19 +159,14 @@ struct RrxeDev {
 #[repr(transparent)]
 pub(crate) struct IbDev(Opaque<bindings::ib_device>);
 
-// SAFETY: the core calls device ops from any thread; DeviceData is Sync (checked below) and
+// SAFETY: the core calls device ops from any thread; DeviceData is Sync (the bound) and
 // the ib_device part is only touched through core functions that do their own locking.
-unsafe impl Sync for IbDev {}
-
-const _: () = {
-    const fn assert_sync<T: Sync + Send>() {}
-    assert_sync::<DeviceData>();
-};
+unsafe impl Sync for IbDev where DeviceData: Sync + Send {}
 
 impl IbDev {
     /// # Safety
     /// `ptr` is an rrxe device (see type invariant), alive for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a IbDev {
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a IbDev {
         // SAFETY: transparent wrapper; liveness from the caller.
         unsafe { &*ptr.cast::<IbDev>() }
     }
@@ -234,8 +228,12 @@ impl IbDev {
         unsafe { bindings::ib_unregister_device_queued(self.as_ptr()) };
     }
 
-    /// Creates and registers a device named `name` on `ndev`.
-    pub(crate) fn create(name: &CStr, ndev: &NetDev, data: impl PinInit<DeviceData>) -> Result {
+    /// Creates and registers a device named `name` on `ndev`, with the verbs of `V`.
+    fn create<V: Verbs>(name: &CStr, ndev: &NetDev, data: impl PinInit<DeviceData>) -> Result
+    where
+        <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
+    {
+        let ops = verbs::device_ops::<V>();
         let reg = registry().ok_or(ENODEV)?;
         let size = core::mem::size_of::<RrxeDev>();
         // SAFETY: _ib_alloc_device allocates `size` zeroed bytes (size >= sizeof(ib_device))
@@ -259,7 +257,7 @@ impl IbDev {
                 | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
             bindings::rrxe_glue_set_node_desc(ib, kernel::c_str!("rrxe").as_char_ptr());
             bindings::rrxe_glue_mark_name_assigned_by_user(ib);
-            bindings::ib_set_device_ops(ib, &ops::device_ops());
+            bindings::ib_set_device_ops(ib, &ops);
             bindings::rrxe_glue_set_sysfs_ops(ib);
         }
         // From here on, an error path releases the device with ib_dealloc_device, which calls
@@ -331,27 +329,29 @@ impl CqPtr {
         NonNull::new(cq).map(CqPtr)
     }
 
-    /// Posts a completion, calling the consumer's handler if it asked to be notified, or
-    /// reporting IB_EVENT_CQ_ERR on overflow.
-    pub(crate) fn complete(&self, c: &crate::cq::Completion, solicited: bool) {
-        // SAFETY: live CQ (type invariant).
-        let cq = unsafe { ops::cq_data(self.0.as_ptr()) };
-        match cq.post(c, solicited) {
-            crate::cq::Posted::Ok { notify: true } => {
-                // SAFETY: live CQ; the core set its handler.
-                unsafe { bindings::rrxe_glue_cq_comp(self.0.as_ptr()) }
-            }
-            crate::cq::Posted::Ok { notify: false } => {}
-            crate::cq::Posted::Overflow => {
-                // The QP (or the consumer's ring) cannot go on: report it.
-                // SAFETY: live CQ.
-                unsafe {
-                    bindings::rrxe_glue_cq_event(
-                        self.0.as_ptr(),
-                        bindings::ib_event_type_IB_EVENT_CQ_ERR as i32,
-                    )
-                }
-            }
+    /// The CQ's driver data.
+    pub(crate) fn data(&self) -> &<bindings::ib_cq as DriverObj>::Data
+    where
+        bindings::ib_cq: DriverObj,
+    {
+        // SAFETY: a live CQ of ours (type invariant), so an initialised DrvObj.
+        unsafe { &(*self.0.as_ptr().cast::<DrvObj<bindings::ib_cq, _>>()).data }
+    }
+
+    /// Calls the consumer's completion handler.
+    pub(crate) fn comp_event(&self) {
+        // SAFETY: live CQ; the core set its handler.
+        unsafe { bindings::rrxe_glue_cq_comp(self.0.as_ptr()) }
+    }
+
+    /// Reports IB_EVENT_CQ_ERR to the consumer.
+    pub(crate) fn error_event(&self) {
+        // SAFETY: live CQ.
+        unsafe {
+            bindings::rrxe_glue_cq_event(
+                self.0.as_ptr(),
+                bindings::ib_event_type_IB_EVENT_CQ_ERR as i32,
+            )
         }
     }
 }
@@ -446,6 +446,25 @@ pub(crate) struct Udata<'a>(
 );
 
 impl Udata<'_> {
+    /// # Safety
+    /// `p` is null (a kernel caller) or the live driver udata of the command being served,
+    /// for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(p: *mut bindings::ib_udata) -> Udata<'a> {
+        Udata(p, PhantomData)
+    }
+
+    /// The driver udata of a command's attribute bundle.
+    ///
+    /// # Safety
+    /// `attrs` is null or the live bundle of the command being served, for `'a`.
+    pub(crate) unsafe fn from_attrs<'a>(attrs: *mut bindings::uverbs_attr_bundle) -> Udata<'a> {
+        // SAFETY: the helper returns null for a null bundle, else its udata, live for 'a.
+        Udata(
+            unsafe { bindings::rrxe_glue_attrs_udata(attrs) },
+            PhantomData,
+        )
+    }
+
     /// Bytes of driver-private input.
     pub(crate) fn inlen(&self) -> usize {
         // SAFETY: null or a live udata for the duration of the command (the helper checks null).
@@ -512,6 +531,20 @@ struct Registry {
     /// taken inside it; module exit releases it before unregistering a device.
     #[pin]
     devices: Mutex<[Option<RegEntry>; MAX_DEVICES]>,
+    /// `rdma link add` (the driver's [`Verbs`]).
+    newlink: fn(&CStr, &NetDev) -> Result,
+    /// Netdev notifier events (the driver's [`Verbs`]).
+    netdev_event: fn(core::ffi::c_ulong, &NetDev),
+}
+
+/// `rdma link add` with the verbs of `V`: the driver checks the request and gives the
+/// device's data, glue creates and registers the device.
+fn link_add<V: Verbs>(name: &CStr, ndev: &NetDev) -> Result
+where
+    <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
+{
+    let data = V::newlink(name, ndev)?;
+    IbDev::create::<V>(name, ndev, data)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -556,11 +589,16 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
-    /// Registers the link type and notifier.
-    pub(crate) fn new() -> Result<Self> {
+    /// Registers the link type and notifier, whose devices have the verbs of `V`.
+    pub(crate) fn new<V: Verbs>() -> Result<Self>
+    where
+        <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
+    {
         let registry = KBox::pin_init(
             pin_init!(Registry {
                 devices <- kernel::new_mutex!([None; MAX_DEVICES], "rrxe_devices"),
+                newlink: link_add::<V>,
+                netdev_event: V::netdev_event,
             }),
             GFP_KERNEL,
         )?;
@@ -622,19 +660,118 @@ impl Drop for Registration {
     }
 }
 
-/// `rdma link add NAME type rrxe netdev NDEV`.
+/// Last callback of a device (`dealloc_driver` in every rrxe ops table): drops the driver
+/// data and forgets the device.
+pub(crate) unsafe extern "C" fn dealloc_driver(ibdev: *mut bindings::ib_device) {
+    let rdev = ibdev.cast::<RrxeDev>();
+    // SAFETY: called once per device by ib_dealloc_device, after every other op has
+    // returned and before the memory is freed; `data` was initialised in IbDev::create.
+    unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).data)) };
+    if let (Some(reg), Some(p)) = (registry(), NonNull::new(rdev)) {
+        reg.remove(p);
+    }
+}
+
+/// This module's `struct module` (the ops table's owner).
+pub(crate) fn this_module() -> *mut bindings::module {
+    // SAFETY: returns this module's `struct module`, valid while the module is loaded.
+    unsafe { bindings::rrxe_glue_this_module() }
+}
+
+/// The address vector of an AH attribute the core passes (a create_ah's, or a
+/// modify_qp's path): EINVAL unless RoCE with a GRH over IPv4 or IPv6.
+///
+/// # Safety
+/// `attr` is live for the call, and its GRH's `sgid_attr` is null or a gid attribute the
+/// core holds a reference on (as the core guarantees for the attributes it passes).
+pub(crate) unsafe fn ah_attr_to_av(
+    attr: *const bindings::rdma_ah_attr,
+) -> Result<bindings::rrxe_kav> {
+    let mut av = bindings::rrxe_kav::default();
+    // SAFETY: by the contract.
+    let err = unsafe { bindings::rrxe_glue_ah_attr_to_av(attr, &mut av) };
+    if err != 0 {
+        return Err(Error::from_errno(err));
+    }
+    Ok(av)
+}
+
+/// Fills an AH attribute (query_ah, query_qp) from an address vector.
+pub(crate) fn av_to_ah_attr(av: &bindings::rrxe_kav, attr: &mut bindings::rdma_ah_attr) {
+    // SAFETY: both are live and exclusive for the call; the helper only writes `attr`.
+    unsafe { bindings::rrxe_glue_av_to_ah_attr(av, attr) };
+}
+
+/// The core's QP state transition table: whether moving from `cur` to `new` with `mask`
+/// is allowed for a QP of `qp_type`.
+pub(crate) fn modify_qp_is_ok(cur: u32, new: u32, qp_type: u32, mask: u32) -> bool {
+    // SAFETY: a plain query of a constant table.
+    unsafe { bindings::ib_modify_qp_is_ok(cur, new, qp_type, mask) }
+}
+
+/// `rdma statistic` descriptors for `N` counters.
+pub(crate) struct StatDescs<const N: usize>([bindings::rdma_stat_desc; N]);
+
+// SAFETY: immutable after compile-time construction; the pointers are to 'static C strings.
+unsafe impl<const N: usize> Sync for StatDescs<N> {}
+
+impl<const N: usize> StatDescs<N> {
+    /// Descriptors named `names` (`N` of them).
+    pub(crate) const fn new(names: &'static [&'static core::ffi::CStr]) -> Self {
+        assert!(names.len() == N);
+        let mut d = [bindings::rdma_stat_desc {
+            name: ptr::null(),
+            flags: 0,
+            priv_: ptr::null(),
+        }; N];
+        let mut i = 0;
+        while i < N {
+            d[i].name = names[i].as_ptr().cast();
+            i += 1;
+        }
+        StatDescs(d)
+    }
+
+    /// A stats structure for these counters; the core owns (and frees) it.
+    pub(crate) fn alloc(&'static self) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: self is 'static and has N entries.
+        unsafe { bindings::rrxe_glue_alloc_hw_stats(self.0.as_ptr(), N as i32) }
+    }
+}
+
+/// Writes `values` into a stats structure of [`StatDescs::alloc`].
+///
+/// # Safety
+/// `stats` is live (the core's `get_hw_stats` argument).
+pub(crate) unsafe fn set_hw_stats(
+    stats: *mut bindings::rdma_hw_stats,
+    values: impl Iterator<Item = u64>,
+) {
+    for (i, v) in values.enumerate() {
+        // SAFETY: stats is live (contract); the helper bounds-checks the index.
+        unsafe { bindings::rrxe_glue_hw_stats_set(stats, i as i32, v) };
+    }
+}
+
+/// `rdma link add NAME type rrxe netdev NDEV` (called by `rrxe_glue.c`'s link ops).
 #[no_mangle]
-unsafe extern "C" fn rrxe_rs_newlink(name: *const c_char, ndev: *mut bindings::net_device) -> i32 {
+unsafe extern "C" fn rrxe_rs_newlink(
+    name: *const kernel::ffi::c_char,
+    ndev: *mut bindings::net_device,
+) -> i32 {
     if name.is_null() || ndev.is_null() {
         return EINVAL.to_errno();
     }
     // SAFETY: the rdma netlink core passes a NUL-terminated name and a netdev it holds a
     // reference on for the duration of the call.
     let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDev::from_raw(ndev)) };
-    ops::errno(crate::device::newlink(name, ndev))
+    let Some(reg) = registry() else {
+        return ENODEV.to_errno();
+    };
+    verbs::errno((reg.newlink)(name, ndev))
 }
 
-/// Netdev notifier events (called under RTNL).
+/// Netdev notifier events (called under RTNL by `rrxe_glue.c`'s notifier).
 #[no_mangle]
 unsafe extern "C" fn rrxe_rs_netdev_event(
     event: core::ffi::c_ulong,
@@ -645,5 +782,7 @@ unsafe extern "C" fn rrxe_rs_netdev_event(
     }
     // SAFETY: the notifier chain passes a live netdev for the duration of the call.
     let ndev = unsafe { NetDev::from_raw(ndev) };
-    crate::device::netdev_event(event, ndev);
+    if let Some(reg) = registry() {
+        (reg.netdev_event)(event, ndev);
+    }
 }

@@ -29,7 +29,6 @@ enum Owner {
 }
 
 /// A queue's memory.
-#[allow(dead_code)] // producer-side accessors are used by the QP datapath (issue #4)
 pub(crate) struct Queue {
     base: NonNull<u8>,
     log2_slots: u32,
@@ -55,7 +54,6 @@ impl UContext {
     }
 }
 
-#[allow(dead_code)] // producer-side accessors are used by the QP datapath (issue #4)
 impl Queue {
     /// Allocates a zeroed queue of `1 << log2_slots` slots of `slot_size` bytes (a power of
     /// two, at least 8), mappable through `uctx` if given.

@@ -2,18 +2,19 @@
 //! Deferred work (a `work_struct` on the high-priority workqueue) and timers (`timer_list`), each
 //! calling a method of a context object.
 //!
-//! Lifetime rule, enforced by construction: a [`Work`] or [`Timer`] is created for a
-//! context `T` that is pinned and outlives it (the context owns it), and dropping it waits
-//! for a running callback. Owners must stop every source that re-queues work (timers first,
-//! then work) before dropping the context — see `Drop` order notes where they are used.
-
-// Used by the QP datapath (issue #4).
-#![allow(dead_code)]
+//! Lifetime rule, enforced by construction: a [`Work`] or [`Timer`] is created unbound (it
+//! runs nothing) and bound by [`new_arc_bound`] to the `Arc`-held context `T` it is a field
+//! of, so the context outlives it; dropping it waits for a running callback. Owners must
+//! stop every source that re-queues work (timers first, then work) before dropping the
+//! context — see `Drop` order notes where they are used.
 
 use super::bindings;
 use core::ffi::c_void;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// What a [`Work`] runs (process context).
 pub(crate) trait WorkTarget: Sync {
@@ -27,82 +28,130 @@ pub(crate) trait TimerTarget: Sync {
     fn run_timer(&self, id: usize);
 }
 
-/// A work item bound to a context.
-pub(crate) struct Work(NonNull<bindings::rrxe_work>);
+/// The context a source runs, once bound. Heap-allocated so that its address, the C
+/// side's callback argument, stays put while the [`Work`] or [`Timer`] moves.
+type Target = KBox<AtomicPtr<c_void>>;
 
-// SAFETY: queue_work/cancel_work_sync may be called from any thread.
-unsafe impl Send for Work {}
-// SAFETY: as above.
-unsafe impl Sync for Work {}
-
-unsafe extern "C" fn work_trampoline<T: WorkTarget>(ctx: *mut c_void) {
-    // SAFETY: ctx is the `&T` given to Work::new, alive while the Work exists (the contract
-    // of Work::new), and the callback only runs while it exists.
-    unsafe { (*ctx.cast::<T>()).run_work() };
+fn new_target() -> Result<Target> {
+    Ok(KBox::new(
+        AtomicPtr::new(core::ptr::null_mut()),
+        GFP_KERNEL,
+    )?)
 }
 
-impl Work {
-    /// A work item running `ctx.run_work()`.
-    ///
-    /// # Safety
-    /// `ctx` must be initialised before the work is first queued, and stay at its address and
-    /// alive until the returned `Work` is dropped.
-    pub(crate) unsafe fn new<T: WorkTarget>(ctx: *const T) -> Result<Self> {
-        let p = ctx as *mut c_void;
-        // SAFETY: plain allocation; the trampoline matches T.
-        let w = unsafe { bindings::rrxe_glue_work_new(Some(work_trampoline::<T>), p) };
-        NonNull::new(w).map(Work).ok_or(ENOMEM)
-    }
+/// The bound context of a callback's argument, if any.
+///
+/// # Safety
+/// `ctx` is the [`Target`] of a live [`Work`] or [`Timer`] of `T`.
+unsafe fn bound<'a, T>(ctx: *mut c_void) -> Option<&'a T> {
+    // SAFETY: the Target outlives the C object whose callback passes it (contract).
+    let p = unsafe { &*ctx.cast::<AtomicPtr<c_void>>() }.load(Ordering::Acquire);
+    // SAFETY: INVARIANT of `bind`: a non-null target is the `T` that owns the source,
+    // alive while the source exists (dropping the source waits for this callback).
+    unsafe { p.cast::<T>().as_ref() }
+}
 
+/// A work item of context `T`.
+pub(crate) struct Work<T> {
+    raw: NonNull<bindings::rrxe_work>,
+    // Dropped after `raw` is freed (Drop::drop runs before the fields are dropped).
+    target: Target,
+    _t: PhantomData<fn(&T)>,
+}
+
+// SAFETY: queue_work/cancel_work_sync may be called from any thread; the target is an atomic.
+unsafe impl<T> Send for Work<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Work<T> {}
+
+unsafe extern "C" fn work_trampoline<T: WorkTarget>(ctx: *mut c_void) {
+    // SAFETY: ctx is the Target of the Work whose callback this is, alive while it exists.
+    if let Some(t) = unsafe { bound::<T>(ctx) } {
+        t.run_work();
+    }
+}
+
+impl<T: WorkTarget> Work<T> {
+    /// An unbound work item: queueing it runs nothing until [`new_arc_bound`] binds it.
+    pub(crate) fn new() -> Result<Self> {
+        let target = new_target()?;
+        let p = core::ptr::from_ref::<AtomicPtr<c_void>>(&target)
+            .cast_mut()
+            .cast();
+        // SAFETY: plain allocation; the trampoline matches T and its argument, the target,
+        // lives as long as the work item.
+        let w = unsafe { bindings::rrxe_glue_work_new(Some(work_trampoline::<T>), p) };
+        let raw = NonNull::new(w).ok_or(ENOMEM)?;
+        Ok(Work {
+            raw,
+            target,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T> Work<T> {
     /// Waits for a running instance and cancels a queued one. Process context only.
     pub(crate) fn cancel_sync(&self) {
         // SAFETY: live work item.
-        unsafe { bindings::rrxe_glue_work_cancel_sync(self.0.as_ptr()) };
+        unsafe { bindings::rrxe_glue_work_cancel_sync(self.raw.as_ptr()) };
     }
 
     /// Queues the work (no-op if already queued).
     pub(crate) fn queue(&self) {
         // SAFETY: live work item.
-        unsafe { bindings::rrxe_glue_work_queue(self.0.as_ptr()) };
+        unsafe { bindings::rrxe_glue_work_queue(self.raw.as_ptr()) };
     }
 }
 
-impl Drop for Work {
+impl<T> Drop for Work<T> {
     fn drop(&mut self) {
         // SAFETY: waits for a running callback, then frees; never used again.
-        unsafe { bindings::rrxe_glue_work_free(self.0.as_ptr()) };
+        unsafe { bindings::rrxe_glue_work_free(self.raw.as_ptr()) };
     }
 }
 
-/// A timer bound to a context.
-pub(crate) struct Timer {
+/// A timer of context `T`.
+pub(crate) struct Timer<T> {
     raw: NonNull<bindings::rrxe_timer>,
+    // Dropped after `raw` is freed.
+    target: Target,
+    _t: PhantomData<fn(&T)>,
 }
 
-// SAFETY: mod_timer/timer_delete may be called from any thread.
-unsafe impl Send for Timer {}
+// SAFETY: mod_timer/timer_delete may be called from any thread; the target is an atomic.
+unsafe impl<T> Send for Timer<T> {}
 // SAFETY: as above.
-unsafe impl Sync for Timer {}
+unsafe impl<T> Sync for Timer<T> {}
 
 unsafe extern "C" fn timer_trampoline<T: TimerTarget>(ctx: *mut c_void, id: kernel::ffi::c_ulong) {
-    // SAFETY: ctx is the `&T` given to Timer::new, alive while the Timer exists (the contract
-    // of Timer::new), and the callback only runs while it exists.
-    unsafe { (*ctx.cast::<T>()).run_timer(id as usize) };
+    // SAFETY: ctx is the Target of the Timer whose callback this is, alive while it exists.
+    if let Some(t) = unsafe { bound::<T>(ctx) } {
+        t.run_timer(id as usize);
+    }
 }
 
-impl Timer {
-    /// A timer running `ctx.run_timer(id)`.
-    ///
-    /// # Safety
-    /// `ctx` must be initialised before the timer is first armed, and stay at its address and
-    /// alive until the returned `Timer` is dropped.
-    pub(crate) unsafe fn new<T: TimerTarget>(ctx: *const T, id: usize) -> Result<Self> {
-        let p = ctx as *mut c_void;
-        // SAFETY: plain allocation; the trampoline matches T.
+impl<T: TimerTarget> Timer<T> {
+    /// An unbound timer running `ctx.run_timer(id)` once [`new_arc_bound`] binds it; until
+    /// then its expiry runs nothing.
+    pub(crate) fn new(id: usize) -> Result<Self> {
+        let target = new_target()?;
+        let p = core::ptr::from_ref::<AtomicPtr<c_void>>(&target)
+            .cast_mut()
+            .cast();
+        // SAFETY: plain allocation; the trampoline matches T and its argument, the target,
+        // lives as long as the timer.
         let t = unsafe { bindings::rrxe_glue_timer_new(Some(timer_trampoline::<T>), p, id as _) };
-        NonNull::new(t).map(|raw| Timer { raw }).ok_or(ENOMEM)
+        let raw = NonNull::new(t).ok_or(ENOMEM)?;
+        Ok(Timer {
+            raw,
+            target,
+            _t: PhantomData,
+        })
     }
+}
 
+impl<T> Timer<T> {
     /// (Re)arms the timer `usecs` from now.
     pub(crate) fn arm(&self, usecs: u64) {
         // SAFETY: live timer.
@@ -123,9 +172,43 @@ impl Timer {
     }
 }
 
-impl Drop for Timer {
+impl<T> Drop for Timer<T> {
     fn drop(&mut self) {
         // SAFETY: shuts the timer down for good (waits for a running callback), then frees.
         unsafe { bindings::rrxe_glue_timer_free(self.raw.as_ptr()) };
     }
+}
+
+/// Whether `field` (of `n` bytes) lies inside `t`'s memory.
+fn inside<T, F>(t: &T, field: &F) -> bool {
+    let base = core::ptr::from_ref(t) as usize;
+    let at = core::ptr::from_ref(field) as usize;
+    at >= base && at + core::mem::size_of::<F>() <= base + core::mem::size_of::<T>()
+}
+
+/// Allocates an `Arc<T>` initialised by `init`, then binds the work item and timers that
+/// `sources` picks out of it: from then on they run `T`'s callbacks. They must be fields of
+/// `T` (EINVAL otherwise, and the new `T` is dropped).
+pub(crate) fn new_arc_bound<T, const N: usize>(
+    init: impl PinInit<T, Error>,
+    sources: impl for<'a> FnOnce(&'a T) -> (&'a Work<T>, &'a [Timer<T>; N]),
+) -> Result<Arc<T>>
+where
+    T: WorkTarget + TimerTarget,
+{
+    let arc = Arc::pin_init(init, GFP_KERNEL)?;
+    let t: &T = &arc;
+    let (work, timers) = sources(t);
+    if !inside(t, work) || !inside(t, timers) {
+        return Err(EINVAL);
+    }
+    let target = core::ptr::from_ref(t).cast_mut().cast::<c_void>();
+    // INVARIANT: each source lies inside `T`, pinned in the Arc: it is dropped (waiting for
+    // its running callback) before `T`'s memory is freed, so the target outlives every
+    // callback that reads it.
+    work.target.store(target, Ordering::Release);
+    for tm in timers {
+        tm.target.store(target, Ordering::Release);
+    }
+    Ok(arc)
 }

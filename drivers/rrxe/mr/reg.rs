@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The MR and MW verbs' policy: registration (DMA, user, fast-registration), re-registration,
+//! the page list `ib_map_mr_sg` records, deregistration, and window allocation.
+
+use super::{check_access_flags, check_user_range, dma_region, fast_region, user_extent};
+use super::{check_dmabuf_access, dmabuf_region, user_region, Region};
+use crate::glue::bindings as b;
+use crate::glue::dmabuf::DmabufMap;
+use crate::glue::mem::Umem;
+use crate::glue::obj::{new_boxed, Created, NewObj, PageSink};
+use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::IbDev;
+use crate::limits;
+use kernel::prelude::*;
+
+/// What an `ib_mr` carries for us: the page list of a fast-registration MR.
+#[pin_data]
+pub(crate) struct MrData {
+    /// The pages `ib_map_mr_sg` recorded. IRQs off: `map_mr_sg` and its page callback (the
+    /// consumer's context), and a REG_MR `post_send` (any context), which stages the list
+    /// into the MR table inside it (the table's `inner`, then the region's `staged`, both
+    /// interrupts-off locks).
+    #[pin]
+    fr: IrqSpinLock<FrPages>,
+}
+
+/// Pages recorded by `ib_map_mr_sg` for the next REG_MR work request.
+struct FrPages {
+    /// Kernel virtual address of each page (capacity = max_num_sg, never reallocated).
+    pages: KVec<u64>,
+    /// Entries of `pages` in use.
+    n: usize,
+}
+
+/// Largest fast-registration page list.
+const MAX_FR_PAGES: u32 = 512;
+
+impl PageSink for MrData {
+    fn reset(&self) {
+        self.fr.lock().n = 0;
+    }
+
+    fn set_page(&self, addr: u64) -> Result {
+        let mut fr = self.fr.lock();
+        let n = fr.n;
+        let slot = fr.pages.get_mut(n).ok_or(ENOMEM)?;
+        *slot = addr;
+        fr.n = n + 1;
+        Ok(())
+    }
+}
+
+impl MrData {
+    /// At REG_MR post time: loads the recorded pages into fast-registration region `key`
+    /// of PD `pd` (EINVAL if it is not one).
+    pub(crate) fn load(&self, dev: &IbDev, key: u32, pd: usize) -> Result {
+        let pages = self.fr.lock();
+        let list = pages.pages.get(..pages.n).ok_or(EINVAL)?;
+        dev.data()
+            .mrs
+            .fast_reg_load(key, pd, list)
+            .map_err(|_| EINVAL)
+    }
+}
+
+/// Allocates the MR object, registers `region` in the device's table and returns the
+/// `ib_mr`, under one unit of the device's MR limit.
+fn new_mr(dev: &IbDev, region: Region, fr_cap: usize) -> Result<*mut b::ib_mr> {
+    dev.data().limits.counted(limits::Obj::Mr, || {
+        let mut pages = KVec::with_capacity(fr_cap, GFP_KERNEL)?;
+        pages.extend_with(fr_cap, 0u64, GFP_KERNEL)?;
+        let data = try_pin_init!(MrData {
+            fr <- new_irq_spinlock!(FrPages { pages, n: 0 }, "rrxe_fr_pages"),
+        }? Error);
+        new_boxed::<b::ib_mr>(data, |ib| {
+            let key = dev.data().mrs.insert(region)?;
+            ib.lkey = key;
+            ib.rkey = key;
+            Ok(())
+        })
+    })
+}
+
+/// `get_dma_mr`: all of kernel memory for a kernel consumer of PD `pd`.
+pub(crate) fn get_dma(dev: &IbDev, pd: usize, access: i32) -> Result<*mut b::ib_mr> {
+    new_mr(dev, dma_region(pd, access as u32)?, 0)
+}
+
+/// `reg_user_mr`: `length` bytes of the process at `start`, pinned, seen at `iova`.
+pub(crate) fn reg_user(
+    dev: &IbDev,
+    pd: usize,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: i32,
+) -> Result<*mut b::ib_mr> {
+    check_access_flags(access as u32)?;
+    check_user_range(start, length, iova)?;
+    let umem = Umem::get(dev, start, length, access)?;
+    let r = user_region(pd, access as u32, iova, length, umem)?;
+    new_mr(dev, r, 0)
+}
+
+/// `reg_user_mr_dmabuf`: a user MR over `[offset, offset + length)` of the dma-buf `fd`, at
+/// `iova`. The core (UVERBS_METHOD_REG_DMABUF_MR) has checked the access flags against its
+/// list and that `offset` and `iova` agree within a page; both are checked again here.
+pub(crate) fn reg_dmabuf(
+    dev: &IbDev,
+    pd: usize,
+    (offset, length, iova): (u64, u64, u64),
+    fd: i32,
+    access: i32,
+) -> Result<*mut b::ib_mr> {
+    check_dmabuf_access(access as u32)?;
+    check_user_range(offset, length, iova)?;
+    let map = DmabufMap::get(fd, offset, length)?;
+    let r = dmabuf_region(pd, access as u32, iova, length, map)?;
+    new_mr(dev, r, 0)
+}
+
+/// `IB_MR_REREG_*`.
+const REREG_TRANS: i32 = 1;
+const REREG_PD: i32 = 2;
+const REREG_ACCESS: i32 = 4;
+
+/// What `rereg_user_mr` asks.
+pub(crate) struct Rereg {
+    /// IB_MR_REREG_* flags.
+    pub(crate) flags: i32,
+    /// New user address, length and IOVA (IB_MR_REREG_TRANS).
+    pub(crate) start: u64,
+    /// See `start`.
+    pub(crate) length: u64,
+    /// See `start`.
+    pub(crate) iova: u64,
+    /// New access flags (IB_MR_REREG_ACCESS).
+    pub(crate) access: i32,
+    /// The new PD (IB_MR_REREG_PD, or the current one).
+    pub(crate) pd: usize,
+}
+
+/// `rereg_user_mr` of MR `key` in PD `old_pd`. A new translation or new access flags make a
+/// new region (pinned again, with new keys: the core then destroys the old MR), returned;
+/// a PD change alone is made in place (`None`).
+pub(crate) fn rereg_user(
+    dev: &IbDev,
+    key: u32,
+    old_pd: usize,
+    r: &Rereg,
+) -> Result<Option<*mut b::ib_mr>> {
+    let mrs = &dev.data().mrs;
+    let Ok(Some((cur_access, cur_iova, cur_len, cur_start))) =
+        mrs.with(key, old_pd, |r| user_extent(r))
+    else {
+        return Err(EINVAL);
+    };
+    // A region with windows bound to it keeps its PD, access and translation: the IBTA's
+    // reregistration, like deregistration, refuses a region in use by windows (rdma_rxe
+    // refuses to deregister one with EINVAL).
+    if mrs.has_bound_windows(key) {
+        return Err(EINVAL);
+    }
+    if r.flags & (REREG_TRANS | REREG_ACCESS) != 0 {
+        let access = if r.flags & REREG_ACCESS != 0 {
+            r.access
+        } else {
+            cur_access as i32
+        };
+        let (start, length, iova) = if r.flags & REREG_TRANS != 0 {
+            (r.start, r.length, r.iova)
+        } else {
+            (cur_start, cur_len, cur_iova)
+        };
+        return reg_user(dev, r.pd, start, length, iova, access).map(Some);
+    }
+    if r.flags & REREG_PD != 0 && mrs.set_pd(key, old_pd, r.pd).is_err() {
+        return Err(EINVAL);
+    }
+    Ok(None)
+}
+
+/// `alloc_mr`: a fast-registration MR for up to `max_num_sg` pages.
+pub(crate) fn alloc_fast(
+    dev: &IbDev,
+    pd: usize,
+    mr_type: b::ib_mr_type,
+    max_num_sg: u32,
+) -> Result<*mut b::ib_mr> {
+    if mr_type != b::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        return Err(EINVAL);
+    }
+    if max_num_sg == 0 || max_num_sg > MAX_FR_PAGES {
+        return Err(EINVAL);
+    }
+    let r = fast_region(pd, max_num_sg as usize)?;
+    new_mr(dev, r, max_num_sg as usize)
+}
+
+/// `dereg_mr`, before the MR object is freed: unreachable from the datapath from here
+/// on; its memory is released here, in process context.
+pub(crate) fn dereg(dev: &IbDev, key: u32) {
+    drop(dev.data().mrs.remove(key));
+}
+
+/// `dereg_mr`, once the object is freed: gives back the unit of the device's limit.
+pub(crate) fn deregistered(dev: &IbDev) {
+    dev.data().limits.put(limits::Obj::Mr);
+}
+
+/// `alloc_mw`: a type 1 or type 2B window in the MW's PD, under one unit of the device's
+/// MW limit; its rkey goes into the object.
+pub(crate) fn alloc_mw(mut mw: NewObj<'_, b::ib_mw>) -> Result<Created<'_, b::ib_mw>> {
+    let dev = mw.dev();
+    dev.data().limits.counted(limits::Obj::Mw, || {
+        let (pd, ty) = (mw.ib().pd as usize, mw.ib().type_);
+        let type2 = match ty {
+            b::ib_mw_type_IB_MW_TYPE_1 => false,
+            b::ib_mw_type_IB_MW_TYPE_2 => true,
+            _ => return Err(EINVAL),
+        };
+        let key = dev.data().mrs.insert_window(pd, type2)?;
+        mw.ib_mut().rkey = key;
+        mw.init(())
+    })
+}
+
+/// `dealloc_mw` of window `key` (the rkey given at allocation, whose slot is the window's
+/// whatever binds did to the tag).
+pub(crate) fn dealloc_mw(dev: &IbDev, key: u32) {
+    dev.data().mrs.remove_window(key);
+    dev.data().limits.put(limits::Obj::Mw);
+}

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Regions: access flags, the access checks and copies of one region (directly or through
+//! a window), and the constructors of each kind of region.
+
+use crate::glue::dmabuf::DmabufMap;
+use crate::glue::mem::{Backing, Umem, Xfer};
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+/// IB_ACCESS_* flags.
+pub(crate) mod access {
+    /// Local write (receive into, READ response into, atomic result into).
+    pub(crate) const LOCAL_WRITE: u32 = 1;
+    /// Remote RDMA WRITE.
+    pub(crate) const REMOTE_WRITE: u32 = 2;
+    /// Remote RDMA READ.
+    pub(crate) const REMOTE_READ: u32 = 4;
+    /// Remote atomics.
+    pub(crate) const REMOTE_ATOMIC: u32 = 8;
+    /// Memory window binding.
+    pub(crate) const MW_BIND: u32 = 16;
+    /// Zero-based virtual addresses.
+    pub(crate) const ZERO_BASED: u32 = 32;
+    /// Relaxed ordering (a hint; accepted).
+    pub(crate) const RELAXED_ORDERING: u32 = 1 << 20;
+    /// FLUSH to global visibility.
+    pub(crate) const FLUSH_GLOBAL: u32 = 1 << 8;
+    /// FLUSH to persistence.
+    pub(crate) const FLUSH_PERSISTENT: u32 = 1 << 9;
+    /// The optional flags (IB_ACCESS_OPTIONAL, bits 20..=29): hints a device may ignore,
+    /// accepted as rdma_rxe accepts them.
+    pub(crate) const OPTIONAL: u32 = 0x3ff0_0000;
+    /// The flags a QP's access may hold (as rdma_rxe's RXE_ACCESS_SUPPORTED_QP, less
+    /// on-demand paging, which rrxe does not offer): any other bit is refused by modify_qp.
+    pub(crate) const QP_SUPPORTED: u32 = LOCAL_WRITE
+        | REMOTE_WRITE
+        | REMOTE_READ
+        | REMOTE_ATOMIC
+        | MW_BIND
+        | FLUSH_GLOBAL
+        | FLUSH_PERSISTENT
+        | OPTIONAL;
+    /// Every flag rrxe supports.
+    pub(crate) const SUPPORTED: u32 = OPTIONAL
+        | LOCAL_WRITE
+        | REMOTE_WRITE
+        | REMOTE_READ
+        | REMOTE_ATOMIC
+        | MW_BIND
+        | ZERO_BASED
+        | RELAXED_ORDERING
+        | FLUSH_GLOBAL
+        | FLUSH_PERSISTENT;
+}
+
+/// Why an access was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AccessError {
+    /// No region has this key (or it is in another PD, or not valid).
+    BadKey,
+    /// Outside the region.
+    OutOfBounds,
+    /// The region does not grant the access.
+    NoPermission,
+}
+
+/// A registered region.
+pub(crate) struct Region {
+    /// The PD (its address, as an identity).
+    pub(crate) pd: usize,
+    /// IB_ACCESS_* flags.
+    pub(crate) access: u32,
+    /// First virtual address.
+    pub(crate) iova: u64,
+    /// Length in bytes.
+    pub(crate) length: u64,
+    /// Local key.
+    pub(crate) lkey: u32,
+    /// Remote key (same slot; equal to lkey).
+    pub(crate) rkey: u32,
+    /// False for a fast-registration MR until a REG_MR work request makes it valid, and
+    /// after a LOCAL_INV.
+    pub(crate) valid: bool,
+    /// The memory.
+    pub(crate) backing: Backing,
+    /// Identity in the device's table (set at insertion, never reused; 0: not in a table,
+    /// or removed from it).
+    pub(crate) id: u64,
+    /// Windows bound to it.
+    pub(crate) windows: u32,
+}
+
+impl Region {
+    /// A region not yet in a table (no key, no identity, no windows).
+    pub(super) fn unkeyed(
+        pd: usize,
+        access: u32,
+        iova: u64,
+        length: u64,
+        valid: bool,
+        backing: Backing,
+    ) -> Self {
+        Region {
+            pd,
+            access,
+            iova,
+            length,
+            lkey: 0,
+            rkey: 0,
+            valid,
+            backing,
+            id: 0,
+            windows: 0,
+        }
+    }
+
+    /// What is left in a table cell once its region was removed: invalid, empty, no key.
+    pub(super) fn gone() -> Region {
+        Region::unkeyed(0, 0, 0, 0, false, Backing::KernelVa)
+    }
+
+    /// Checks `[va, va + len)` for `need` (IB_ACCESS_* bits; 0 for a local read) and
+    /// returns the byte offset of `va` in the region.
+    pub(crate) fn check(&self, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
+        self.check_as(self.access, va, len, need)
+    }
+
+    /// [`Region::check`] with the rights `granted` (the region's own, or those of a window
+    /// bound to it) in place of the region's access flags.
+    pub(super) fn check_as(
+        &self,
+        granted: u32,
+        va: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<u64, AccessError> {
+        if !self.valid {
+            return Err(AccessError::BadKey);
+        }
+        if granted & need != need {
+            return Err(AccessError::NoPermission);
+        }
+        let base = if self.access & access::ZERO_BASED != 0 {
+            0
+        } else {
+            self.iova
+        };
+        let off = va.checked_sub(base).ok_or(AccessError::OutOfBounds)?;
+        let end = off.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+        if end > self.length {
+            return Err(AccessError::OutOfBounds);
+        }
+        Ok(match self.backing {
+            // A DMA MR's offsets are kernel virtual addresses.
+            Backing::KernelVa => va,
+            _ => off,
+        })
+    }
+
+    pub(super) fn check_whole_as(&self, granted: u32, need: u32) -> Result<(), AccessError> {
+        if !self.valid {
+            return Err(AccessError::BadKey);
+        }
+        if granted & need != need {
+            return Err(AccessError::NoPermission);
+        }
+        Ok(())
+    }
+
+    /// Copies between `buf` and `va` after checking access.
+    pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
+        self.copy_as(self.access, va, buf, need)
+    }
+
+    pub(super) fn copy_as(
+        &self,
+        granted: u32,
+        va: u64,
+        buf: &mut Xfer<'_>,
+        need: u32,
+    ) -> Result<(), AccessError> {
+        let off = self.check_as(granted, va, buf.len() as u64, need)?;
+        self.backing
+            .copy(off, buf)
+            .map_err(|_| AccessError::OutOfBounds)
+    }
+
+    pub(super) fn atomic_as(
+        &self,
+        granted: u32,
+        va: u64,
+        op: crate::proto::AtomicOp,
+    ) -> Result<u64, AccessError> {
+        if va % 8 != 0 {
+            return Err(AccessError::OutOfBounds);
+        }
+        let off = self.check_as(granted, va, 8, access::REMOTE_ATOMIC)?;
+        self.backing
+            .atomic(off, |a| match op {
+                crate::proto::AtomicOp::CompareSwap { compare, swap } => {
+                    match a.compare_exchange(compare, swap, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(v) | Err(v) => v,
+                    }
+                }
+                crate::proto::AtomicOp::FetchAdd { add } => a.fetch_add(add, Ordering::SeqCst),
+            })
+            .map_err(|_| AccessError::OutOfBounds)
+    }
+
+    pub(super) fn atomic_write_as(
+        &self,
+        granted: u32,
+        va: u64,
+        value: u64,
+    ) -> Result<(), AccessError> {
+        if va % 8 != 0 {
+            return Err(AccessError::OutOfBounds);
+        }
+        let off = self.check_as(granted, va, 8, access::REMOTE_WRITE)?;
+        let v = u64::from_ne_bytes(value.to_be_bytes());
+        self.backing
+            .atomic(off, |a| a.store(v, Ordering::SeqCst))
+            .map_err(|_| AccessError::OutOfBounds)
+    }
+}
+
+/// A region as one remote access reaches it: through its own rkey, with the region's
+/// access flags, or through a bound memory window, with the window's. IBTA: a window grants
+/// remote rights of its own; the region under it needs only Local Write (for remote write
+/// and atomics) and the MW Bind right, checked when the window was bound.
+pub(crate) struct Remote<'a> {
+    pub(super) region: &'a Region,
+    pub(super) granted: u32,
+}
+
+impl Remote<'_> {
+    /// As [`Region::check`], with the rights of this access path.
+    pub(crate) fn check(&self, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
+        self.region.check_as(self.granted, va, len, need)
+    }
+
+    /// As [`Region::check_whole`], with the rights of this access path.
+    pub(crate) fn check_whole(&self, need: u32) -> Result<(), AccessError> {
+        self.region.check_whole_as(self.granted, need)
+    }
+
+    /// As [`Region::copy`], with the rights of this access path.
+    pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
+        self.region.copy_as(self.granted, va, buf, need)
+    }
+
+    /// As [`Region::atomic`], with the rights of this access path.
+    pub(crate) fn atomic(&self, va: u64, op: crate::proto::AtomicOp) -> Result<u64, AccessError> {
+        self.region.atomic_as(self.granted, va, op)
+    }
+
+    /// As [`Region::atomic_write`], with the rights of this access path.
+    pub(crate) fn atomic_write(&self, va: u64, value: u64) -> Result<(), AccessError> {
+        self.region.atomic_write_as(self.granted, va, value)
+    }
+}
+
+/// Refuses IB_ACCESS_* flags rrxe does not implement (e.g. on-demand paging).
+pub(crate) fn check_access_flags(flags: u32) -> Result {
+    if flags & !access::SUPPORTED != 0 {
+        return Err(crate::glue::eopnotsupp());
+    }
+    // Remote write and atomic need local write (IBA o10-35.2.1).
+    if flags & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
+        && flags & access::LOCAL_WRITE == 0
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Refuses a user registration's range before anything is pinned: empty, or wrapping
+/// around the address space at its user address or at its IOVA (as ib_umem_get and
+/// rdma_rxe refuse them).
+pub(crate) fn check_user_range(start: u64, length: u64, iova: u64) -> Result {
+    if length == 0 || start.checked_add(length).is_none() || iova.checked_add(length).is_none() {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// A DMA MR of a kernel consumer: all of kernel memory.
+pub(crate) fn dma_region(pd: usize, flags: u32) -> Result<Region> {
+    check_access_flags(flags)?;
+    Ok(Region::unkeyed(
+        pd,
+        flags,
+        0,
+        u64::MAX,
+        true,
+        Backing::KernelVa,
+    ))
+}
+
+/// A user MR over pinned pages.
+pub(crate) fn user_region(
+    pd: usize,
+    flags: u32,
+    iova: u64,
+    length: u64,
+    umem: Umem,
+) -> Result<Region> {
+    registered_region(pd, flags, iova, length, Backing::User(umem))
+}
+
+/// A valid region of `length` bytes of `backing` at `iova` (neither empty nor wrapping).
+fn registered_region(
+    pd: usize,
+    flags: u32,
+    iova: u64,
+    length: u64,
+    backing: Backing,
+) -> Result<Region> {
+    if length == 0 || iova.checked_add(length).is_none() {
+        return Err(EINVAL);
+    }
+    Ok(Region::unkeyed(pd, flags, iova, length, true, backing))
+}
+
+/// The access flags a dma-buf MR may have: the list the core's UVERBS_METHOD_REG_DMABUF_MR
+/// accepts (anything else, e.g. MW_BIND or ON_DEMAND, it refuses with EINVAL before the driver
+/// is called; checked again here so the driver does not rely on it), under the rules of
+/// [`check_access_flags`].
+pub(crate) fn check_dmabuf_access(flags: u32) -> Result {
+    const DMABUF: u32 = access::LOCAL_WRITE
+        | access::REMOTE_WRITE
+        | access::REMOTE_READ
+        | access::REMOTE_ATOMIC
+        | access::RELAXED_ORDERING;
+    if flags & !DMABUF != 0 {
+        return Err(EINVAL);
+    }
+    check_access_flags(flags)
+}
+
+/// A user MR over bytes of a dma-buf (mapped for CPU access), at `iova`.
+pub(crate) fn dmabuf_region(
+    pd: usize,
+    flags: u32,
+    iova: u64,
+    length: u64,
+    map: DmabufMap,
+) -> Result<Region> {
+    registered_region(pd, flags, iova, length, Backing::Mapped(map))
+}
+
+/// What a re-registration needs of a user region: its access flags, iova, length and the
+/// user address it was registered at. `None` for other regions.
+pub(crate) fn user_extent(r: &Region) -> Option<(u32, u64, u64, u64)> {
+    match &r.backing {
+        Backing::User(u) => Some((r.access, r.iova, r.length, u.address())),
+        _ => None,
+    }
+}
+
+/// A fast-registration MR: invalid until a REG_MR work request; room for `max_pages`.
+pub(crate) fn fast_region(pd: usize, max_pages: usize) -> Result<Region> {
+    Ok(Region::unkeyed(
+        pd,
+        0,
+        0,
+        0,
+        false,
+        Backing::KernelPages {
+            pages: {
+                let mut v = KVec::with_capacity(max_pages, GFP_KERNEL)?;
+                v.extend_with(max_pages, 0u64, GFP_KERNEL)?;
+                v
+            },
+            npages: 0,
+            page_size: kernel::page::PAGE_SIZE as u32,
+            first_off: 0,
+        },
+    ))
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The responder environment: proto's view of memory regions and receive buffers.
+
+use super::Qp;
+use crate::mr::access;
+use crate::proto::{self, ResponderEnv};
+use kernel::prelude::*;
+
+/// The responder's view of memory and receive buffers.
+pub(super) struct Env<'a> {
+    pub(super) qp: &'a Qp,
+    /// Remote access the QP grants (IB_ACCESS_*).
+    pub(super) access: u32,
+}
+
+fn need_bits(a: proto::Access) -> u32 {
+    match a {
+        proto::Access::RemoteWrite => access::REMOTE_WRITE,
+        proto::Access::RemoteRead => access::REMOTE_READ,
+        proto::Access::RemoteAtomic => access::REMOTE_ATOMIC,
+        proto::Access::Flush => access::FLUSH_GLOBAL,
+    }
+}
+
+fn map_err(e: crate::mr::AccessError) -> proto::AccessError {
+    match e {
+        crate::mr::AccessError::BadKey => proto::AccessError::BadKey,
+        crate::mr::AccessError::OutOfBounds => proto::AccessError::OutOfBounds,
+        crate::mr::AccessError::NoPermission => proto::AccessError::NoPermission,
+    }
+}
+
+impl ResponderEnv for Env<'_> {
+    fn check_access(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        a: proto::Access,
+    ) -> Result<(), proto::AccessError> {
+        let need = need_bits(a);
+        // The QP itself must enable the remote operation: otherwise it is an unsupported
+        // request (rdma_rxe's check_qp_attr_access, an invalid-request NAK).
+        if self.access & need != need {
+            return Err(proto::AccessError::QpDenied);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        let q = (self.qp.pd, self.qp.qpn);
+        match mrs.with_remote(rkey, q.0, q.1, (va, u64::from(len), need), |r| {
+            r.check(va, u64::from(len), need)
+        }) {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
+
+    fn atomic(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        op: proto::AtomicOp,
+    ) -> Result<u64, proto::AccessError> {
+        if self.access & access::REMOTE_ATOMIC == 0 {
+            return Err(proto::AccessError::QpDenied);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        let need = (va, 8, access::REMOTE_ATOMIC);
+        let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| r.atomic(va, op));
+        match r {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
+
+    fn atomic_write(&mut self, rkey: u32, va: u64, value: u64) -> Result<(), proto::AccessError> {
+        if self.access & access::REMOTE_WRITE == 0 {
+            return Err(proto::AccessError::QpDenied);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        let need = (va, 8, access::REMOTE_WRITE);
+        let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| {
+            r.atomic_write(va, value)
+        });
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
+
+    fn recv_head_len(&mut self) -> Option<u32> {
+        self.qp.claim_head().map(|w| w.len)
+    }
+
+    /// SEND with Invalidate: an FR MR or a type 2B window bound to this QP, in its PD.
+    fn invalidate(&mut self, rkey: u32) -> Result<(), proto::AccessError> {
+        let mrs = &self.qp.dev.get().data().mrs;
+        mrs.invalidate(rkey, self.qp.pd, Some(self.qp.qpn))
+            .map_err(map_err)
+    }
+
+    /// FLUSH: the MR must grant each placement type asked for. Memory is coherent here, so
+    /// once the request is ordered behind the earlier writes there is nothing to do. With
+    /// selectivity "memory region" the VA and length are not used, so only the key and its
+    /// access are checked (a requester may send 0 for both).
+    fn flush(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        sel: u8,
+        plt: u8,
+    ) -> Result<(), proto::AccessError> {
+        let mut need = 0;
+        if plt & proto::Feth::PLT_GLOBAL != 0 {
+            need |= access::FLUSH_GLOBAL;
+        }
+        if plt & proto::Feth::PLT_PERSISTENT != 0 {
+            need |= access::FLUSH_PERSISTENT;
+        }
+        if need == 0 {
+            return Err(proto::AccessError::NoPermission);
+        }
+        // The QP must enable each placement type too (rdma_rxe's check_qp_attr_access:
+        // FLUSH_GLOBAL / FLUSH_PERSISTENT in the QP's access flags, else an unsupported
+        // request, NAKed invalid request).
+        if self.access & need != need {
+            return Err(proto::AccessError::QpDenied);
+        }
+        let mrs = &self.qp.dev.get().data().mrs;
+        let (pd, qpn) = (self.qp.pd, self.qp.qpn);
+        let r = if sel == proto::Feth::SEL_MR {
+            // A window's range would apply: whole-region FLUSH is for MR keys only.
+            mrs.with_remote(rkey, pd, qpn, (0, 0, need), |r| r.check_whole(need))
+        } else {
+            mrs.with_remote(rkey, pd, qpn, (va, u64::from(len), need), |r| {
+                r.check(va, u64::from(len), need).map(|_| ())
+            })
+        };
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+        }
+    }
+}

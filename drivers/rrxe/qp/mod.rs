@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Queue pairs: the driver around proto's state machines.
+//!
+//! ```text
+//!  post_send (any ctx) ──▶ sq ring ──┐
+//!  post_recv (any ctx) ──▶ rq ring   │                ┌──▶ transmit (skb, ICRC, route)
+//!  rx softirq ──▶ rx ring ───────────┼─▶ run ─────────┼──▶ place data (MR table)
+//!  timers (softirq) ──▶ fired bits ──┘ (engine lock)  └──▶ completions (CQ)
+//! ```
+//!
+//! All protocol decisions come from [`proto::Qp`], driven by `run`, which holds the engine
+//! lock (a bottom-half spinlock), does a bounded amount of work and re-queues the QP's work
+//! item when more is pending. `run` executes where the CPU already is when that is safe:
+//! in the receive softirq right after a packet is queued, and in the user's doorbell
+//! system call; everything else (kernel posts, timers, leftovers) goes through the work
+//! item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
+//! trip under a busy-polling process. The rings between the producers and `run` are short
+//! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
+//!
+//! Files: `create` (the QP verbs' policy: create, destroy, modify and query decoding),
+//! `post` (kernel WR lists decoded and posted, the doorbell), `wr` (SGEs, send/receive WRs,
+//! the WR rings), `modify` (applying modify_qp, query attributes), `user` (intake of the
+//! queues shared with a process), `run` (posting into the rings, the received-packet ring,
+//! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
+//! transmits, places and completes), `env` (the [`ResponderEnv`](proto::ResponderEnv):
+//! keys and receive buffers), `table` (a device's QPs by number). This file: the [`Qp`]
+//! itself, its creation, shutdown and event sources.
+
+mod create;
+mod env;
+mod modify;
+mod post;
+mod run;
+mod sink;
+mod table;
+mod user;
+mod wr;
+
+pub(crate) use create::{create, destroyed, modify, query, shut_down, CreateArgs, QpHandle};
+pub(crate) use modify::{ModifyArgs, QpAttrs};
+pub(crate) use post::{post_recv, post_recv_list, post_send};
+pub(crate) use table::{QpTable, Refused, MAX_QP};
+pub(crate) use user::pull_recv_queue;
+pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
+
+use crate::glue::bindings as b;
+use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
+use crate::glue::task::{new_arc_bound, Timer, TimerTarget, Work, WorkTarget};
+use crate::glue::{CqPtr, DevPtr, Queue};
+use crate::proto;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use run::RxRing;
+
+/// Send WQEs the protocol core tracks at once (its window).
+const S: usize = 64;
+/// READ/atomic reply cache entries.
+const R: usize = 16;
+type ProtoQp = proto::Qp<S, R>;
+static EMPTY_QP: ProtoQp = ProtoQp::EMPTY;
+
+/// Largest work queue.
+pub(crate) const MAX_QP_WR: u32 = 4096;
+/// Largest scatter/gather list.
+pub(crate) const MAX_SGE: u32 = 32;
+/// Largest inline send.
+pub(crate) const MAX_INLINE: u32 = 512;
+/// Outstanding READ/atomic requests a QP serves as responder (`max_qp_rd_atom`: the
+/// responder's reply cache).
+pub(crate) const MAX_RD_ATOMIC: u32 = 16;
+/// Outstanding READ/atomic requests a QP may have as initiator (`max_qp_init_rd_atom`):
+/// only a count on the requester side, as large as rdma_rxe's, because perftest sets a
+/// QP's initiator depth to the peer's advertised value (rxe: 128).
+pub(crate) const MAX_INIT_RD_ATOMIC: u32 = 128;
+/// The queue sizes the device offers ([`proto::caps`] checks requests against them).
+pub(crate) const DEV_CAPS: proto::caps::DeviceCaps = proto::caps::DeviceCaps {
+    max_wr: MAX_QP_WR,
+    max_sge: MAX_SGE,
+    max_inline: MAX_INLINE,
+    max_cqe: crate::cq::MAX_CQE,
+};
+/// Received packets queued per QP before drops.
+const RX_RING: usize = 512;
+/// Packets a work run emits before yielding.
+const TX_BUDGET: u32 = 64;
+/// Received packets a work run handles before yielding.
+const RX_BUDGET: usize = 64;
+/// QPN of the GSI QP.
+pub(crate) const GSI_QPN: u32 = 1;
+/// The GSI Q_Key.
+const GSI_QKEY: u32 = 0x8001_0000;
+/// Size of the GRH area at the start of a UD receive buffer.
+const GRH_LEN: usize = 40;
+/// `rdma_network_type` values.
+const RDMA_NETWORK_IPV4: u8 = 2;
+const RDMA_NETWORK_IPV6: u8 = 3;
+
+/// Transport of a QP.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpKind {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// The GSI QP (QP1): UD with management semantics.
+    Gsi,
+}
+
+impl QpKind {
+    fn proto(self) -> proto::QpType {
+        match self {
+            QpKind::Rc => proto::QpType::Rc,
+            QpKind::Uc => proto::QpType::Uc,
+            QpKind::Ud | QpKind::Gsi => proto::QpType::Ud,
+        }
+    }
+
+    fn is_ud(self) -> bool {
+        matches!(self, QpKind::Ud | QpKind::Gsi)
+    }
+}
+
+/// Protocol state, under the QP's `engine` lock (bottom halves off). `run_on` holds it in
+/// three places: the QP's work item (process context, kernel workqueue), the user's
+/// doorbell (process context, the `post_send` system call of the posting thread) and the
+/// receive softirq (`run_rx`, a packet from the wire). `modify`, `attrs` (query) and
+/// `shutdown` take it in process context.
+struct Engine {
+    proto: KBox<ProtoQp>,
+    /// proto's send-queue counts already added to the device counters.
+    seen: proto::SqStats,
+    attrs: QpAttrs,
+    /// UDP source port (flow entropy).
+    sport: u16,
+}
+
+/// What create_qp asks for.
+pub(crate) struct QpInit {
+    /// Kind.
+    pub(crate) kind: QpKind,
+    /// QP number.
+    pub(crate) qpn: u32,
+    /// PD identity.
+    pub(crate) pd: usize,
+    /// Send CQ.
+    pub(crate) send_cq: CqPtr,
+    /// Receive CQ.
+    pub(crate) recv_cq: CqPtr,
+    /// Send queue size.
+    pub(crate) max_send_wr: u32,
+    /// Receive queue size.
+    pub(crate) max_recv_wr: u32,
+    /// SGEs per send WR.
+    pub(crate) max_send_sge: u32,
+    /// SGEs per receive WR.
+    pub(crate) max_recv_sge: u32,
+    /// Inline bytes per send WR.
+    pub(crate) max_inline: u32,
+    /// Signal all send WRs.
+    pub(crate) sig_all: bool,
+    /// The `ib_qp` (kernel CQ entries carry it).
+    pub(crate) ibqp_addr: u64,
+    /// User QPs: the send and receive queues shared with the process.
+    pub(crate) user: Option<UserRings>,
+    /// The shared receive queue the QP takes its receive WQEs from, if any.
+    pub(crate) srq: Option<Arc<crate::srq::Srq>>,
+}
+
+/// Work queues shared with a user process.
+pub(crate) struct UserRings {
+    /// Send queue.
+    pub(crate) sq: Queue,
+    /// Receive queue.
+    pub(crate) rq: Queue,
+}
+
+/// A queue pair's shared state.
+///
+/// # Locking
+/// `engine` (bottom halves off) is the outer lock: one run of the state machine at a time.
+/// The four rings are interrupts-off locks, each held for a few loads and stores and never
+/// across a copy into or out of memory regions (the MR locks are bottom-half locks and must
+/// not be taken with interrupts off): an SGE list is copied out of the ring first. Nesting,
+/// outermost first: `engine` → `claim` → `rq` (or the SRQ's `ring`); `engine` → `sq` → the
+/// device's AH table (decoding a user UD WQE); `engine` → `rx`. `sq`, `rq` and `rx` are
+/// never held together. Taken under `engine` with no ring lock held: the MR table's locks
+/// (placement, fast registration, invalidation, binding), a CQ's lock (completions; the
+/// consumer's completion handler is called after the CQ lock is released, still under
+/// `engine`), the device's QP table (local delivery to a QP of this host, whose `rx` nests
+/// in the table lock). The core's netdev lookup is done before `engine` is taken.
+#[pin_data]
+pub(crate) struct Qp {
+    // Event sources first: on drop they are shut down (timers, then work) before the state
+    // they use goes.
+    timers: [Timer<Qp>; 2],
+    work: Work<Qp>,
+    /// QP number.
+    pub(crate) qpn: u32,
+    /// Kind.
+    pub(crate) kind: QpKind,
+    pd: usize,
+    dev: DevPtr,
+    send_cq: CqPtr,
+    recv_cq: CqPtr,
+    sig_all: bool,
+    ibqp_addr: u64,
+    max_send_sge: u32,
+    max_recv_sge: u32,
+    max_inline: u32,
+    user: Option<UserRings>,
+    srq: Option<Arc<crate::srq::Srq>>,
+    dead: AtomicBool,
+    in_error: AtomicBool,
+    /// A user queue was found corrupt: the work moves the QP to the error state.
+    want_error: AtomicBool,
+    /// Timers that fired (bit per proto::TimerKind).
+    fired: AtomicU32,
+    /// Send WRs between the posters and the engine (the ring, its indices, the user queue's
+    /// consumer index). IRQs off: kernel `post_send` (any context), the engine's run and
+    /// `modify` (process context or softirq, under `engine`).
+    #[pin]
+    sq: IrqSpinLock<WrRing<SendWr>>,
+    /// Receive WRs (QPs without an SRQ), as `sq`: kernel `post_recv` (any context), the
+    /// engine's run and `modify` (under `engine`, nested in `claim` when taking a WQE).
+    #[pin]
+    rq: IrqSpinLock<WrRing<RecvWr>>,
+    /// The receive WQE of the message in progress, taken out of `rq` or the SRQ. IRQs off;
+    /// only under `engine` (run and `modify`).
+    #[pin]
+    claim: IrqSpinLock<Option<Claim>>,
+    /// Received packets waiting for the engine. IRQs off: the receive softirq (nested in
+    /// the device's QP table lock, possibly inside another QP's run for local delivery) and
+    /// the engine's run.
+    #[pin]
+    rx: IrqSpinLock<RxRing>,
+    /// The protocol state ([`Engine`]). Bottom halves off: the work item and the doorbell
+    /// (process context), the receive softirq, `modify`, `attrs` and `shutdown` (process
+    /// context). Never taken with an interrupts-off lock held.
+    #[pin]
+    engine: BhSpinLock<Engine>,
+}
+
+fn timer_kind(id: usize) -> proto::TimerKind {
+    if id == 0 {
+        proto::TimerKind::Retransmit
+    } else {
+        proto::TimerKind::Rnr
+    }
+}
+
+fn timer_idx(k: proto::TimerKind) -> usize {
+    match k {
+        proto::TimerKind::Retransmit => 0,
+        proto::TimerKind::Rnr => 1,
+    }
+}
+
+fn ib_state(s: proto::QpState) -> u32 {
+    match s {
+        proto::QpState::Reset => b::ib_qp_state_IB_QPS_RESET,
+        proto::QpState::Init => b::ib_qp_state_IB_QPS_INIT,
+        proto::QpState::Rtr => b::ib_qp_state_IB_QPS_RTR,
+        proto::QpState::Rts => b::ib_qp_state_IB_QPS_RTS,
+        proto::QpState::Error => b::ib_qp_state_IB_QPS_ERR,
+    }
+}
+
+impl Qp {
+    /// Creates a QP (in Reset).
+    #[inline(never)]
+    pub(crate) fn new(dev: DevPtr, init: QpInit) -> Result<Arc<Qp>> {
+        if init.max_send_wr > MAX_QP_WR
+            || init.max_recv_wr > MAX_QP_WR
+            || init.max_send_sge > MAX_SGE
+            || init.max_recv_sge > MAX_SGE
+            || init.max_inline > MAX_INLINE
+        {
+            return Err(EINVAL);
+        }
+        let sq = WrRing::new(
+            init.max_send_wr.max(1),
+            init.max_send_sge.max(1),
+            init.max_inline,
+        )?;
+        let rq = WrRing::new(init.max_recv_wr.max(1), init.max_recv_sge.max(1), 0)?;
+        let mut skbs = KVec::with_capacity(RX_RING, GFP_KERNEL)?;
+        for _ in 0..RX_RING {
+            skbs.push(None, GFP_KERNEL)?;
+        }
+        let mut cfg = proto::QpConfig {
+            qpn: init.qpn,
+            qp_type: init.kind.proto(),
+            // A consumer that never sets the send PSN (UD, or RC without IB_QP_SQ_PSN)
+            // starts at a random one, as rdma_cm picks them: not guessable by a spoofer.
+            sq_psn: proto::Psn::new(crate::glue::random_u32() & 0xff_ffff),
+            ..Default::default()
+        };
+        if init.kind == QpKind::Gsi {
+            cfg.qkey = GSI_QKEY;
+        }
+        // The protocol state is large (kilobytes): copy the empty QP straight into its heap
+        // slot and initialise it there, never on the kernel stack.
+        let mut proto_qp = crate::glue::mem::boxed_copy(&EMPTY_QP)?;
+        proto_qp.reset(cfg);
+        let engine = Engine {
+            proto: proto_qp,
+            seen: proto::SqStats::default(),
+            attrs: QpAttrs {
+                qkey: cfg.qkey,
+                sq_psn: cfg.sq_psn.get(),
+                ..Default::default()
+            },
+            sport: proto::net::udp_sport(init.qpn, 0),
+        };
+        // Bound to the QP once it is initialised (new_arc_bound): until then nothing
+        // references the QP, and queueing or arming them would run nothing. The QP owns
+        // them and drops them (waiting for their callbacks) before its memory goes.
+        let (work, t0, t1) = (Work::new()?, Timer::new(0)?, Timer::new(1)?);
+        let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
+        let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
+        let claim_init = new_irq_spinlock!(None, "rrxe_qp_claim");
+        let rx_init = new_irq_spinlock!(
+            RxRing {
+                skbs,
+                head: 0,
+                len: 0,
+                path: None,
+            },
+            "rrxe_qp_rx"
+        );
+        let engine_init = new_bh_spinlock!(engine, "rrxe_qp_engine");
+        let qp = try_pin_init!(Qp {
+            timers: [t0, t1],
+            work,
+            qpn: init.qpn,
+            kind: init.kind,
+            pd: init.pd,
+            dev,
+            send_cq: init.send_cq,
+            recv_cq: init.recv_cq,
+            sig_all: init.sig_all,
+            ibqp_addr: init.ibqp_addr,
+            max_send_sge: init.max_send_sge,
+            max_recv_sge: init.max_recv_sge,
+            max_inline: init.max_inline,
+            user: init.user,
+            srq: init.srq,
+            dead: AtomicBool::new(false),
+            in_error: AtomicBool::new(false),
+            want_error: AtomicBool::new(false),
+            fired: AtomicU32::new(0),
+            sq <- sq_init,
+            rq <- rq_init,
+            claim <- claim_init,
+            rx <- rx_init,
+            engine <- engine_init,
+        }? Error);
+        new_arc_bound(qp, |qp| (&qp.work, &qp.timers))
+    }
+
+    /// Current IB state.
+    pub(crate) fn attrs(&self) -> QpAttrs {
+        let e = self.engine.lock();
+        let mut a = e.attrs;
+        a.state = ib_state(e.proto.state());
+        a
+    }
+
+    /// Stops all activity before destruction (process context): no more work, timers or
+    /// received packets. The caller has removed the QP from the device's QP table.
+    pub(crate) fn shutdown(&self) {
+        self.dead.store(true, Ordering::Release);
+        for t in &self.timers {
+            t.shutdown();
+        }
+        self.work.cancel_sync();
+        // A run in a softirq or a doorbell on another CPU finishes before we return; later
+        // runs see `dead` under the lock and do nothing.
+        drop(self.engine.lock());
+        // Anything still queued is freed with the QP.
+    }
+
+    pub(crate) fn kick(&self) {
+        if !self.dead.load(Ordering::Acquire) {
+            self.work.queue();
+        }
+    }
+}
+
+impl WorkTarget for Qp {
+    fn run_work(&self) {
+        self.run();
+    }
+}
+
+impl TimerTarget for Qp {
+    fn run_timer(&self, id: usize) {
+        self.fired.fetch_or(1 << id.min(1), Ordering::AcqRel);
+        self.kick();
+    }
+}

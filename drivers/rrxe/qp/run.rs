@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Posting work requests, the received-packet ring, and the run loop that drives
+//! [`proto::Qp`] with all of it.
+
+use super::env::Env;
+use super::sink::{RxCtx, Sink};
+use super::table::Refused;
+use super::wr::{RecvWr, SendKind, SendWr, Sge};
+use super::{timer_kind, Engine, Qp, QpKind, RX_BUDGET, TX_BUDGET};
+use crate::counters::Counter;
+use crate::cq::Completion;
+use crate::glue::{NetDev, SkBuff};
+use crate::ib::{WcOpcode, WcStatus};
+use crate::proto;
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+/// Received packets waiting for the work.
+pub(super) struct RxRing {
+    pub(super) skbs: KVec<Option<SkBuff>>,
+    pub(super) head: usize,
+    pub(super) len: usize,
+    /// RC/UC: the path (address vector) packets must come from, set by modify; checked as
+    /// they are queued.
+    pub(super) path: Option<proto::addr::Path>,
+}
+
+impl Qp {
+    /// Whether the kernel may take work requests for this QP from a WR list (kernel QPs) or
+    /// must refuse them (user QPs). A user QP's list arrives through `ib_uverbs_post_send`
+    /// or `ib_uverbs_post_recv`: the process chose every SGE address and length, so none of
+    /// it may be read as kernel memory. Its only way in is the shared ring plus the doorbell
+    /// (an empty list). rdma_rxe ignores such a list on its send side; rrxe refuses it with
+    /// EINVAL (as rxe does for a list it cannot take) and counts it.
+    pub(crate) fn accept_kernel_wrs(&self) -> Result {
+        if self.user.is_some() {
+            self.dev.get().data().counters.inc(Counter::UserWrRefused);
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Posts a send WR of a kernel consumer (any context). `inline` holds the data of an
+    /// inline send.
+    pub(crate) fn post_send(&self, wr: SendWr, sges: &[Sge], inline: Option<&[u8]>) -> Result {
+        self.accept_kernel_wrs()?;
+        {
+            let mut sq = self.sq.lock();
+            if sq.full() {
+                return Err(ENOMEM);
+            }
+            sq.push(wr, sges, inline)?;
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// The user's doorbell (a post_send with no work requests, process context): read the
+    /// shared send queue and transmit now, in the caller's time slice.
+    pub(crate) fn doorbell(&self) {
+        if self.user.is_some() {
+            self.run();
+        } else {
+            self.kick();
+        }
+    }
+
+    /// Handles newly queued received packets now (receive softirq), transmitting on `ndev`,
+    /// the device they arrived on.
+    pub(crate) fn run_rx(&self, ndev: &NetDev) {
+        self.run_on(Some(ndev));
+    }
+
+    /// Posts a receive WR of a kernel consumer (any context).
+    pub(crate) fn post_recv(&self, wr: RecvWr, sges: &[Sge]) -> Result {
+        self.accept_kernel_wrs()?;
+        if self.srq.is_some() {
+            return Err(EINVAL);
+        }
+        {
+            let mut rq = self.rq.lock();
+            if rq.full() {
+                return Err(ENOMEM);
+            }
+            rq.push(wr, sges, None)?;
+        }
+        if self.in_error.load(Ordering::Acquire) {
+            self.kick();
+        }
+        Ok(())
+    }
+
+    /// Queues a received packet for this QP (softirq) for the next run, which the caller
+    /// starts, if the QP takes it from where it comes: `from` (its IP addresses) and `pkey`
+    /// pass [`proto::addr::check_qp`]. A refused skb comes back with the reason.
+    pub(super) fn enqueue_rx(
+        &self,
+        skb: SkBuff,
+        from: &proto::addr::IpAddrs,
+        pkey: u16,
+    ) -> Result<(), (Refused, SkBuff)> {
+        if self.dead.load(Ordering::Acquire) {
+            return Err((Refused::Backlog, skb));
+        }
+        {
+            let mut rx = self.rx.lock();
+            let connected = matches!(self.kind, QpKind::Rc | QpKind::Uc);
+            if let Err(e) = proto::addr::check_qp(connected, from, rx.path.as_ref(), pkey) {
+                return Err((Refused::Addr(e), skb));
+            }
+            if rx.len >= rx.skbs.len() {
+                return Err((Refused::Backlog, skb));
+            }
+            let n = rx.skbs.len();
+            let i = (rx.head + rx.len) % n;
+            if let Some(slot) = rx.skbs.get_mut(i) {
+                *slot = Some(skb);
+            }
+            rx.len += 1;
+        }
+        Ok(())
+    }
+
+    pub(super) fn rx_pop(&self) -> Option<SkBuff> {
+        let mut rx = self.rx.lock();
+        if rx.len == 0 {
+            return None;
+        }
+        let n = rx.skbs.len();
+        let h = rx.head;
+        rx.head = (h + 1) % n;
+        rx.len -= 1;
+        rx.skbs.get_mut(h).and_then(Option::take)
+    }
+
+    pub(super) fn complete_send(&self, wr: &SendWr, status: WcStatus, byte_len: u32) {
+        if status != WcStatus::Success || wr.signaled || self.sig_all {
+            let c = Completion {
+                wr_id: wr.wr_id,
+                status,
+                opcode: wr.wc_opcode,
+                byte_len,
+                qp_num: self.qpn,
+                qp_addr: self.ibqp_addr,
+                ..Default::default()
+            };
+            self.send_cq.complete(&c, false);
+        }
+    }
+
+    /// Completes send WRs never handed to proto with WR_FLUSH_ERR (QP in error).
+    pub(super) fn flush_unfed_sends(&self) {
+        loop {
+            let wr = {
+                let mut sq = self.sq.lock();
+                if sq.fed == sq.prod {
+                    break;
+                }
+                let wr = sq.get(sq.fed);
+                sq.fed = sq.fed.wrapping_add(1);
+                sq.done = sq.fed;
+                wr
+            };
+            if let Some(wr) = wr {
+                self.complete_send(&wr, WcStatus::WrFlushErr, 0);
+            }
+        }
+    }
+
+    /// The receive WQE for the message in progress: the one already taken, or the next
+    /// one of the receive queue.
+    pub(super) fn claim_head(&self) -> Option<RecvWr> {
+        let mut events = crate::srq::SrqEvents::default();
+        let wr = {
+            let mut c = self.claim.lock();
+            if let Some(cl) = &*c {
+                return Some(cl.wr);
+            }
+            match &self.srq {
+                Some(srq) => srq.take_into(&mut c, &mut events),
+                None => self.rq.lock().pop_into(&mut c).map(|(wr, _)| wr),
+            }
+        };
+        // SRQ events go to the consumer's handler without the claim lock (interrupts off).
+        if let Some(srq) = &self.srq {
+            srq.raise(events);
+        }
+        wr
+    }
+
+    pub(super) fn flush_recv(&self, wr: &RecvWr) {
+        let c = Completion {
+            wr_id: wr.wr_id,
+            status: WcStatus::WrFlushErr,
+            opcode: WcOpcode::Recv,
+            qp_num: self.qpn,
+            qp_addr: self.ibqp_addr,
+            ..Default::default()
+        };
+        self.recv_cq.complete(&c, false);
+    }
+
+    /// Completes every posted receive (and the one in progress) with WR_FLUSH_ERR.
+    pub(super) fn flush_recvs(&self) {
+        let held = self.claim.lock().take();
+        if let Some(cl) = held {
+            self.flush_recv(&cl.wr);
+        }
+        if self.srq.is_some() {
+            // The SRQ's other WQEs belong to the other QPs.
+            return;
+        }
+        loop {
+            let wr = {
+                let mut rq = self.rq.lock();
+                if rq.done == rq.prod {
+                    break;
+                }
+                let wr = rq.get(rq.done);
+                rq.done = rq.done.wrapping_add(1);
+                wr
+            };
+            if let Some(wr) = wr {
+                self.flush_recv(&wr);
+            }
+        }
+    }
+
+    /// Drives the engine with everything that arrived (process context), transmitting on
+    /// the port's netdev.
+    pub(super) fn run(&self) {
+        if self.dead.load(Ordering::Acquire) {
+            return;
+        }
+        let ndev = self.dev.get().netdev();
+        self.run_on(ndev.as_deref());
+    }
+
+    /// Drives the engine with everything that arrived (process context or softirq).
+    pub(super) fn run_on(&self, ndev: Option<&NetDev>) {
+        let mut eng = self.engine.lock();
+        if self.dead.load(Ordering::Acquire) {
+            return;
+        }
+        let counters = &self.dev.get().data().counters;
+        let Engine {
+            proto,
+            attrs,
+            sport,
+            seen,
+        } = &mut *eng;
+        let mut sink = Sink {
+            qp: self,
+            av: attrs.av,
+            sport: *sport,
+            ndev,
+            pkt: None,
+        };
+
+        // 0. What a user process posted.
+        self.pull_user_rq();
+        self.pull_user_sq();
+        if self.want_error.swap(false, Ordering::AcqRel) {
+            let m = proto::ModifyQp {
+                state: Some(proto::QpState::Error),
+                ..Default::default()
+            };
+            let _ = proto.modify(&m, &mut sink);
+        }
+
+        // 1. Timers.
+        let fired = self.fired.swap(0, Ordering::AcqRel);
+        for id in 0..2 {
+            if fired & (1 << id) != 0 {
+                proto.on_timer(timer_kind(id), &mut sink);
+            }
+        }
+
+        // 2. Received packets.
+        let mut env = Env {
+            qp: self,
+            access: attrs.access,
+        };
+        for _ in 0..RX_BUDGET {
+            let Some(mut skb) = self.rx_pop() else { break };
+            let smac = skb.smac();
+            let _ = skb.linearize();
+            let Some((ip_pkt, l3)) = skb.ip_packet() else {
+                continue;
+            };
+            let Some(ib) = ip_pkt.get(l3 + 8..) else {
+                continue;
+            };
+            let Ok(pkt) = proto::parse_packet(ib) else {
+                continue;
+            };
+            let mut psink = Sink {
+                qp: self,
+                av: sink.av,
+                sport: sink.sport,
+                ndev: sink.ndev,
+                pkt: Some(RxCtx {
+                    ib,
+                    ip_hdr: ip_pkt.get(..l3).unwrap_or(&[]),
+                    smac,
+                }),
+            };
+            let st = proto.on_packet(&pkt, &mut env, &mut psink);
+            match st {
+                proto::RxStatus::Ok => {}
+                proto::RxStatus::Duplicate => counters.inc(Counter::DuplicateRequests),
+                proto::RxStatus::OutOfSequence => counters.inc(Counter::SeqErrors),
+                proto::RxStatus::NoRecv => counters.inc(Counter::RnrNaksSent),
+                proto::RxStatus::BadState => counters.inc(Counter::RxDropQpState),
+                proto::RxStatus::WrongTransport
+                | proto::RxStatus::WrongQp
+                | proto::RxStatus::BadQkey => counters.inc(Counter::RxDropQpMismatch),
+                proto::RxStatus::Invalid => counters.inc(Counter::RxInvalidRequest),
+                proto::RxStatus::Busy => counters.inc(Counter::RxDropBusy),
+            }
+        }
+
+        // 3. New send WRs, in order.
+        loop {
+            let (idx, wr, sge_len) = {
+                let sq = self.sq.lock();
+                if sq.fed == sq.prod {
+                    break;
+                }
+                (sq.fed, sq.get(sq.fed), sq.done)
+            };
+            let Some(wr) = wr else { break };
+            let _ = sge_len;
+            match wr.kind {
+                SendKind::Transport(op) => {
+                    let w = proto::SendWqe {
+                        id: proto::WqeId(u64::from(idx)),
+                        op,
+                        len: wr.len,
+                        signaled: true,
+                        solicited: wr.solicited,
+                        fence: wr.fence,
+                        ud: wr.ud.map(|(_, d)| d),
+                    };
+                    match proto.post_send(w, &mut sink) {
+                        Ok(()) => {}
+                        Err(proto::PostError::Full) => break,
+                        Err(_) => {
+                            // Invalid for the QP's state or type: complete it in order.
+                            if !proto.send_queue().is_empty() {
+                                break;
+                            }
+                            self.complete_send(&wr, WcStatus::LocQpOpErr, 0);
+                            let mut sq = self.sq.lock();
+                            sq.done = sq.done.wrapping_add(1);
+                        }
+                    }
+                    let mut sq = self.sq.lock();
+                    sq.fed = sq.fed.wrapping_add(1);
+                }
+                SendKind::Invalid => {
+                    if !proto.send_queue().is_empty() {
+                        break;
+                    }
+                    crate::glue::dbg(
+                        self.dev.get(),
+                        c"malformed user send WQE: QP to error",
+                        u64::from(self.qpn),
+                        wr.wr_id,
+                    );
+                    self.complete_send(&wr, WcStatus::LocQpOpErr, 0);
+                    {
+                        let mut sq = self.sq.lock();
+                        sq.fed = sq.fed.wrapping_add(1);
+                        sq.done = sq.done.wrapping_add(1);
+                    }
+                    // The process wrote garbage into its queue: later posts fail at once.
+                    if let Some(u) = &self.user {
+                        u.sq.error_flag().store(1, Ordering::Release);
+                    }
+                    let m = proto::ModifyQp {
+                        state: Some(proto::QpState::Error),
+                        ..Default::default()
+                    };
+                    let _ = proto.modify(&m, &mut sink);
+                }
+                SendKind::RegMr(_) | SendKind::LocalInv { .. } | SendKind::BindMw(_) => {
+                    // Local operations complete in order: wait for the transport ones.
+                    if !proto.send_queue().is_empty() {
+                        break;
+                    }
+                    let mrs = &self.dev.get().data().mrs;
+                    let ok = match wr.kind {
+                        SendKind::RegMr(fr) => mrs.fast_reg(&fr, self.pd).is_ok(),
+                        SendKind::LocalInv { key } => mrs.invalidate(key, self.pd, None).is_ok(),
+                        SendKind::BindMw(req) => mrs.bind(&req, self.pd, self.qpn).is_ok(),
+                        SendKind::Transport(_) | SendKind::Invalid => false,
+                    };
+                    let st = match (ok, wr.kind) {
+                        (true, _) => WcStatus::Success,
+                        (false, SendKind::BindMw(_)) => WcStatus::MwBindErr,
+                        (false, _) => WcStatus::LocProtErr,
+                    };
+                    self.complete_send(&wr, st, 0);
+                    let mut sq = self.sq.lock();
+                    sq.fed = sq.fed.wrapping_add(1);
+                    sq.done = sq.done.wrapping_add(1);
+                }
+            }
+        }
+
+        // 4. Transmit.
+        let more = proto.poll_tx(TX_BUDGET, &mut sink);
+
+        // The send queue's event counts since the last run go to the device counters.
+        let now = proto.send_queue().stats();
+        for (counter, now, before) in [
+            (Counter::Retransmits, now.retransmits, seen.retransmits),
+            (Counter::RnrNaksRcvd, now.rnr_naks, seen.rnr_naks),
+            (Counter::RetransmitTimeouts, now.timeouts, seen.timeouts),
+            (Counter::CwndCuts, now.cwnd_cuts, seen.cwnd_cuts),
+        ] {
+            counters.add(counter, now.wrapping_sub(before));
+        }
+        *seen = now;
+
+        if proto.state() == proto::QpState::Error {
+            self.in_error.store(true, Ordering::Release);
+            self.flush_unfed_sends();
+            self.flush_recvs();
+        }
+        let pending_rx = self.rx.lock().len > 0;
+        drop(eng);
+        if more || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
+            self.kick();
+        }
+    }
+}

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The action sink: applies proto's actions (transmit, place, complete, timers) as they come.
+
+use super::wr::{copy_sges, sge_chunks, Sge};
+use super::{timer_idx, Qp, GRH_LEN, MAX_SGE, RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV6};
+use crate::ah::Av;
+use crate::counters::Counter;
+use crate::cq::Completion;
+use crate::glue::bindings as b;
+use crate::glue::mem::Xfer;
+use crate::glue::NetDev;
+use crate::ib::{WcOpcode, WcStatus};
+use crate::mr::access;
+use crate::proto::{self, Action, ActionSink};
+use kernel::prelude::*;
+
+/// The received packet an action refers to.
+#[derive(Clone, Copy)]
+pub(super) struct RxCtx<'a> {
+    /// The IB packet (BTH to ICRC): `PktRange`s index into it.
+    pub(super) ib: &'a [u8],
+    /// The IP header (for the GRH of UD receives).
+    pub(super) ip_hdr: &'a [u8],
+    pub(super) smac: [u8; 6],
+}
+
+/// Applies proto's actions as they come.
+pub(super) struct Sink<'a> {
+    pub(super) qp: &'a Qp,
+    pub(super) av: Option<Av>,
+    pub(super) sport: u16,
+    pub(super) ndev: Option<&'a NetDev>,
+    pub(super) pkt: Option<RxCtx<'a>>,
+}
+
+impl Sink<'_> {
+    fn pkt_bytes(&self, r: proto::PktRange) -> Option<&[u8]> {
+        let p = self.pkt?;
+        p.ib.get(r.off as usize..(r.off as usize).checked_add(r.len as usize)?)
+    }
+
+    /// Transmits `tx`. `Err` only if its payload cannot be read (a send WQE's gather list,
+    /// the MR of a READ response): proto decides what follows. Any other failure is a lost
+    /// packet (counted), which the protocol recovers like a loss on the wire.
+    fn send(&mut self, tx: &proto::TxPacket) -> Result<(), proto::PlaceError> {
+        let qp = self.qp;
+        let counters = &qp.dev.get().data().counters;
+        let Some(ndev) = self.ndev else {
+            counters.inc(Counter::TxDrops);
+            return Ok(());
+        };
+        let av = match tx.ud_wqe {
+            Some(id) => qp
+                .sq
+                .lock()
+                .get(id.0 as u32)
+                .and_then(|w| w.ud.map(|(av, _)| av)),
+            None => self.av,
+        };
+        let Some(av) = av else { return Ok(()) };
+        let len = tx.payload.len();
+        let mut gather = Ok(());
+        let fill = |buf: &mut [u8]| -> bool {
+            match tx.payload {
+                proto::Payload::None => true,
+                proto::Payload::Inline(v) => {
+                    let n = buf.len().min(8);
+                    match (buf.get_mut(..n), v.get(..n)) {
+                        (Some(d), Some(s)) => proto::copy_exact(d, s),
+                        _ => false,
+                    }
+                }
+                proto::Payload::Mr { rkey, va, .. } => {
+                    // The MR was checked when the READ arrived; it may have gone since.
+                    gather = qp.remote_copy(rkey, va, Xfer::From(buf), access::REMOTE_READ);
+                    gather.is_ok()
+                }
+                proto::Payload::Wqe { id, offset, .. } => {
+                    let i = id.0 as u32;
+                    let mut sges = [Sge::default(); MAX_SGE as usize];
+                    let n = {
+                        let sq = qp.sq.lock();
+                        let Some(wr) = sq.get(i) else { return false };
+                        if wr.inline {
+                            let data = sq.inline(i, wr.len);
+                            return match data.get(offset as usize..offset as usize + buf.len()) {
+                                Some(s) => proto::copy_exact(buf, s),
+                                None => false,
+                            };
+                        }
+                        copy_sges(&mut sges, sq.sges(i, wr.num_sge))
+                    };
+                    // The MR copy runs outside the ring's interrupts-off lock (the WR's
+                    // slot stays ours: it completes only in this engine run or a later one).
+                    let sges = sges.get(..n).unwrap_or(&[]);
+                    gather = qp.wr_buffer_copy(sges, offset, &mut Xfer::From(buf));
+                    gather.is_ok()
+                }
+            }
+        };
+        let sent = crate::net::transmit(ndev, &av, self.sport, &tx.hdrs, len, fill);
+        gather?;
+        match sent {
+            Ok(()) => counters.inc(Counter::SentPkts),
+            Err(e) => {
+                counters.inc(Counter::TxDrops);
+                crate::glue::dbg(
+                    qp.dev.get(),
+                    c"transmit failed",
+                    u64::from(qp.qpn),
+                    e as u64,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Places bytes into send WQE `id`'s buffer (READ response data, an atomic's result).
+    fn place_wqe(
+        &self,
+        id: proto::WqeId,
+        offset: u32,
+        data: &[u8],
+    ) -> Result<(), proto::PlaceError> {
+        let qp = self.qp;
+        let i = id.0 as u32;
+        let mut sges = [Sge::default(); MAX_SGE as usize];
+        let n = {
+            let sq = qp.sq.lock();
+            let wr = sq.get(i).ok_or(proto::PlaceError::Protection)?;
+            copy_sges(&mut sges, sq.sges(i, wr.num_sge))
+        };
+        let sges = sges.get(..n).unwrap_or(&[]);
+        qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
+    }
+
+    /// Places bytes into the receive WQE of the message in progress.
+    fn place_recv(&self, offset: u32, data: &[u8]) -> Result<(), proto::PlaceError> {
+        let qp = self.qp;
+        // proto asked recv_head_len first: a WQE is claimed (else nothing can take the data).
+        qp.claim_head().ok_or(proto::PlaceError::Length)?;
+        let mut sges = [Sge::default(); MAX_SGE as usize];
+        let n = {
+            let c = qp.claim.lock();
+            let cl = c.as_ref().ok_or(proto::PlaceError::Length)?;
+            copy_sges(
+                &mut sges,
+                cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]),
+            )
+        };
+        let sges = sges.get(..n).unwrap_or(&[]);
+        qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
+    }
+
+    /// UD: the GRH area of the receive buffer, from the packet's IP header (the IPv6 header,
+    /// or the IPv4 header in its last 20 bytes).
+    fn place_grh(&self) -> Result<(), proto::PlaceError> {
+        let Some(p) = self.pkt else {
+            return Err(proto::PlaceError::Length);
+        };
+        let mut grh = [0u8; GRH_LEN];
+        let h = p.ip_hdr;
+        let at = GRH_LEN.saturating_sub(h.len());
+        if let Some(d) = grh.get_mut(at..at + h.len()) {
+            proto::copy_exact(d, h);
+        }
+        self.place_recv(0, &grh)
+    }
+
+    /// Places the bytes of a placement action; the result goes back to proto.
+    fn place_action(&mut self, a: &Action) -> Result<(), proto::PlaceError> {
+        let qp = self.qp;
+        let missing = proto::PlaceError::Length;
+        match *a {
+            Action::PlaceWqe { id, offset, src } => {
+                let data = self.pkt_bytes(src).ok_or(missing)?;
+                self.place_wqe(id, offset, data)
+            }
+            // The CQE consumer reads the original value in host order.
+            Action::AtomicResult { id, value } => self.place_wqe(id, 0, &value.to_ne_bytes()),
+            Action::PlaceRecv { offset, src } => {
+                let data = self.pkt_bytes(src).ok_or(missing)?;
+                self.place_recv(offset, data)
+            }
+            Action::PlaceGrh => self.place_grh(),
+            Action::PlaceMr { rkey, va, src } => {
+                let data = self.pkt_bytes(src).ok_or(missing)?;
+                // Checked at the message's first packet; re-checked here because the MR or
+                // window may have been invalidated or deregistered since (rdma_rxe re-looks
+                // the rkey up for every packet).
+                qp.remote_copy(rkey, va, Xfer::To(data), access::REMOTE_WRITE)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn recv_complete(&mut self, c: &proto::RecvCompletion) {
+        let qp = self.qp;
+        let _ = qp.claim_head();
+        let Some(cl) = qp.claim.lock().take() else {
+            return;
+        };
+        let wr = cl.wr;
+        let mut flags = 0;
+        let mut ex = 0;
+        if let Some(imm) = c.imm {
+            flags |= b::ib_wc_flags_IB_WC_WITH_IMM;
+            // The CQE holds immediate data in wire (big-endian) byte order.
+            ex = imm.to_be();
+        } else if let (Some(k), proto::WcStatus::Success) = (c.inv_rkey, c.status) {
+            // proto invalidated the key (ResponderEnv::invalidate) before reporting it: a key
+            // that could not be invalidated is never reported (rdma_rxe sets
+            // IB_WC_WITH_INVALIDATE only on a successful completion).
+            flags |= b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+            ex = k;
+        }
+        let mut comp = Completion {
+            wr_id: wr.wr_id,
+            status: WcStatus::from(c.status),
+            opcode: match c.kind {
+                proto::RecvKind::Send => WcOpcode::Recv,
+                proto::RecvKind::WriteImm => WcOpcode::RecvRdmaWithImm,
+            },
+            byte_len: c.byte_len,
+            ex,
+            qp_num: qp.qpn,
+            src_qp: c.src_qp,
+            wc_flags: flags,
+            qp_addr: qp.ibqp_addr,
+            ..Default::default()
+        };
+        if qp.kind.is_ud() && c.status == proto::WcStatus::Success {
+            if let Some(p) = self.pkt {
+                comp.wc_flags |= b::ib_wc_flags_IB_WC_GRH
+                    | b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE
+                    | b::ib_wc_flags_IB_WC_WITH_SMAC;
+                comp.network_hdr_type = if p.ip_hdr.len() == 40 {
+                    RDMA_NETWORK_IPV6
+                } else {
+                    RDMA_NETWORK_IPV4
+                };
+                comp.smac = p.smac;
+            }
+        }
+        qp.recv_cq.complete(&comp, c.solicited);
+    }
+
+    fn send_complete(&mut self, c: &proto::SendCompletion) {
+        let qp = self.qp;
+        let wr = {
+            let mut sq = qp.sq.lock();
+            let wr = sq.get(c.id.0 as u32);
+            sq.done = (c.id.0 as u32).wrapping_add(1);
+            wr
+        };
+        if let Some(wr) = wr {
+            qp.complete_send(&wr, WcStatus::from(c.status), c.byte_len);
+        }
+    }
+}
+
+impl ActionSink for Sink<'_> {
+    fn place(&mut self, a: Action) -> Result<(), proto::PlaceError> {
+        self.place_action(&a)
+    }
+
+    fn transmit(&mut self, p: proto::TxPacket) -> Result<(), proto::PlaceError> {
+        self.send(&p)
+    }
+
+    fn push(&mut self, a: Action) {
+        let qp = self.qp;
+        match a {
+            // ACKs and NAKs: no payload to read.
+            Action::Send(tx) => {
+                let _ = self.send(&tx);
+            }
+            // proto hands placements to `place`, which reports failure; none come here.
+            Action::PlaceWqe { .. }
+            | Action::AtomicResult { .. }
+            | Action::PlaceRecv { .. }
+            | Action::PlaceGrh
+            | Action::PlaceMr { .. } => {
+                let _ = self.place_action(&a);
+            }
+            Action::SendComplete(c) => self.send_complete(&c),
+            Action::RecvComplete(c) => self.recv_complete(&c),
+            Action::FlushRecvQueue => qp.flush_recvs(),
+            Action::ArmTimer { kind, usecs } => {
+                if let Some(t) = qp.timers.get(timer_idx(kind)) {
+                    t.arm(usecs);
+                }
+            }
+            Action::CancelTimer(kind) => {
+                if let Some(t) = qp.timers.get(timer_idx(kind)) {
+                    t.cancel();
+                }
+            }
+            Action::StateChanged(_) => {}
+        }
+    }
+}
+
+impl Qp {
+    /// Copies bytes into (or out of) a WR's scatter/gather list at `offset`.
+    ///
+    /// Every SGE the bytes touch is checked first (its lkey in the QP's PD, valid, the range
+    /// inside its region, Local Write to place into it) and nothing is copied unless all
+    /// pass: an atomic result or a receive into a bad lkey leaves the buffer untouched
+    /// (IBTA: a local protection error). Bytes beyond the list are a length error. A region
+    /// deregistered between the check and the copy fails the copy (a protection error with
+    /// the earlier SGEs written; the WQE completes in error either way).
+    pub(super) fn wr_buffer_copy(
+        &self,
+        sges: &[Sge],
+        offset: u32,
+        buf: &mut Xfer<'_>,
+    ) -> Result<(), proto::PlaceError> {
+        let mrs = &self.dev.get().data().mrs;
+        let need = match buf {
+            Xfer::To(_) => access::LOCAL_WRITE,
+            Xfer::From(_) => 0,
+        };
+        let total = buf.len();
+        // Pass 1: check, and find that the list holds all of the bytes.
+        let mut covered = 0usize;
+        for (sge, va, at, n) in sge_chunks(sges, offset, total) {
+            let r = mrs.with(sge.lkey, self.pd, |r| r.check(va, n as u64, need));
+            if !matches!(r, Ok(Ok(_))) {
+                return Err(proto::PlaceError::Protection);
+            }
+            covered = at + n;
+        }
+        if covered != total {
+            return Err(proto::PlaceError::Length);
+        }
+        // Pass 2: copy.
+        for (sge, va, at, n) in sge_chunks(sges, offset, total) {
+            let mut chunk = buf.sub(at, n).ok_or(proto::PlaceError::Length)?;
+            let r = mrs.with(sge.lkey, self.pd, |r| r.copy(va, &mut chunk, need));
+            if !matches!(r, Ok(Ok(()))) {
+                return Err(proto::PlaceError::Protection);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies between `buf` and what `rkey` reaches at `va` (a region, or one through a
+    /// window), for a remote access of this QP needing `need` (READ responses, WRITE
+    /// placement). Any refusal is a protection error for proto to act on.
+    pub(super) fn remote_copy(
+        &self,
+        rkey: u32,
+        va: u64,
+        mut buf: Xfer<'_>,
+        need: u32,
+    ) -> Result<(), proto::PlaceError> {
+        let range = (va, buf.len() as u64, need);
+        let mrs = &self.dev.get().data().mrs;
+        match mrs.with_remote(rkey, self.pd, self.qpn, range, |r| {
+            r.copy(va, &mut buf, need)
+        }) {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(proto::PlaceError::Protection),
+        }
+    }
+}
