@@ -17,8 +17,6 @@ check "rdma system set netns exclusive" rdma system set netns exclusive
 check "rdma system show: exclusive" sh -c 'rdma system show | grep -q "netns exclusive"'
 check "insmod rrxe.ko" load_rrxe
 check "rdma link add rrxe0 type rrxe netdev eth0 (init_net)" rdma link add rrxe0 type rrxe netdev eth0
-# pod2 first: its macvlan is made while eth0 is still here.
-check "pod2 namespace with a macvlan of eth0 ($(pod_ip 2))" pod_add pod2 2 macvlan
 check "pod namespace" ip netns add pod
 check "a name for init_net (to move devices back)" ip netns attach init 1
 in_init_rdma() { rdma dev show "$1" >/dev/null 2>&1; }
@@ -50,7 +48,20 @@ check "rrxe0 visible in the pod: ibv_devices" retry 20 0.3 pod_listed rrxe0 pod
 check "rrxe0 in the pod: port ACTIVE on eth0" retry 30 0.3 \
   sh -c 'ip netns exec pod rdma link show rrxe0/1 | grep -q "state ACTIVE .*netdev eth0"'
 
-# A second device in another pod at the same time, added from inside it.
+# A second device in another pod at the same time, added from inside it. Its macvlan is
+# made once eth0 is in the pod (a namespace move flushes eth0's unicast filter, which would
+# drop the frames of a macvlan made before), from there.
+pod2_add() {
+  kmod macvlan 2>/dev/null
+  ip netns add pod2 &&
+  ip -n pod link add pod2-net0 link eth0 type macvlan mode bridge &&
+  ip -n pod link set pod2-net0 address "52:54:00:77:20:0$((RRXE_VM + 1))" &&
+  ip -n pod link set pod2-net0 netns pod2 &&
+  ip -n pod2 link set pod2-net0 name net0 &&
+  ip -n pod2 addr add "$(pod_ip 2)/24" dev net0 &&
+  ip -n pod2 link set lo up && ip -n pod2 link set net0 up
+}
+check "pod2 namespace with a macvlan of the pod's eth0 ($(pod_ip 2))" pod2_add
 check "rdma link add rrxe2 inside pod2 (on its macvlan)" in_pod pod2 rdma link add rrxe2 type rrxe netdev net0
 check "rrxe2 visible in pod2 only: ibv_devices in pod2" retry 20 0.3 pod_listed rrxe2 pod2
 check "rrxe2 invisible in init_net" sh -c '! rdma dev show rrxe2 >/dev/null 2>&1 && ! ibv_devices | grep -qw rrxe2'
