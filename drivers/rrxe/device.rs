@@ -92,6 +92,13 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
         );
         return Err(EEXIST);
     }
+    // Where the netdev is, the device receives: its namespace's sockets first (a bind
+    // failure is this command's error); and where its upper devices are (shared mode: a
+    // pod's macvlan or ipvlan receives what is addressed to the pod), logged on failure.
+    crate::glue::open_sockets(ndev)?;
+    ndev.for_each_upper(|up| {
+        let _ = crate::glue::open_sockets(up);
+    });
     let qps = QpTable::new()?;
     Ok(pin_init!(DeviceData {
         counters: Counters::new(),
@@ -102,9 +109,30 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
     }))
 }
 
-/// Called by the core once the device is registered: report the initial port state.
+/// Called by the core once the device is registered, and again after each move to another
+/// network namespace (`rdma dev set NAME netns NS`, exclusive mode): report the port state.
+///
+/// A device works in the namespace of its netdev (sockets, routes, addresses are there), so
+/// it may only be moved where its netdev already is (move the netdev first, as sriov-cni
+/// before rdma-cni does). A move elsewhere is refused here, the one place the core asks the
+/// driver: the command fails with EINVAL and the device stays disabled (invisible to verbs)
+/// in that namespace until it is moved back or its netdev follows and it is moved again.
+/// Returning to init_net is always accepted: that is where the core brings a device back
+/// when its namespace dies, before that namespace's netdevs are moved or removed.
 pub(crate) fn enable(dev: &IbDev) -> Result {
     let ndev = dev.netdev().ok_or(ENODEV)?;
+    if !dev.in_netns_of(&ndev) && !dev.in_init_net() {
+        pr_err!(
+            "rrxe: {} cannot work in a network namespace without its netdev {}: move {} there first\n",
+            dev.name(),
+            ndev.name(),
+            ndev.name()
+        );
+        return Err(EINVAL);
+    }
+    // No sockets opened here: newlink opened them, and a netdev that moves gets them in its
+    // new namespace (NETDEV_REGISTER). When a namespace dies, the core brings the device
+    // back while its netdev is still in the dying namespace, which takes no new sockets.
     pr_info!("rrxe: {} added on {}\n", dev.name(), ndev.name());
     dev.port_event(port_event_for(&ndev));
     Ok(())
@@ -120,16 +148,32 @@ fn port_event_for(ndev: &NetDev) -> b::ib_event_type {
 
 /// Netdev notifier: the port follows its netdev.
 pub(crate) fn netdev_event(event: core::ffi::c_ulong, ndev: &NetDev) {
-    let Some(dev) = IbDevRef::by_netdev(ndev) else {
-        return;
-    };
     let Ok(event) = u32::try_from(event) else {
         return;
     };
+    let Some(dev) = IbDevRef::by_netdev(ndev) else {
+        // Shared mode: a macvlan or ipvlan of a device's netdev, registered in (or moved
+        // to) a pod's namespace, or brought up there: the pod's sockets deliver to the
+        // device what is addressed to the pod.
+        if (event == b::netdev_cmd_NETDEV_REGISTER || event == b::netdev_cmd_NETDEV_UP)
+            && IbDevRef::by_netdev_or_below(ndev).is_some()
+        {
+            let _ = crate::glue::open_sockets(ndev);
+        }
+        return;
+    };
     match event {
+        // Moving to another namespace (`ip link set DEV netns NS`): the device follows its
+        // netdev, as a hardware RoCE device does; it receives there once that namespace
+        // has its sockets (NETDEV_REGISTER below, sent in the new namespace).
+        b::netdev_cmd_NETDEV_UNREGISTER if ndev.is_moving_netns() => {}
         b::netdev_cmd_NETDEV_UNREGISTER => {
             pr_info!("rrxe: {} removed with {}\n", dev.name(), ndev.name());
             dev.unregister_queued();
+        }
+        b::netdev_cmd_NETDEV_REGISTER => {
+            // Logged by open_sockets; the device keeps working wherever it can.
+            let _ = crate::glue::open_sockets(ndev);
         }
         b::netdev_cmd_NETDEV_UP | b::netdev_cmd_NETDEV_DOWN | b::netdev_cmd_NETDEV_CHANGE => {
             let ev = port_event_for(ndev);

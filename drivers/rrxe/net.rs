@@ -29,7 +29,7 @@ pub(crate) fn recv(mut skb: SkBuff, arrival: Arrival) {
         return;
     };
     // The device it came in on; for a local packet, the sender's.
-    let Some(dev) = IbDevRef::by_netdev(&ndev) else {
+    let Some(dev) = IbDevRef::by_netdev_or_below(&ndev) else {
         // Not for an rrxe device: dropped (freed) here.
         return;
     };
@@ -60,7 +60,7 @@ pub(crate) fn recv(mut skb: SkBuff, arrival: Arrival) {
         // just as it would have from the wire.
         let to = ndev
             .local_addr_owner(from.v6, &from.dst)
-            .and_then(|nd| Some((IbDevRef::by_netdev(&nd)?, nd)));
+            .and_then(|nd| Some((IbDevRef::by_netdev_or_below(&nd)?, nd)));
         let Some(to) = to else {
             // No rrxe device there: counted by the sender's device, where it is seen.
             dev.data().counters.inc(Counter::RcvdPkts);
@@ -137,10 +137,13 @@ pub(crate) enum TxError {
 }
 
 #[allow(dead_code)] // used by the QP datapath (issue #4)
-/// Builds and sends one RoCEv2 packet to `av`: IP/UDP headers, the IB headers `hdrs`, a
-/// payload of `payload_len` bytes written by `fill`, and the ICRC.
+/// Builds and sends one RoCEv2 packet of `dev` to `av`: IP/UDP headers, the IB headers
+/// `hdrs`, a payload of `payload_len` bytes written by `fill`, and the ICRC. It leaves
+/// through the netdev of its source GID (as rdma_rxe's): the device's netdev, or a pod's
+/// macvlan/ipvlan on it in shared mode, so routing, neighbours and the source MAC are the
+/// pod's. A source GID that is gone (address removed, pod deleted) drops the packet.
 pub(crate) fn transmit(
-    ndev: &crate::glue::NetDev,
+    dev: &crate::glue::IbDev,
     av: &crate::ah::Av,
     sport: u16,
     hdrs: &proto::Headers,
@@ -151,7 +154,10 @@ pub(crate) fn transmit(
     let l3 = if v6 { IPV6_HDR } else { IPV4_HDR };
     let ib_len = proto::hdr::packet_len(hdrs.bth.opcode, payload_len).ok_or(TxError::Build)?;
     let ip_len = l3 + UDP_HDR + ib_len;
-    let mut skb = crate::glue::TxSkb::alloc(ndev, ip_len, v6).ok_or(TxError::NoMem)?;
+    let ndev = dev
+        .gid_netdev(av.sgid_index, v6, &av.sip)
+        .ok_or(TxError::Route)?;
+    let mut skb = crate::glue::TxSkb::alloc(&ndev, ip_len, v6).ok_or(TxError::NoMem)?;
     let buf = skb.data();
     let ok = if v6 {
         proto::net::write_ipv6_udp(

@@ -27,6 +27,8 @@
 #include <linux/inetdevice.h>
 #include <rdma/ib_cache.h>
 #include <net/ip6_route.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
 #include "rrxe_glue.h"
 
 MODULE_ALIAS_RDMA_LINK("rrxe");
@@ -51,12 +53,19 @@ static struct notifier_block rrxe_netdev_notifier = {
 	.notifier_call = rrxe_netdev_notify,
 };
 
+static struct pernet_operations rrxe_net_ops;
+
 int rrxe_glue_register(void)
 {
-	int err = register_netdevice_notifier(&rrxe_netdev_notifier);
+	int err = register_pernet_subsys(&rrxe_net_ops);
 
 	if (err)
 		return err;
+	err = register_netdevice_notifier(&rrxe_netdev_notifier);
+	if (err) {
+		unregister_pernet_subsys(&rrxe_net_ops);
+		return err;
+	}
 	rdma_link_register(&rrxe_link_ops);
 	return 0;
 }
@@ -66,10 +75,14 @@ void rrxe_glue_unregister(void)
 	rdma_link_unregister(&rrxe_link_ops);
 }
 
-/* Called last on module exit, after every device is gone. */
+/*
+ * Called last on module exit, after every device is gone: no more netdev events, then every
+ * namespace's sockets are closed (the pernet exit of each namespace).
+ */
 void rrxe_glue_unregister_notifier(void)
 {
 	unregister_netdevice_notifier(&rrxe_netdev_notifier);
+	unregister_pernet_subsys(&rrxe_net_ops);
 }
 
 bool rrxe_glue_netdev_is_ether(const struct net_device *ndev)
@@ -193,17 +206,31 @@ static const struct attribute_group rrxe_dev_attr_group = {
 	.attrs = rrxe_dev_attrs,
 };
 
+/*
+ * Nothing to undo when the core disassociates a user context (device unregistered, or moved
+ * to another namespace in exclusive mode, while a process has it open): the core destroys
+ * the context's objects through our destroy ops, and the queue memory the process mapped
+ * (vmalloc pages inserted by remap_vmalloc_range, each holding a page reference, no vm_ops
+ * of ours) stays valid, orphaned, until it unmaps it. Having the op is what lets the core
+ * do both without waiting for the process to exit; its next verb fails with EIO and it gets
+ * IB_EVENT_DEVICE_FATAL.
+ */
+static void rrxe_disassociate_ucontext(struct ib_ucontext *uctx)
+{
+}
+
 static const struct ib_device_ops rrxe_sysfs_ops = {
 	.device_group = &rrxe_dev_attr_group,
+	.disassociate_ucontext = rrxe_disassociate_ucontext,
 };
 
-/* Adds the device attributes above; call before ib_register_device(). */
+/* Adds the device attributes above and disassociate_ucontext; call before ib_register_device(). */
 void rrxe_glue_set_sysfs_ops(struct ib_device *ibdev)
 {
 	ib_set_device_ops(ibdev, &rrxe_sysfs_ops);
 }
 
-/* --- UDP tunnel sockets (RoCEv2, port 4791) --- */
+/* --- UDP tunnel sockets (RoCEv2, port 4791), one pair per network namespace --- */
 
 static int rrxe_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
@@ -211,7 +238,7 @@ static int rrxe_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
-struct socket *rrxe_glue_udp_open(struct net *net, bool ipv6, u16 port, int *err)
+static struct socket *rrxe_udp_open(struct net *net, bool ipv6, u16 port, int *err)
 {
 	struct udp_port_cfg udp_cfg = {};
 	struct udp_tunnel_sock_cfg tnl_cfg = {};
@@ -229,14 +256,205 @@ struct socket *rrxe_glue_udp_open(struct net *net, bool ipv6, u16 port, int *err
 	return sock;
 }
 
-void rrxe_glue_udp_close(struct socket *sock)
+/*
+ * The sockets of one namespace (net_generic storage, zeroed by the core when the namespace
+ * or the module appears). Kernel sockets do not hold their namespace: they are released by
+ * the namespace's exit below, which runs after every netdev has left it.
+ */
+struct rrxe_net {
+	struct socket *sock4;
+	struct socket *sock6;	/* NULL while the namespace has no IPv6 */
+};
+
+static unsigned int rrxe_net_id;
+/* Guards sock4/sock6 of every namespace; process context only (link add, netdev notifier, pernet exit). */
+static DEFINE_MUTEX(rrxe_net_mutex);
+
+/*
+ * Opens whichever of ndev's namespace's sockets (IPv4, then IPv6) it does not have yet.
+ * Returns 0, or a negative errno with *v6 telling which family failed. A namespace on its
+ * way out (no reference can be taken any more) gets none: -ENODEV.
+ */
+int rrxe_glue_net_open(struct net_device *ndev, u16 port, bool *v6)
 {
-	udp_tunnel_sock_release(sock);
+	struct net *net = maybe_get_net(dev_net(ndev));
+	struct rrxe_net *rn;
+	int err = 0;
+
+	*v6 = false;
+	if (!net)
+		return -ENODEV;
+	mutex_lock(&rrxe_net_mutex);
+	rn = net_generic(net, rrxe_net_id);
+	if (!rn->sock4)
+		rn->sock4 = rrxe_udp_open(net, false, port, &err);
+	if (!err && !rn->sock6) {
+		*v6 = true;
+		rn->sock6 = rrxe_udp_open(net, true, port, &err);
+	}
+	mutex_unlock(&rrxe_net_mutex);
+	put_net(net);
+	return err;
 }
 
-struct net *rrxe_glue_init_net(void)
+static void rrxe_net_exit(struct net *net)
 {
-	return &init_net;
+	struct rrxe_net *rn = net_generic(net, rrxe_net_id);
+
+	mutex_lock(&rrxe_net_mutex);
+	if (rn->sock6)
+		udp_tunnel_sock_release(rn->sock6);
+	if (rn->sock4)
+		udp_tunnel_sock_release(rn->sock4);
+	rn->sock4 = NULL;
+	rn->sock6 = NULL;
+	mutex_unlock(&rrxe_net_mutex);
+}
+
+/*
+ * A subsystem (not device) pernet: its exit runs after the namespace's netdevs are
+ * unregistered or sent back to init_net, so no device of ours receives through it any more.
+ */
+static struct pernet_operations rrxe_net_ops = {
+	.exit = rrxe_net_exit,
+	.id = &rrxe_net_id,
+	.size = sizeof(struct rrxe_net),
+};
+
+/*
+ * ndev leaving its namespace: dev_change_net_namespace() sends NETDEV_UNREGISTER with
+ * reg_state still NETREG_REGISTERED ("the device is just moving", as macvlan and 8021q
+ * check), a real unregistration has it at NETREG_UNREGISTERING.
+ */
+bool rrxe_glue_netdev_moving(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->reg_state) == NETREG_REGISTERED;
+}
+
+/*
+ * Exclusive mode: puts a device that is not registered yet into ndev's namespace for the
+ * RDMA core (its rdma_net, init_net since ib_alloc_device): created inside a namespace, it
+ * belongs there and is visible only there. In shared mode it stays in init_net, from where
+ * the core shows it in every namespace (compat devices exist only outside init_net);
+ * rdma_dev_access_netns() answers for the mode. The caller's netlink socket holds the
+ * namespace for the whole `rdma link add`; once registered, the core moves the device back
+ * to init_net when the namespace dies.
+ */
+void rrxe_glue_set_dev_net(struct ib_device *ibdev, const struct net_device *ndev)
+{
+	struct net *net = dev_net(ndev);
+
+	if (!rdma_dev_access_netns(ibdev, net))
+		write_pnet(&ibdev->coredev.rdma_net, net);
+}
+
+/* Whether ibdev's RDMA namespace is ndev's network namespace. */
+bool rrxe_glue_dev_net_is_ndev(struct ib_device *ibdev, const struct net_device *ndev)
+{
+	return net_eq(read_pnet(&ibdev->coredev.rdma_net), dev_net(ndev));
+}
+
+/* Whether ibdev's RDMA namespace is init_net. */
+bool rrxe_glue_dev_net_is_init(struct ib_device *ibdev)
+{
+	return net_eq(read_pnet(&ibdev->coredev.rdma_net), &init_net);
+}
+
+/* --- shared mode: devices above a device's netdev (macvlan, ipvlan, vlan in pods) --- */
+
+static int rrxe_lower_match(struct net_device *lower, struct netdev_nested_priv *priv)
+{
+	struct ib_device **found = priv->data;
+	struct ib_device *ibdev = ib_device_get_by_netdev(lower, RDMA_DRIVER_UNKNOWN);
+
+	if (!ibdev)
+		return 0;
+	if (ibdev->ops.owner == THIS_MODULE) {
+		*found = ibdev;
+		return 1;
+	}
+	ib_device_put(ibdev);
+	return 0;
+}
+
+/*
+ * Our device on one of the devices below ndev (the eth0 of a pod's macvlan or ipvlan), with
+ * a reference held for the caller; NULL if there is none.
+ */
+struct ib_device *rrxe_glue_ib_device_below(struct net_device *ndev)
+{
+	struct ib_device *found = NULL;
+	struct netdev_nested_priv priv = { .data = &found };
+
+	rcu_read_lock();
+	netdev_walk_all_lower_dev_rcu(ndev, rrxe_lower_match, &priv);
+	rcu_read_unlock();
+	return found;
+}
+
+struct rrxe_upper_walk {
+	struct net_device **out;
+	u32 n, max;
+};
+
+static int rrxe_upper_collect(struct net_device *upper, struct netdev_nested_priv *priv)
+{
+	struct rrxe_upper_walk *w = priv->data;
+
+	if (w->n >= w->max)
+		return 1;
+	dev_hold(upper);
+	w->out[w->n++] = upper;
+	return 0;
+}
+
+/*
+ * Up to max devices above ndev (all levels), each with a reference held for the caller, in
+ * out[]; returns how many.
+ */
+u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 max)
+{
+	struct rrxe_upper_walk w = { .out = out, .max = max };
+	struct netdev_nested_priv priv = { .data = &w };
+
+	rcu_read_lock();
+	netdev_walk_all_upper_dev_rcu(ndev, rrxe_upper_collect, &priv);
+	rcu_read_unlock();
+	return w.n;
+}
+
+/*
+ * The netdev of GID index of ibdev's port 1, with a reference held for the caller, if the
+ * entry still holds the source address addr (IPv4: 4 bytes, in a v4-mapped GID); NULL if it
+ * is gone or changed. rdma_rxe's rxe_init_packet sends every packet through the netdev of
+ * its source GID the same way: in shared mode that is a pod's macvlan or ipvlan, in the
+ * pod's namespace.
+ */
+struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool ipv6,
+					const u8 *addr)
+{
+	const struct ib_gid_attr *attr = rdma_get_gid_attr(ibdev, 1, index);
+	struct net_device *ndev = NULL;
+	bool same;
+
+	if (IS_ERR(attr))
+		return NULL;
+	if (ipv6)
+		same = !memcmp(attr->gid.raw, addr, 16);
+	else
+		same = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) &&
+		       !memcmp(attr->gid.raw + 12, addr, 4);
+	if (same) {
+		rcu_read_lock();
+		ndev = rdma_read_gid_attr_ndev_rcu(attr);
+		if (IS_ERR(ndev))
+			ndev = NULL;
+		else
+			dev_hold(ndev);
+		rcu_read_unlock();
+	}
+	rdma_put_gid_attr(attr);
+	return ndev;
 }
 
 /* --- sk_buff access --- */

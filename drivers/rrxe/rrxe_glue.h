@@ -106,9 +106,15 @@ size_t rrxe_glue_udata_inlen(const struct ib_udata *udata);
 size_t rrxe_glue_udata_outlen(const struct ib_udata *udata);
 int rrxe_glue_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 
-struct socket *rrxe_glue_udp_open(struct net *net, bool ipv6, u16 port, int *err);
-void rrxe_glue_udp_close(struct socket *sock);
-struct net *rrxe_glue_init_net(void);
+int rrxe_glue_net_open(struct net_device *ndev, u16 port, bool *v6);
+bool rrxe_glue_netdev_moving(const struct net_device *ndev);
+void rrxe_glue_set_dev_net(struct ib_device *ibdev, const struct net_device *ndev);
+bool rrxe_glue_dev_net_is_ndev(struct ib_device *ibdev, const struct net_device *ndev);
+bool rrxe_glue_dev_net_is_init(struct ib_device *ibdev);
+struct ib_device *rrxe_glue_ib_device_below(struct net_device *ndev);
+u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 max);
+struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool ipv6,
+					const u8 *addr);
 
 struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb);
 int rrxe_glue_skb_linearize(struct sk_buff *skb);

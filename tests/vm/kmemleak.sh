@@ -9,24 +9,9 @@
 # up), neither with the module loaded nor after it is gone.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
+. "$RRXE_ROOT/tests/vm/lib/kmemleak.sh"
 
-KML=/sys/kernel/debug/kmemleak
-mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-if [ ! -w "$KML" ]; then not_ok "kmemleak is on ($KML)"; tap_done; exit; fi
-ok "kmemleak is on"
-# Two scans: kmemleak reports an object only after it stayed unreferenced for a while.
-kml_scan() {
-  echo scan > "$KML"; sleep 6; echo scan > "$KML"
-  grep -ac '^unreferenced object' "$KML"
-}
-kml_check() {
-  local n
-  n=$(kml_scan)
-  if [ "${n:-1}" = 0 ]; then ok "kmemleak: no leaks $1"
-  else not_ok "kmemleak: no leaks $1 ($n unreferenced objects)"; head -n 80 "$KML" | sed 's/^/# /'; fi
-}
-kml_scan >/dev/null
-echo clear > "$KML"
+kml_start || { tap_done; exit; }
 
 user_setup
 p=18950

@@ -30,7 +30,7 @@ pub(crate) mod wr;
 
 pub(crate) use verbs::Verbs;
 
-pub(crate) use net::{KernelCrc32, SkBuff, TxSkb};
+pub(crate) use net::{open_sockets, KernelCrc32, SkBuff, TxSkb};
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 
 use core::marker::PhantomData;
@@ -215,6 +215,18 @@ impl IbDev {
         };
     }
 
+    /// Whether the RDMA core has this device in `ndev`'s network namespace.
+    pub(crate) fn in_netns_of(&self, ndev: &NetDev) -> bool {
+        // SAFETY: both are live; the helper only compares namespace pointers.
+        unsafe { bindings::rrxe_glue_dev_net_is_ndev(self.as_ptr(), ndev.as_ptr()) }
+    }
+
+    /// Whether the RDMA core has this device in the initial network namespace.
+    pub(crate) fn in_init_net(&self) -> bool {
+        // SAFETY: the device is live; the helper only compares namespace pointers.
+        unsafe { bindings::rrxe_glue_dev_net_is_init(self.as_ptr()) }
+    }
+
     /// Reports a port event to the core and its clients.
     pub(crate) fn port_event(&self, event: bindings::ib_event_type) {
         // SAFETY: the device is live; the helper builds the ib_event on its stack.
@@ -267,9 +279,13 @@ impl IbDev {
             unsafe { bindings::ib_dealloc_device(ib) };
             err
         };
-        // SAFETY: ib is a valid unregistered device; ndev is live; the core takes its own
-        // reference on ndev.
-        let err = unsafe { bindings::ib_device_set_netdev(ib, ndev.as_ptr(), 1) };
+        // SAFETY: ib is a valid device nobody else sees yet (not registered), so its RDMA
+        // namespace may be set; ndev is live; ib_device_set_netdev takes its own reference
+        // on ndev.
+        let err = unsafe {
+            bindings::rrxe_glue_set_dev_net(ib, ndev.as_ptr());
+            bindings::ib_device_set_netdev(ib, ndev.as_ptr(), 1)
+        };
         if err != 0 {
             return Err(free(Error::from_errno(err)));
         }
@@ -582,10 +598,10 @@ fn registry() -> Option<&'static Registry> {
     unsafe { p.as_ref() }
 }
 
-/// Module-lifetime registration: the `rrxe` link type and the netdev notifier.
+/// Module-lifetime registration: the `rrxe` link type, the netdev notifier and the
+/// per-namespace state (each namespace's sockets, opened by [`open_sockets`]).
 pub(crate) struct Registration {
     registry: Pin<KBox<Registry>>,
-    sockets: Option<net::UdpSockets>,
 }
 
 impl Registration {
@@ -604,24 +620,13 @@ impl Registration {
         )?;
         let p = ptr::from_ref::<Registry>(&registry).cast_mut();
         REGISTRY.store(p, Ordering::Release);
-        let sockets = match net::UdpSockets::open() {
-            Ok(s) => s,
-            Err(e) => {
-                REGISTRY.store(ptr::null_mut(), Ordering::Release);
-                return Err(e);
-            }
-        };
         // SAFETY: plain registration; C side objects are static.
         let err = unsafe { bindings::rrxe_glue_register() };
         if err != 0 {
-            drop(sockets);
             REGISTRY.store(ptr::null_mut(), Ordering::Release);
             return Err(Error::from_errno(err));
         }
-        Ok(Self {
-            registry,
-            sockets: Some(sockets),
-        })
+        Ok(Self { registry })
     }
 }
 
@@ -652,10 +657,9 @@ impl Drop for Registration {
                 bindings::rrxe_glue_ib_put_device(ib);
             }
         }
-        // 3. No more netdev events, no more packets.
+        // 3. No more netdev events, no more packets: every namespace's sockets are closed.
         // SAFETY: registered in new().
         unsafe { bindings::rrxe_glue_unregister_notifier() };
-        drop(self.sockets.take());
         REGISTRY.store(ptr::null_mut(), Ordering::Release);
     }
 }

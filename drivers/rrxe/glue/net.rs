@@ -1,81 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Network glue: the RoCEv2 UDP tunnel sockets and received `sk_buff`s.
 
-use super::{bindings, IbDev, NetDev, NetDevRef};
+use super::{bindings, IbDev, IbDevRef, NetDev, NetDevRef};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
 /// The IANA port of RoCEv2.
 pub(crate) const ROCE_V2_UDP_PORT: u16 = 4791;
 
-/// The UDP tunnel sockets (IPv4 and IPv6) listening on port 4791.
-pub(crate) struct UdpSockets {
-    v4: NonNull<bindings::socket>,
-    v6: Option<NonNull<bindings::socket>>,
-}
-
-// SAFETY: the sockets are only opened and released (from module init/exit); the socket layer
-// synchronises their use.
-unsafe impl Send for UdpSockets {}
-// SAFETY: as above; no method takes &self to touch the sockets.
-unsafe impl Sync for UdpSockets {}
-
-fn open(ipv6: bool) -> Result<NonNull<bindings::socket>> {
-    let mut err = 0;
-    // SAFETY: init_net lives forever; the helper creates and sets up the socket, or returns
-    // NULL with *err set.
-    let sock = unsafe {
-        bindings::rrxe_glue_udp_open(
-            bindings::rrxe_glue_init_net(),
-            ipv6,
-            ROCE_V2_UDP_PORT,
-            &mut err,
-        )
-    };
-    NonNull::new(sock).ok_or_else(|| Error::from_errno(if err < 0 { err } else { -12 }))
-}
-
-impl UdpSockets {
-    /// Binds UDP port 4791 on IPv4 and, where the kernel has it, IPv6.
-    pub(crate) fn open() -> Result<Self> {
-        let v4 = open(false).inspect_err(|e| {
+/// Opens the RoCEv2 UDP sockets (port 4791, IPv4 and, where the namespace has it, IPv6) of
+/// `ndev`'s network namespace, unless it has them already. Each namespace's pair lives until
+/// the namespace goes away (or the module): a device needs them where its netdev is, and a
+/// shared device also where the upper devices of its netdev are (macvlan, ipvlan in pods).
+pub(crate) fn open_sockets(ndev: &NetDev) -> Result {
+    let mut v6 = false;
+    // SAFETY: ndev is live (type invariant); the helper takes its own reference on the
+    // namespace while it opens, and writes the bool.
+    let err = unsafe { bindings::rrxe_glue_net_open(ndev.as_ptr(), ROCE_V2_UDP_PORT, &mut v6) };
+    match err {
+        0 => Ok(()),
+        // EAFNOSUPPORT: no IPv6 (in this kernel or namespace); IPv4 is open.
+        -97 if v6 => Ok(()),
+        e => {
             pr_err!(
-                "rrxe: cannot bind UDP port {} ({:?}): is another RoCE driver (rdma_rxe) loaded?\n",
+                "rrxe: cannot bind UDP port {} ({}) in the network namespace of {} ({:?}): is another RoCE driver (rdma_rxe) using it?\n",
                 ROCE_V2_UDP_PORT,
-                e
-            )
-        })?;
-        let v6 = match open(true) {
-            Ok(s) => Some(s),
-            Err(e) if e.to_errno() == -97 => None, // EAFNOSUPPORT: no IPv6
-            Err(e) => {
-                // SAFETY: v4 was opened above and is released once.
-                unsafe { bindings::rrxe_glue_udp_close(v4.as_ptr()) };
-                pr_err!(
-                    "rrxe: cannot bind UDP port {} on IPv6 ({:?})\n",
-                    ROCE_V2_UDP_PORT,
-                    e
-                );
-                return Err(e);
-            }
-        };
-        Ok(Self { v4, v6 })
-    }
-}
-
-impl Drop for UdpSockets {
-    fn drop(&mut self) {
-        // SAFETY: opened in open(), released exactly once here.
-        unsafe {
-            bindings::rrxe_glue_udp_close(self.v4.as_ptr());
-            if let Some(v6) = self.v6 {
-                bindings::rrxe_glue_udp_close(v6.as_ptr());
-            }
+                if v6 { "IPv6" } else { "IPv4" },
+                ndev.name(),
+                Error::from_errno(e)
+            );
+            Err(Error::from_errno(e))
         }
     }
 }
 
 impl NetDev {
+    /// In a NETDEV_UNREGISTER event: the netdev only moves to another network namespace
+    /// (it is registered again there), it is not going away.
+    pub(crate) fn is_moving_netns(&self) -> bool {
+        // SAFETY: self is a live net_device (type invariant).
+        unsafe { bindings::rrxe_glue_netdev_moving(self.as_ptr()) }
+    }
+
     /// The device owning the local address `addr` (IPv4: the first 4 bytes) in this
     /// device's network namespace, if the address is local.
     pub(crate) fn local_addr_owner(&self, ipv6: bool, addr: &[u8; 16]) -> Option<NetDevRef> {
@@ -91,7 +57,59 @@ impl NetDev {
     }
 }
 
+/// How many upper devices of one netdev get their namespace's sockets when a device is added.
+const MAX_UPPERS: usize = 32;
+
+impl NetDev {
+    /// Calls `f` for the devices above this one (macvlan, ipvlan, vlan; all levels), at most
+    /// [`MAX_UPPERS`] of them.
+    pub(crate) fn for_each_upper(&self, mut f: impl FnMut(&NetDev)) {
+        let mut ups = [core::ptr::null_mut(); MAX_UPPERS];
+        // SAFETY: self is live; the helper writes at most MAX_UPPERS pointers, each with a
+        // reference taken for us, and returns how many.
+        let n = unsafe {
+            bindings::rrxe_glue_upper_devs(self.as_ptr(), ups.as_mut_ptr(), MAX_UPPERS as u32)
+        };
+        for &p in ups.iter().take(n as usize) {
+            // SAFETY: one of the n pointers the helper filled, each with a reference we own
+            // (given back when the NetDevRef drops).
+            if let Some(up) = unsafe { NetDevRef::from_held(p) } {
+                f(&up);
+            }
+        }
+    }
+}
+
+impl IbDevRef {
+    /// Our device bound to `ndev` or, in shared mode, to a device below it: a packet that
+    /// came in on a pod's macvlan or ipvlan is for the device of its eth0.
+    pub(crate) fn by_netdev_or_below(ndev: &NetDev) -> Option<IbDevRef> {
+        IbDevRef::by_netdev(ndev).or_else(|| {
+            // SAFETY: ndev is live; the helper returns null or one of our devices with a
+            // reference held for us.
+            let p = unsafe { bindings::rrxe_glue_ib_device_below(ndev.as_ptr()) };
+            NonNull::new(p).map(IbDevRef)
+        })
+    }
+}
+
 impl IbDev {
+    /// The netdev a packet from source GID `index` leaves through, if that GID still holds
+    /// the source address `sip` (IPv4: the first 4 bytes): the device's own netdev, or in
+    /// shared mode a pod's upper device of it, in the pod's namespace.
+    pub(crate) fn gid_netdev(&self, index: u8, ipv6: bool, sip: &[u8; 16]) -> Option<NetDevRef> {
+        // SAFETY: the device is live; the helper reads 4 or 16 bytes of sip (it has 16) and
+        // returns null or a netdev with a reference held for us.
+        unsafe {
+            NetDevRef::from_held(bindings::rrxe_glue_gid_netdev(
+                self.as_ptr(),
+                u32::from(index),
+                ipv6,
+                sip.as_ptr(),
+            ))
+        }
+    }
+
     /// Whether `gid` is a RoCE v2 GID of port 1 on `ndev` (the GID table lookup of
     /// rdma_rxe's `rxe_chk_dgid`).
     pub(crate) fn has_roce_gid(&self, gid: &[u8; 16], ndev: &NetDev) -> bool {

@@ -45,10 +45,10 @@ impl Sink<'_> {
     fn send(&mut self, tx: &proto::TxPacket) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
         let counters = &qp.dev.get().data().counters;
-        let Some(ndev) = self.ndev else {
+        if self.ndev.is_none() {
             counters.inc(Counter::TxDrops);
             return Ok(());
-        };
+        }
         let av = match tx.ud_wqe {
             Some(id) => qp
                 .sq
@@ -98,7 +98,7 @@ impl Sink<'_> {
                 }
             }
         };
-        let sent = crate::net::transmit(ndev, &av, self.sport, &tx.hdrs, len, fill);
+        let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, fill);
         gather?;
         match sent {
             Ok(()) => counters.inc(Counter::SentPkts),

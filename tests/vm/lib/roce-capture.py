@@ -6,7 +6,11 @@ SIGINT, then print one line per (IP version, traffic class, UDP source port, BTH
     v4 tc=106 ecn=2 sport=50123 dqp=17 n=812
 
 The traffic class is the whole IPv4 TOS / IPv6 Traffic Class byte (DSCP << 2 | ECN).
-Usage: roce-capture.py IFACE
+With --addrs, one line per (source MAC, source IP, destination IP) instead:
+
+    smac=52:54:00:77:10:02 src=10.77.0.12 dst=10.77.0.11 n=812
+
+Usage: roce-capture.py [--addrs] IFACE
 """
 import collections
 import signal
@@ -20,6 +24,8 @@ PACKET_IGNORE_OUTGOING = 23
 SO_RCVBUFFORCE = 33
 counts = collections.Counter()
 stop = False
+ADDRS = "--addrs" in sys.argv[1:]
+IFACE = [a for a in sys.argv[1:] if a != "--addrs"][0]
 
 
 def on_signal(_sig, _frm):
@@ -32,23 +38,28 @@ def parse(frame):
         return None
     etype = struct.unpack_from(">H", frame, 12)[0]
     p = frame[14:]
+    smac = ":".join(f"{b:02x}" for b in frame[6:12])
     if etype == 0x0800 and len(p) >= 20:
         ihl = (p[0] & 0xF) * 4
         if p[9] != 17 or len(p) < ihl + 8 + 12:
             return None
         ver, tc, udp = "v4", p[1], p[ihl:]
+        src, dst = socket.inet_ntop(socket.AF_INET, p[12:16]), socket.inet_ntop(socket.AF_INET, p[16:20])
     elif etype == 0x86DD and len(p) >= 40 + 8 + 12:
         if p[6] != 17:
             return None
         ver = "v6"
         tc = ((p[0] & 0xF) << 4) | (p[1] >> 4)
         udp = p[40:]
+        src, dst = socket.inet_ntop(socket.AF_INET6, p[8:24]), socket.inet_ntop(socket.AF_INET6, p[24:40])
     else:
         return None
     sport, dport = struct.unpack_from(">HH", udp, 0)
     if dport != 4791:
         return None
     dqp = struct.unpack_from(">I", udp, 8 + 4)[0] & 0xFFFFFF
+    if ADDRS:
+        return smac, src, dst
     return ver, tc, sport, dqp
 
 
@@ -69,7 +80,7 @@ def main():
     # lost those requests.
     s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
     s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-    s.bind((sys.argv[1], 0))
+    s.bind((IFACE, 0))
     s.settimeout(0.2)
     print("listening", flush=True, file=sys.stderr)
     while not stop:
@@ -86,8 +97,12 @@ def main():
         except (BlockingIOError, InterruptedError):
             break
         count(frame, addr)
-    for (ver, tc, sport, dqp), n in sorted(counts.items()):
-        print(f"{ver} tc={tc} ecn={tc & 3} sport={sport} dqp={dqp} n={n}")
+    for k, n in sorted(counts.items()):
+        if ADDRS:
+            print(f"smac={k[0]} src={k[1]} dst={k[2]} n={n}")
+        else:
+            ver, tc, sport, dqp = k
+            print(f"{ver} tc={tc} ecn={tc & 3} sport={sport} dqp={dqp} n={n}")
 
 
 main()

@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# Shared mode, as the k8s shared device plugin uses it (issue 15), for KIND (macvlan or
+# ipvlan; set by netns-shared-KIND.sh): one rrxe0 on eth0 in init_net; two pods per VM, each
+# with a KIND child of eth0 in its own namespace. The pods' addresses appear in rrxe0's GID
+# table with their netdev; from inside the pods, over those GIDs: pod to pod across the VMs
+# (ibv_rc_pingpong -g, rping -V, ib_write_bw -x and -R, ib_send_lat -x) and between the two
+# pods of one VM. The far VM's capture shows the pod's MAC (macvlan: its own; ipvlan: eth0's,
+# which all its pods share) and IP, never eth0's address.
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/user-common.sh"
+. "$RRXE_ROOT/tests/vm/lib/netns-common.sh"
+
+# pod_mac P VM: the source MAC of pod P of VM on the wire.
+pod_mac() {
+  if [ "$KIND" = macvlan ]; then echo "52:54:00:77:${1}0:0$(($2 + 1))"
+  else echo "52:54:00:77:00:0$(($2 + 1))"; fi
+}
+
+check "rdma system show: shared (the default)" sh -c 'rdma system show | grep -q "netns shared"'
+user_setup
+check "pod1 namespace with a $KIND of eth0 ($(pod_ip 1))" pod_add pod1 1 "$KIND"
+check "pod2 namespace with a $KIND of eth0 ($(pod_ip 2))" pod_add pod2 2 "$KIND"
+G1=$(pod_gid pod1 rrxe0 "$(pod_ip 1)") || G1=
+G2=$(pod_gid pod2 rrxe0 "$(pod_ip 2)") || G2=
+if [ -n "$G1" ] && [ -n "$G2" ]; then ok "rrxe0 has RoCE v2 GIDs for the pods (pod1 index $G1, pod2 index $G2)"
+else not_ok "rrxe0 has RoCE v2 GIDs for the pods ($G1, $G2)"; G1=${G1:-1} G2=${G2:-1}; fi
+check "pod1's GID is on its own netdev (gid_attrs/ndevs: net0 in pod1)" sh -c \
+  "[ \"\$(ip netns exec pod1 cat /sys/class/infiniband/rrxe0/ports/1/gid_attrs/ndevs/$G1)\" = net0 ]"
+check "scripts/show-gids in pod1: index $G1, $(pod_ip 1), v2, net0" sh -c \
+  "ip netns exec pod1 \"$RRXE_ROOT/scripts/show-gids\" rrxe0 | grep -Eq '^rrxe0 +1 +$G1 +[0-9a-f:]+ +$(pod_ip 1) +v2 +net0\$'"
+check "rrxe0 is visible in the pod (ibv_devices)" sh -c 'ip netns exec pod1 ibv_devices | grep -qw rrxe0'
+
+p=19350
+CAP=$TMPDIR/netns-capture
+python3 "$RRXE_ROOT/tests/vm/lib/roce-capture.py" --addrs eth0 >"$CAP" 2>"$CAP.err" &
+cpid=$!
+retry 50 0.2 grep -q listening "$CAP.err"
+RRXE_PEER_IP=$(pod_peer_ip 1) pair "pod1 to pod1 across the VMs: ibv_rc_pingpong -g $G1, 4 KiB x100, checked" 180 -- \
+  ip netns exec pod1 ibv_rc_pingpong -d rrxe0 -g "$G1" -p $((p + 1)) -n 100 -s 4096 -c -- \
+  ip netns exec pod1 ibv_rc_pingpong -d rrxe0 -g "$G1" -p $((p + 1)) -n 100 -s 4096 -c @PEER
+kill -TERM "$cpid"; wait "$cpid"
+sed 's/^/#   /' "$CAP"
+want="smac=$(pod_mac 1 $((1 - RRXE_VM))) src=$(pod_peer_ip 1) dst=$(pod_ip 1)"
+check "capture: every RoCE packet received carries the peer pod's MAC and IP ($want)" \
+  awk -v w="$want" '{ k = $1 " " $2 " " $3 } k != w { bad = 1 } END { exit bad || NR == 0 }' "$CAP"
+
+RRXE_PEER_IP=$(pod_peer_ip 1) pair "pod1 to pod1: rping -V -C 20 (rdma_cm resolves the pod's GID)" 180 -- \
+  ip netns exec pod1 "$RRXE_ROOT/tests/vm/lib/rping-run" -s -a "$(pod_ip 1)" -p $((p + 2)) -V -C 20 -- \
+  ip netns exec pod1 "$RRXE_ROOT/tests/vm/lib/rping-run" -c -a @PEER -p $((p + 2)) -V -C 20
+RRXE_PEER_IP=$(pod_peer_ip 1) pair "pod1 to pod1: ib_write_bw -x $G1, 64 KiB x200" 180 -- \
+  ip netns exec pod1 ib_write_bw -d rrxe0 -x "$G1" -p $((p + 3)) -s 65536 -n 200 -F -- \
+  ip netns exec pod1 ib_write_bw -d rrxe0 -x "$G1" -p $((p + 3)) -s 65536 -n 200 -F @PEER
+RRXE_PEER_IP=$(pod_peer_ip 1) pair "pod1 to pod1: ib_write_bw -R (rdma_cm), 64 KiB x200" 180 -- \
+  ip netns exec pod1 ib_write_bw -R -d rrxe0 -x "$G1" -p $((p + 4)) -s 65536 -n 200 -F -- \
+  ip netns exec pod1 ib_write_bw -R -d rrxe0 -x "$G1" -p $((p + 4)) -s 65536 -n 200 -F @PEER
+RRXE_PEER_IP=$(pod_peer_ip 2) pair "pod2 to pod2: ib_send_lat -x $G2, x200" 180 -- \
+  ip netns exec pod2 ib_send_lat -d rrxe0 -x "$G2" -p $((p + 5)) -n 200 -F -- \
+  ip netns exec pod2 ib_send_lat -d rrxe0 -x "$G2" -p $((p + 5)) -n 200 -F @PEER
+
+# The two pods of one VM (the KIND device delivers between them on the host).
+both "pod1 to pod2 on this VM: ibv_rc_pingpong, checked" -- \
+  ip netns exec pod2 ibv_rc_pingpong -d rrxe0 -g "$G2" -p $((p + 6 + RRXE_VM * 10)) -n 50 -s 4096 -c -- \
+  ip netns exec pod1 ibv_rc_pingpong -d rrxe0 -g "$G1" -p $((p + 6 + RRXE_VM * 10)) -n 50 -s 4096 -c "$(pod_ip 2)"
+both "pod1 to pod2 on this VM: rping -V -C 10" -- \
+  ip netns exec pod2 "$RRXE_ROOT/tests/vm/lib/rping-run" -s -a "$(pod_ip 2)" -p $((p + 7 + RRXE_VM * 10)) -V -C 10 -- \
+  ip netns exec pod1 "$RRXE_ROOT/tests/vm/lib/rping-run" -c -a "$(pod_ip 2)" -p $((p + 7 + RRXE_VM * 10)) -V -C 10
+check "no packet dropped for an unknown destination GID" \
+  sh -c "[ \"\$(rdma statistic show link rrxe0/1 | tr ' ' '\n' | grep -A1 -x rx_drop_dgid | tail -n 1)\" = 0 ]"
+
+check "ip netns del pod1 pod2" sh -c 'ip netns del pod1 && ip netns del pod2'
+pods_gids_gone() { ! gid_index_v4 rrxe0 "$(pod_ip 1)" && ! gid_index_v4 rrxe0 "$(pod_ip 2)"; }
+check "the pods' GIDs leave rrxe0 with their namespaces" retry 30 1 pods_gids_gone
+user_teardown
+tap_done

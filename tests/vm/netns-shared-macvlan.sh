@@ -1,0 +1,6 @@
+#!/bin/bash
+# vms: 2
+# timeout: 1200
+# Shared mode with macvlan pods (see tests/vm/lib/netns-shared.sh).
+KIND=macvlan
+. "$RRXE_ROOT/tests/vm/lib/netns-shared.sh"
