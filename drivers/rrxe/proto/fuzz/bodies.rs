@@ -85,7 +85,7 @@ impl ActionSink for CountSink {
     fn place(&mut self, a: Action) -> Result<(), PlaceError> {
         if self.n % 5 == 4 {
             self.n += 1;
-            return Err(if self.n % 2 == 0 {
+            return Err(if self.n.is_multiple_of(2) {
                 PlaceError::Protection
             } else {
                 PlaceError::Length

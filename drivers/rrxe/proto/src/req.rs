@@ -50,11 +50,12 @@
 //! * Retransmit timer (armed while packets are unacknowledged, restarted on
 //!   progress): consumes a retry and rewinds to `una`; with no retries left,
 //!   the oldest WQE completes with `RetryExcErr` and the QP enters error. Each
-//!   timeout without progress doubles the next wait (at most
-//!   2^[`MAX_RTO_BACKOFF`] times the QP's timeout; the attribute is a minimum):
+//!   timeout doubles the next wait (at most 2^[`MAX_RTO_BACKOFF`] times) until a
+//!   fresh round-trip sample; the wait itself follows the measured round trip,
+//!   never below the QP's timeout (the attribute is a minimum; see `req/rtt.rs`):
 //!   a queue that takes longer than the timeout to drain (many QPs sharing a
 //!   slow link) would otherwise see every retry expire while its own earlier
-//!   packets still wait in it.
+//!   packets, or their responses, still wait in it.
 //!
 //! Any forward progress resets both retry counters.
 //!
@@ -93,7 +94,11 @@ use super::qp::{
 use super::seg::{Segment, Segments};
 
 mod ack;
+mod rtt;
 mod tx;
+
+use rtt::Rto;
+pub use rtt::{MAX_RTO_BACKOFF, MAX_RTO_ESTIMATE_US};
 
 /// The requester sets AckReq at least every this many packets of a message.
 pub const ACK_EVERY: u32 = 16;
@@ -102,12 +107,21 @@ pub const ACK_EVERY: u32 = 16;
 /// with 1024 response packets each overflowed a responder's transmit queue (ib_read_bw
 /// -q 8 ended in RETRY_EXC), where SENDs and WRITEs are paced by the requester's ACKs.
 pub const MAX_READ_INFLIGHT: u32 = 256;
-/// Consecutive timeouts double the retransmit timeout at most this many times.
-pub const MAX_RTO_BACKOFF: u8 = 3;
 /// The congestion window never shrinks below this many packets.
 pub const MIN_CWND: u32 = 8;
 /// Largest message length.
 pub const MAX_MSG_LEN: u32 = 1 << 31;
+
+/// After a retransmit timeout with a READ at `una`: the one-packet request sent to find
+/// out whether its responses were lost or only late (see `on_timer`).
+#[derive(Clone, Copy, Debug)]
+struct ReadProbe {
+    /// The PSN asked for (`una` at the timeout).
+    psn: Psn,
+    /// Where requesting stood before the timeout: if the original responses turn out to
+    /// be still coming, requesting resumes there instead of asking for them all again.
+    resume: Psn,
+}
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -227,10 +241,11 @@ pub struct SendQueue<const S: usize> {
     rnr_left: u8,
     rnr_wait: bool,
     rto_armed: bool,
-    /// Timeouts since the last progress, capped at [`MAX_RTO_BACKOFF`].
-    rto_backoff: u8,
+    /// The retransmit timeout: round-trip estimate and backoff.
+    rto: Rto,
     rd_atomic: u32,
     nak_guard: Option<Psn>,
+    read_probe: Option<ReadProbe>,
     cwnd: Cwnd,
     error: bool,
     started: bool,
@@ -254,9 +269,10 @@ impl<const S: usize> SendQueue<S> {
             rnr_left: cfg.rnr_retry,
             rnr_wait: false,
             rto_armed: false,
-            rto_backoff: 0,
+            rto: Rto::NEW,
             rd_atomic: 0,
             nak_guard: None,
+            read_probe: None,
             cwnd: Cwnd::new(max_window(cfg)),
             error: false,
             started: false,
@@ -281,9 +297,10 @@ impl<const S: usize> SendQueue<S> {
         self.rnr_left = cfg.rnr_retry;
         self.rnr_wait = false;
         self.rto_armed = false;
-        self.rto_backoff = 0;
+        self.rto.reset();
         self.rd_atomic = 0;
         self.nak_guard = None;
+        self.read_probe = None;
         self.cwnd = Cwnd::new(max_window(cfg));
         self.error = false;
         self.started = false;
@@ -297,7 +314,7 @@ impl<const S: usize> SendQueue<S> {
         self.una = cfg.sq_psn;
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
-        self.rto_backoff = 0;
+        self.rto.reset();
         self.cwnd = Cwnd::new(max_window(cfg));
         self.started = true;
     }
@@ -492,7 +509,9 @@ impl<const S: usize> SendQueue<S> {
     }
 
     fn rewind(&mut self, psn: Psn) {
+        self.read_probe = None;
         if psn.before(self.send_psn) {
+            self.rto.on_retransmit();
             self.send_psn = if psn.before(self.una) { self.una } else { psn };
         }
     }
@@ -542,7 +561,7 @@ impl<const S: usize> SendQueue<S> {
         if let Some(us) = self.cfg.ack_timeout_usecs() {
             sink.push(Action::ArmTimer {
                 kind: TimerKind::Retransmit,
-                usecs: us << self.rto_backoff.min(MAX_RTO_BACKOFF),
+                usecs: self.rto.timeout(us),
             });
             self.rto_armed = true;
         }

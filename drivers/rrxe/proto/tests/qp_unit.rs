@@ -749,7 +749,7 @@ fn a_read_waits_for_the_read_window_where_a_write_would_not() {
     a.poll_tx(1000, &mut s);
     let sent = s.sent();
     assert_eq!(sent.len(), 300, "the WRITE, and no READ request yet");
-    assert!(300 >= rrxe_proto::req::MAX_READ_INFLIGHT);
+    const { assert!(300 >= rrxe_proto::req::MAX_READ_INFLIGHT) };
     let (done, _, more) = exchange(&mut a, &mut b, &mut env, sent, |_| {});
     assert_eq!(more, 1, "the READ request, once the WRITE was acknowledged");
     let st: Vec<WcStatus> = done.iter().map(|c| c.status).collect();
@@ -1229,4 +1229,95 @@ fn duplicate_read_whose_mr_went_away_is_naked_remote_access() {
     assert_eq!(aeth_of(&sent[0]), AethKind::Nak(NakCode::RemoteAccess));
     assert_eq!(sent[0].hdrs.bth.psn, Psn::new(100));
     assert_eq!(b.state(), QpState::Error);
+}
+
+/// A 4-packet READ from `a` to `b`: returns the request and `b`'s four responses, which
+/// the test then delivers late, or never.
+fn read_with_late_responses(a: &mut Q, b: &mut Q, env: &mut Env) -> Vec<TxPacket> {
+    let mut s = Sink::default();
+    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 4 * 256), &mut s)
+        .unwrap();
+    a.poll_tx(100, &mut s);
+    let reqs = s.sent();
+    assert_eq!(reqs.len(), 1);
+    let mut sb = Sink::default();
+    let (_, p) = wire(&reqs[0], 0);
+    b.on_packet(&p, env, &mut sb);
+    b.poll_tx(100, &mut sb);
+    let resps = sb.sent();
+    assert_eq!(resps.len(), 4);
+    resps
+}
+
+/// The requests `a` sends after a retransmit timeout.
+fn after_timeout(a: &mut Q) -> Vec<TxPacket> {
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    a.poll_tx(100, &mut s);
+    a.poll_tx(100, &mut s);
+    s.sent()
+}
+
+#[test]
+fn read_timeout_probes_one_packet_and_resumes_when_responses_were_late() {
+    // net-wire's ib_read_bw -q 2 under KASAN: responses queued behind other traffic for
+    // longer than the timeout; re-requesting whole chunks on each timeout grew the queue
+    // until RetryExcErr, with nothing lost (tests/sim_slow.rs has the whole story).
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let late = read_with_late_responses(&mut a, &mut b, &mut env);
+    let probe = after_timeout(&mut a);
+    assert_eq!(probe.len(), 1, "one probe, nothing behind it");
+    assert_eq!(probe[0].hdrs.bth.psn, Psn::new(100));
+    assert_eq!(probe[0].hdrs.reth.map(|r| r.len), Some(256));
+    // The original responses arrive: late, not lost. Nothing is requested again.
+    let mut s = Sink::default();
+    for r in &late {
+        let (_, p) = wire(r, 7);
+        assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+        a.poll_tx(100, &mut s);
+    }
+    assert!(s.sent().is_empty(), "{:?}", s.sent());
+    let c = s.completions();
+    assert_eq!((c.len(), c[0].status), (1, WcStatus::Success));
+    // The probe's own answer, after them, is a duplicate.
+    let mut sb = Sink::default();
+    let (_, p) = wire(&probe[0], 0);
+    b.on_packet(&p, &mut env, &mut sb);
+    b.poll_tx(100, &mut sb);
+    let (_, p) = wire(&sb.sent()[0], 7);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Duplicate);
+}
+
+#[test]
+fn read_timeout_probe_answered_alone_requests_the_rest_again() {
+    // The responses were lost: the probe's single-packet answer comes back first, and the
+    // rest of the READ is requested again (go-back-N from there).
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let _lost = read_with_late_responses(&mut a, &mut b, &mut env);
+    let probe = after_timeout(&mut a);
+    assert_eq!(probe.len(), 1);
+    let mut sb = Sink::default();
+    let (_, p) = wire(&probe[0], 0);
+    b.on_packet(&p, &mut env, &mut sb);
+    b.poll_tx(100, &mut sb);
+    let answer = sb.sent();
+    assert_eq!(answer.len(), 1);
+    assert_eq!(answer[0].hdrs.bth.opcode, Opcode::RC_READ_RESPONSE_ONLY);
+    let mut s = Sink::default();
+    let (_, p) = wire(&answer[0], 7);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    a.poll_tx(100, &mut s);
+    let rest = s.sent();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].hdrs.bth.psn, Psn::new(101));
+    assert_eq!(rest[0].hdrs.reth.map(|r| r.len), Some(3 * 256));
+    // A second timeout before any answer probes again, one packet at `una`.
+    let again = after_timeout(&mut a);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].hdrs.bth.psn, Psn::new(101));
+    assert_eq!(again[0].hdrs.reth.map(|r| r.len), Some(256));
 }

@@ -166,6 +166,12 @@ pub trait ActionSink {
         self.push(Action::Send(p));
         Ok(())
     }
+    /// A monotonic clock in µs, for the round-trip estimate behind the retransmit timeout
+    /// (`req/rtt.rs`). The default, no clock, keeps the timeout at the QP's Local ACK
+    /// Timeout with backoff.
+    fn now_us(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A fixed-capacity action buffer (actions beyond `N` are counted in

@@ -41,7 +41,7 @@ impl<const S: usize> SendQueue<S> {
     fn on_progress<A: ActionSink>(&mut self, sink: &mut A) {
         self.retry_left = self.cfg.retry_cnt;
         self.rnr_left = self.cfg.rnr_retry;
-        self.rto_backoff = 0;
+        self.rto.on_progress(self.una, sink.now_us());
         self.nak_guard = None;
         if self.una == self.next_psn {
             if self.rto_armed {
@@ -200,6 +200,16 @@ impl<const S: usize> SendQueue<S> {
         }
         let k = psn.distance_from(e.first_psn);
         let pos = p.info.pos;
+        if let Some(pr) = self.read_probe.take() {
+            // The first response at `una` since a timeout. The probe's own answer is a
+            // single packet (Only); a First/Middle/Last one belongs to an earlier request:
+            // the responses were late, not lost, so requesting resumes where it stood.
+            // (An earlier request's single-packet answer is taken for the probe's: then
+            // the rest is requested again, as after a loss.)
+            if pos != Position::Only && self.send_psn.before(pr.resume) {
+                self.send_psn = pr.resume;
+            }
+        }
         match (p.info.kind, e.wqe.op) {
             (OpKind::ReadResponse, SendOp::Read { .. }) => {
                 let mtu = self.cfg.mtu.bytes();
@@ -287,12 +297,25 @@ impl<const S: usize> SendQueue<S> {
                     return;
                 }
                 self.retry_left -= 1;
-                if self.rto_backoff < MAX_RTO_BACKOFF {
-                    self.rto_backoff += 1;
-                }
+                self.rto.on_timeout();
                 self.nak_guard = None;
                 self.on_loss();
+                let resume = match self.read_probe {
+                    Some(pr) if pr.resume.after(self.send_psn) => pr.resume,
+                    _ => self.send_psn,
+                };
                 self.rewind(self.una);
+                // A READ at `una`: ask for one packet first. Each request is answered with
+                // up to a chunk of responses; re-requesting all of them on a timeout that
+                // only means "late" (responses queued behind other traffic on a slow host)
+                // multiplies the queue that made them late, and ends in RetryExcErr with
+                // nothing lost. The answer tells which it was (`on_data_response`).
+                if matches!(self.entry(0), Some(e) if matches!(e.wqe.op, SendOp::Read { .. })) {
+                    self.read_probe = Some(ReadProbe {
+                        psn: self.una,
+                        resume,
+                    });
+                }
             }
             TimerKind::Rnr => {
                 self.rnr_wait = false;

@@ -15,6 +15,10 @@ impl<const S: usize> SendQueue<S> {
             if *left == 0 {
                 return self.has_tx_work();
             }
+            if matches!(self.read_probe, Some(pr) if pr.psn != self.send_psn) {
+                // The probe is out; nothing more until it is answered (`on_timer`).
+                return false;
+            }
             if self.send_psn == self.next_psn {
                 let Some(e) = self.entry(self.assigned).copied() else {
                     return false;
@@ -81,6 +85,8 @@ impl<const S: usize> SendQueue<S> {
             *left -= 1;
             if self.send_psn.before(self.high_psn) {
                 self.stats.retransmits = self.stats.retransmits.wrapping_add(1);
+            } else if rc {
+                self.rto.on_new_packet(self.send_psn, sink.now_us());
             }
             if next.after(self.high_psn) {
                 self.high_psn = next;
@@ -202,7 +208,12 @@ impl<const S: usize> SendQueue<S> {
                 // one original request and the responder can replay it).
                 let c = self.read_chunk();
                 let end = (k / c).saturating_add(1).saturating_mul(c).min(e.npkts);
-                let pkts = end.saturating_sub(k).max(1);
+                let probe = matches!(self.read_probe, Some(pr) if pr.psn == psn);
+                let pkts = if probe {
+                    1
+                } else {
+                    end.saturating_sub(k).max(1)
+                };
                 let len = (w.len - off).min(pkts.saturating_mul(mtu.bytes()));
                 let next = if k.saturating_add(pkts) >= e.npkts {
                     after

@@ -53,9 +53,23 @@ pub struct Sink(
     pub Option<fn(&Action) -> Option<PlaceError>>,
 );
 
+std::thread_local! {
+    /// The clock every [`Sink`] of this thread reports (`None`: no clock), set by a
+    /// simulation as its time advances.
+    static CLOCK: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets the clock the [`Sink`]s of this thread report, in µs.
+pub fn set_clock(now: Option<u64>) {
+    CLOCK.with(|c| c.set(now));
+}
+
 impl ActionSink for Sink {
     fn push(&mut self, a: Action) {
         self.0.push(a);
+    }
+    fn now_us(&self) -> Option<u64> {
+        CLOCK.with(|c| c.get())
     }
     fn place(&mut self, a: Action) -> Result<(), PlaceError> {
         if let Some(e) = self.1.and_then(|f| f(&a)) {
