@@ -16,6 +16,11 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+/// The monotonic clock in µs (`ktime_get`; any context but NMI).
+pub(crate) fn now_us() -> u64 {
+    u64::try_from(kernel::time::Ktime::ktime_get().to_ns() / 1000).unwrap_or(0)
+}
+
 /// What a [`Work`] runs (process context).
 pub(crate) trait WorkTarget: Sync {
     /// Runs the deferred work.

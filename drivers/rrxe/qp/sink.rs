@@ -268,6 +268,10 @@ impl ActionSink for Sink<'_> {
         self.send(&p)
     }
 
+    fn now_us(&self) -> Option<u64> {
+        Some(crate::glue::task::now_us())
+    }
+
     fn push(&mut self, a: Action) {
         let qp = self.qp;
         match a {
