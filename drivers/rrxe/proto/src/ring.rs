@@ -90,7 +90,8 @@ mod tests {
             while cons.wrapping_sub(start) < 8 * r.slots() {
                 // Bursty: produce up to 2 then consume 1, until full, then drain.
                 step = step.wrapping_add(1);
-                let produce = !r.full(prod, cons) && (!step.is_multiple_of(3) || r.used(prod, cons) == 0);
+                let produce =
+                    !r.full(prod, cons) && (!step.is_multiple_of(3) || r.used(prod, cons) == 0);
                 if produce {
                     let s = &mut slots[r.slot(prod)];
                     assert!(s.is_none(), "cap {cap}: overwrote an outstanding entry");
