@@ -10,11 +10,11 @@
 //! (RFC 6298): `srtt + 4 * rttvar`, never below the QP's timeout, with Karn's rule (no
 //! sample from a retransmitted packet; backoff kept until a fresh sample).
 //!
-//! Samples need a clock: [`ActionSink::now_us`](crate::ActionSink::now_us). Without one
+//! Samples need a clock: [`ActionSink::now_us`](super::super::ActionSink::now_us). Without one
 //! (the default), no sample is taken, the timeout is the QP's, and progress alone resets
 //! the backoff.
 
-use crate::psn::Psn;
+use super::super::psn::Psn;
 
 /// Consecutive timeouts double the retransmit timeout at most this many times.
 pub const MAX_RTO_BACKOFF: u8 = 3;
