@@ -9,13 +9,16 @@
 //! - [`Registration`]: module-lifetime registration of the link type and netdev notifier,
 //!   and the fence that unregisters every device before the module goes away;
 //! - [`obj`]: typed views of the verbs objects the core passes (`ib_cq`, `ib_qp`, ...);
-//! - [`wr`]: kernel consumers' work-request lists.
+//! - [`wr`]: kernel consumers' work-request lists;
+//! - [`SkBuff`] / [`TxSkb`]: received and outgoing packets of the RoCEv2 UDP sockets
+//!   ([`open_sockets`]), which hand every datagram to the driver's [`Receiver`].
 //!
 //! - [`verbs`]: the verbs entry points, which convert their raw arguments with these views
 //!   and call the driver's [`Verbs`].
 //!
 //! Nothing here is driver policy, and nothing names a driver type: the driver implements
-//! [`Verbs`] and names the data each core object carries ([`obj::DriverObj`]).
+//! [`Verbs`] and [`Receiver`] and names the data each core object carries
+//! ([`obj::DriverObj`]).
 
 pub(crate) mod bindings;
 pub(crate) mod dmabuf;
@@ -30,7 +33,7 @@ pub(crate) mod wr;
 
 pub(crate) use verbs::Verbs;
 
-pub(crate) use net::{open_sockets, KernelCrc32, SkBuff, TxSkb};
+pub(crate) use net::{open_sockets, Arrival, KernelCrc32, Receiver, SkBuff, TxSkb};
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 
 use core::marker::PhantomData;
@@ -551,6 +554,8 @@ struct Registry {
     newlink: fn(&CStr, &NetDev) -> Result,
     /// Netdev notifier events (the driver's [`Verbs`]).
     netdev_event: fn(core::ffi::c_ulong, &NetDev),
+    /// Received datagrams (the driver's [`Receiver`]).
+    recv: fn(SkBuff, Arrival),
 }
 
 /// `rdma link add` with the verbs of `V`: the driver checks the request and gives the
@@ -605,8 +610,9 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
-    /// Registers the link type and notifier, whose devices have the verbs of `V`.
-    pub(crate) fn new<V: Verbs>() -> Result<Self>
+    /// Registers the link type and notifier, whose devices have the verbs of `V` and
+    /// whose sockets hand what they receive to `R`.
+    pub(crate) fn new<V: Verbs, R: Receiver>() -> Result<Self>
     where
         <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
     {
@@ -615,6 +621,7 @@ impl Registration {
                 devices <- kernel::new_mutex!([None; MAX_DEVICES], "rrxe_devices"),
                 newlink: link_add::<V>,
                 netdev_event: V::netdev_event,
+                recv: R::recv,
             }),
             GFP_KERNEL,
         )?;

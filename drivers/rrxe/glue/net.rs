@@ -249,12 +249,41 @@ impl crate::proto::Crc32 for KernelCrc32 {
     }
 }
 
+/// How a received datagram got here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// From the network: one of our UDP sockets, in its receive softirq.
+    Wire,
+    /// From this host's transmit path: a QP of this host sending to another (or itself),
+    /// inside the sender's run, with bottom halves off.
+    Local,
+}
+
+/// The driver's receive path: what every datagram for port 4791 is handed to.
+pub(crate) trait Receiver: 'static {
+    /// Handles one received datagram, which it now owns (bottom halves off; must not
+    /// sleep).
+    fn recv(skb: SkBuff, arrival: Arrival);
+}
+
+/// Hands a datagram to the driver's [`Receiver`] (the registry has it from
+/// [`super::Registration::new`]).
+fn deliver(skb: NonNull<bindings::sk_buff>, arrival: Arrival) {
+    let skb = SkBuff(skb);
+    // The registry is published before any socket is opened, and sockets are closed before
+    // it goes (udp_tunnel_sock_release waits for the receivers in flight); a packet without
+    // it cannot happen, and would just be dropped (freed) here.
+    if let Some(reg) = super::registry() {
+        (reg.recv)(skb, arrival);
+    }
+}
+
 /// Every datagram to UDP port 4791 of our sockets (softirq context).
 #[no_mangle]
 unsafe extern "C" fn rrxe_rs_udp_recv(skb: *mut bindings::sk_buff) {
     if let Some(skb) = NonNull::new(skb) {
         // The UDP stack hands us ownership of the skb.
-        crate::net::recv(SkBuff(skb), crate::net::Arrival::Wire);
+        deliver(skb, Arrival::Wire);
     }
 }
 
@@ -264,6 +293,6 @@ unsafe extern "C" fn rrxe_rs_udp_recv(skb: *mut bindings::sk_buff) {
 unsafe extern "C" fn rrxe_rs_udp_recv_local(skb: *mut bindings::sk_buff) {
     if let Some(skb) = NonNull::new(skb) {
         // The transmit path hands us ownership of the skb.
-        crate::net::recv(SkBuff(skb), crate::net::Arrival::Local);
+        deliver(skb, Arrival::Local);
     }
 }
