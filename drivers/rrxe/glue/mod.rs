@@ -554,8 +554,6 @@ struct Registry {
     newlink: fn(&CStr, &NetDev) -> Result,
     /// Netdev notifier events (the driver's [`Verbs`]).
     netdev_event: fn(core::ffi::c_ulong, &NetDev),
-    /// Received datagrams (the driver's [`Receiver`]).
-    recv: fn(SkBuff, Arrival),
 }
 
 /// `rdma link add` with the verbs of `V`: the driver checks the request and gives the
@@ -621,14 +619,16 @@ impl Registration {
                 devices <- kernel::new_mutex!([None; MAX_DEVICES], "rrxe_devices"),
                 newlink: link_add::<V>,
                 netdev_event: V::netdev_event,
-                recv: R::recv,
             }),
             GFP_KERNEL,
         )?;
         let p = ptr::from_ref::<Registry>(&registry).cast_mut();
         REGISTRY.store(p, Ordering::Release);
-        // SAFETY: plain registration; C side objects are static.
-        let err = unsafe { bindings::rrxe_glue_register() };
+        // SAFETY: plain registration; C side objects are static. The receive functions are
+        // this module's, so they outlive every socket (closed before the module goes).
+        let err = unsafe {
+            bindings::rrxe_glue_register(Some(net::udp_recv::<R>), Some(net::udp_recv_local::<R>))
+        };
         if err != 0 {
             REGISTRY.store(ptr::null_mut(), Ordering::Release);
             return Err(Error::from_errno(err));

@@ -266,33 +266,19 @@ pub(crate) trait Receiver: 'static {
     fn recv(skb: SkBuff, arrival: Arrival);
 }
 
-/// Hands a datagram to the driver's [`Receiver`] (the registry has it from
-/// [`super::Registration::new`]).
-fn deliver(skb: NonNull<bindings::sk_buff>, arrival: Arrival) {
-    let skb = SkBuff(skb);
-    // The registry is published before any socket is opened, and sockets are closed before
-    // it goes (udp_tunnel_sock_release waits for the receivers in flight); a packet without
-    // it cannot happen, and would just be dropped (freed) here.
-    if let Some(reg) = super::registry() {
-        (reg.recv)(skb, arrival);
-    }
-}
-
-/// Every datagram to UDP port 4791 of our sockets (softirq context).
-#[no_mangle]
-unsafe extern "C" fn rrxe_rs_udp_recv(skb: *mut bindings::sk_buff) {
+/// Every datagram to UDP port 4791 of our sockets (softirq context), for `R`.
+pub(super) unsafe extern "C" fn udp_recv<R: Receiver>(skb: *mut bindings::sk_buff) {
     if let Some(skb) = NonNull::new(skb) {
         // The UDP stack hands us ownership of the skb.
-        deliver(skb, Arrival::Wire);
+        R::recv(SkBuff(skb), Arrival::Wire);
     }
 }
 
 /// A packet from one of our QPs to a QP on this host (bottom halves off, inside the
-/// sender's run).
-#[no_mangle]
-unsafe extern "C" fn rrxe_rs_udp_recv_local(skb: *mut bindings::sk_buff) {
+/// sender's run), for `R`.
+pub(super) unsafe extern "C" fn udp_recv_local<R: Receiver>(skb: *mut bindings::sk_buff) {
     if let Some(skb) = NonNull::new(skb) {
         // The transmit path hands us ownership of the skb.
-        deliver(skb, Arrival::Local);
+        R::recv(SkBuff(skb), Arrival::Local);
     }
 }
