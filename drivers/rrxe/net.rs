@@ -2,7 +2,7 @@
 //! Receive path: from a UDP datagram on port 4791 to a queue pair (or a counted drop).
 
 use crate::counters::Counter;
-use crate::glue::{IbDevRef, KernelCrc32, SkBuff};
+use crate::glue::{Arrival, IbDevRef, KernelCrc32, Receiver, SkBuff};
 use crate::proto::addr::{self, AddrDrop, IpAddrs};
 use crate::proto::{self, ParseError};
 use crate::qp::Refused;
@@ -13,18 +13,19 @@ const UDP_HDR: usize = 8;
 /// UDP header + BTH + ICRC: the shortest possible RoCEv2 datagram.
 const MIN_DATAGRAM: usize = UDP_HDR + 12 + 4;
 
-/// How a received datagram got here.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Arrival {
-    /// From the network (the UDP socket's receive softirq): the QP runs right here.
-    Wire,
-    /// From a QP of this host sending to another (or itself), inside that QP's run: the
-    /// receiving QP's run is deferred to its work, so runs never nest.
-    Local,
+/// rrxe's receive path, which the glue's UDP sockets and local delivery call.
+pub(crate) struct Rx;
+
+impl Receiver for Rx {
+    fn recv(skb: SkBuff, arrival: Arrival) {
+        recv(skb, arrival)
+    }
 }
 
-/// Handles one received datagram (bottom halves off; must not sleep).
-pub(crate) fn recv(mut skb: SkBuff, arrival: Arrival) {
+/// Handles one received datagram (bottom halves off; must not sleep). One from the wire
+/// runs its QP right here; a local one ([`Arrival::Local`], sent inside another QP's run)
+/// defers the receiving QP's run to its work, so runs never nest.
+fn recv(mut skb: SkBuff, arrival: Arrival) {
     let Some(ndev) = skb.netdev().map(|n| n.hold()) else {
         return;
     };

@@ -55,10 +55,19 @@ static struct notifier_block rrxe_netdev_notifier = {
 
 static struct pernet_operations rrxe_net_ops;
 
-int rrxe_glue_register(void)
-{
-	int err = register_pernet_subsys(&rrxe_net_ops);
+/*
+ * The receive path given to rrxe_glue_register(): set there, before any socket exists (the
+ * sockets are opened by link add and netdev events, registered below), and never changed.
+ */
+static rrxe_rx_fn rrxe_rx, rrxe_rx_local;
 
+int rrxe_glue_register(rrxe_rx_fn recv, rrxe_rx_fn recv_local)
+{
+	int err;
+
+	rrxe_rx = recv;
+	rrxe_rx_local = recv_local;
+	err = register_pernet_subsys(&rrxe_net_ops);
 	if (err)
 		return err;
 	err = register_netdevice_notifier(&rrxe_netdev_notifier);
@@ -234,7 +243,7 @@ void rrxe_glue_set_sysfs_ops(struct ib_device *ibdev)
 
 static int rrxe_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
-	rrxe_rs_udp_recv(skb);
+	rrxe_rx(skb);
 	return 0;
 }
 
@@ -1046,7 +1055,7 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 		dst_release(dst);
 		skb->pkt_type = PACKET_HOST;
 		local_bh_disable();
-		rrxe_rs_udp_recv_local(skb);
+		rrxe_rx_local(skb);
 		local_bh_enable();
 		return 0;
 	}

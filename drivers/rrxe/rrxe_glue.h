@@ -82,7 +82,12 @@ struct rrxe_timer;
 int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av);
 void rrxe_glue_av_to_ah_attr(const struct rrxe_kav *av, struct rdma_ah_attr *attr);
 struct module *rrxe_glue_this_module(void);
-int rrxe_glue_register(void);
+/*
+ * The driver's receive path, called with each datagram of our UDP sockets (softirq) and
+ * each packet our QPs send to this host (bottom halves off); it owns the skb.
+ */
+typedef void (*rrxe_rx_fn)(struct sk_buff *skb);
+int rrxe_glue_register(rrxe_rx_fn recv, rrxe_rx_fn recv_local);
 void rrxe_glue_unregister_notifier(void);
 void rrxe_glue_unregister(void);
 
@@ -190,8 +195,6 @@ void *rrxe_glue_dmabuf_vmap(struct rrxe_dmabuf *d, int *err);
 void rrxe_glue_dmabuf_release(struct rrxe_dmabuf *d);
 
 /* --- implemented in Rust, called from C --- */
-void rrxe_rs_udp_recv(struct sk_buff *skb);
-void rrxe_rs_udp_recv_local(struct sk_buff *skb);
 int rrxe_rs_newlink(const char *ibdev_name, struct net_device *ndev);
 void rrxe_rs_netdev_event(unsigned long event, struct net_device *ndev);
 

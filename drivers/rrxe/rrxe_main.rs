@@ -49,7 +49,7 @@ struct RrxeModule {
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let registration = glue::Registration::new::<verbs::Rrxe>()?;
+        let registration = glue::Registration::new::<verbs::Rrxe, net::Rx>()?;
         pr_info!(
             "rrxe: loaded; add a device with: rdma link add rrxe0 type rrxe netdev <netdev>\n"
         );

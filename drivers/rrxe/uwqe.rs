@@ -10,6 +10,7 @@
 use crate::ah::AhTable;
 use crate::glue::bindings as b;
 use crate::ib::WcOpcode;
+use crate::mr::AccessFlags;
 use crate::proto::uabi::{self, WrFields, WrOpcode};
 use crate::proto::{RemoteAddr, SendOp};
 use crate::qp::{SendKind, SendWr, Sge};
@@ -190,7 +191,7 @@ pub(crate) fn decode_send(
                 mr_lkey: m.mr_lkey,
                 va: m.addr,
                 len: m.length,
-                access: m.access,
+                access: AccessFlags::from_raw(m.access),
             };
             (SendKind::BindMw(req), WcOpcode::BindMw, 0)
         }

@@ -9,13 +9,16 @@
 //! - [`Registration`]: module-lifetime registration of the link type and netdev notifier,
 //!   and the fence that unregisters every device before the module goes away;
 //! - [`obj`]: typed views of the verbs objects the core passes (`ib_cq`, `ib_qp`, ...);
-//! - [`wr`]: kernel consumers' work-request lists.
+//! - [`wr`]: kernel consumers' work-request lists;
+//! - [`SkBuff`] / [`TxSkb`]: received and outgoing packets of the RoCEv2 UDP sockets
+//!   ([`open_sockets`]), which hand every datagram to the driver's [`Receiver`].
 //!
 //! - [`verbs`]: the verbs entry points, which convert their raw arguments with these views
 //!   and call the driver's [`Verbs`].
 //!
 //! Nothing here is driver policy, and nothing names a driver type: the driver implements
-//! [`Verbs`] and names the data each core object carries ([`obj::DriverObj`]).
+//! [`Verbs`] and [`Receiver`] and names the data each core object carries
+//! ([`obj::DriverObj`]).
 
 pub(crate) mod bindings;
 pub(crate) mod dmabuf;
@@ -30,7 +33,7 @@ pub(crate) mod wr;
 
 pub(crate) use verbs::Verbs;
 
-pub(crate) use net::{open_sockets, KernelCrc32, SkBuff, TxSkb};
+pub(crate) use net::{open_sockets, Arrival, KernelCrc32, Receiver, SkBuff, TxSkb};
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 
 use core::marker::PhantomData;
@@ -605,8 +608,9 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
-    /// Registers the link type and notifier, whose devices have the verbs of `V`.
-    pub(crate) fn new<V: Verbs>() -> Result<Self>
+    /// Registers the link type and notifier, whose devices have the verbs of `V` and
+    /// whose sockets hand what they receive to `R`.
+    pub(crate) fn new<V: Verbs, R: Receiver>() -> Result<Self>
     where
         <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
     {
@@ -620,8 +624,11 @@ impl Registration {
         )?;
         let p = ptr::from_ref::<Registry>(&registry).cast_mut();
         REGISTRY.store(p, Ordering::Release);
-        // SAFETY: plain registration; C side objects are static.
-        let err = unsafe { bindings::rrxe_glue_register() };
+        // SAFETY: plain registration; C side objects are static. The receive functions are
+        // this module's, so they outlive every socket (closed before the module goes).
+        let err = unsafe {
+            bindings::rrxe_glue_register(Some(net::udp_recv::<R>), Some(net::udp_recv_local::<R>))
+        };
         if err != 0 {
             REGISTRY.store(ptr::null_mut(), Ordering::Release);
             return Err(Error::from_errno(err));

@@ -249,21 +249,36 @@ impl crate::proto::Crc32 for KernelCrc32 {
     }
 }
 
-/// Every datagram to UDP port 4791 of our sockets (softirq context).
-#[no_mangle]
-unsafe extern "C" fn rrxe_rs_udp_recv(skb: *mut bindings::sk_buff) {
+/// How a received datagram got here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// From the network: one of our UDP sockets, in its receive softirq.
+    Wire,
+    /// From this host's transmit path: a QP of this host sending to another (or itself),
+    /// inside the sender's run, with bottom halves off.
+    Local,
+}
+
+/// The driver's receive path: what every datagram for port 4791 is handed to.
+pub(crate) trait Receiver: 'static {
+    /// Handles one received datagram, which it now owns (bottom halves off; must not
+    /// sleep).
+    fn recv(skb: SkBuff, arrival: Arrival);
+}
+
+/// Every datagram to UDP port 4791 of our sockets (softirq context), for `R`.
+pub(super) unsafe extern "C" fn udp_recv<R: Receiver>(skb: *mut bindings::sk_buff) {
     if let Some(skb) = NonNull::new(skb) {
         // The UDP stack hands us ownership of the skb.
-        crate::net::recv(SkBuff(skb), crate::net::Arrival::Wire);
+        R::recv(SkBuff(skb), Arrival::Wire);
     }
 }
 
 /// A packet from one of our QPs to a QP on this host (bottom halves off, inside the
-/// sender's run).
-#[no_mangle]
-unsafe extern "C" fn rrxe_rs_udp_recv_local(skb: *mut bindings::sk_buff) {
+/// sender's run), for `R`.
+pub(super) unsafe extern "C" fn udp_recv_local<R: Receiver>(skb: *mut bindings::sk_buff) {
     if let Some(skb) = NonNull::new(skb) {
         // The transmit path hands us ownership of the skb.
-        crate::net::recv(SkBuff(skb), crate::net::Arrival::Local);
+        R::recv(SkBuff(skb), Arrival::Local);
     }
 }

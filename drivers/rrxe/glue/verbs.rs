@@ -5,7 +5,7 @@
 //! A trampoline is a doorway: it converts its raw arguments once, with the views of
 //! [`super::obj`] and [`super::wr`], calls one safe method of [`Verbs`] and turns the
 //! result into an errno or an `ERR_PTR`. The policy lives in the driver's implementation
-//! (`crate::verbs`), which needs no `unsafe`.
+//! (its `verbs` module), which needs no `unsafe`.
 //!
 //! Every conversion relies on one fact about the caller, the RDMA core: it passes the
 //! pointers of a live rrxe device and of live objects it allocated with the sizes declared

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Fast registration (REG_MR) and invalidation (LOCAL_INV, SEND with Invalidate).
 
-use super::{check_access_flags, AccessError, Entry, MrTable};
+use super::{check_access_flags, AccessError, AccessFlags, Entry, MrTable};
 use crate::glue::mem::Backing;
 use kernel::prelude::*;
 
@@ -12,8 +12,9 @@ pub(crate) struct FastReg {
     pub(crate) cur_key: u32,
     /// The key it gets (same slot, new tag).
     pub(crate) new_key: u32,
-    /// IB_ACCESS_* flags.
-    pub(crate) access: u32,
+    /// What the region grants once registered (as the WR carries it: unknown bits are
+    /// refused when it executes).
+    pub(crate) access: AccessFlags,
     /// First address.
     pub(crate) iova: u64,
     /// Length.

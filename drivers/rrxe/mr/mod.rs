@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Memory regions and memory windows: the key table and access checks.
 //!
-//! Files: `region` (access flags, one region's checks and copies, constructors), `window`
+//! Files: `access` (the access flags and their checks), `region` (one region's checks and
+//! copies, constructors), `window`
 //! (binding and unbinding windows), `fastreg` (REG_MR and invalidation), `reg` (the MR and
 //! MW verbs' policy); this file: the key table.
 //!
@@ -14,15 +15,17 @@
 //! that was deregistered (removed from the table) can no longer be reached, and its memory
 //! (pinned pages) is released afterwards by the deregistering thread, in process context.
 
+pub(crate) mod access;
 mod fastreg;
 mod reg;
 mod region;
 mod window;
 
+pub(crate) use access::{check_access_flags, check_dmabuf_access, AccessFlags};
 pub(crate) use fastreg::FastReg;
 pub(crate) use region::{
-    access, check_access_flags, check_dmabuf_access, check_user_range, dma_region, dmabuf_region,
-    fast_region, user_extent, user_region, AccessError, Region, Remote,
+    check_user_range, dma_region, dmabuf_region, fast_region, user_extent, user_region,
+    AccessError, Region, Remote,
 };
 pub(crate) use window::{BindReq, Window};
 
@@ -335,7 +338,7 @@ impl MrTable {
         rkey: u32,
         pd: usize,
         qpn: u32,
-        (va, len, need): (u64, u64, u32),
+        (va, len, need): (u64, u64, AccessFlags),
         f: impl FnOnce(&Remote<'_>) -> R,
     ) -> Result<R, AccessError> {
         let mw = match self.entry(rkey).ok_or(AccessError::BadKey)? {
@@ -361,7 +364,7 @@ impl MrTable {
         if b.qpn.is_some_and(|q| q != qpn) {
             return Err(AccessError::BadKey);
         }
-        if b.access & need != need {
+        if !b.access.contains(need) {
             return Err(AccessError::NoPermission);
         }
         let off = va.checked_sub(b.va).ok_or(AccessError::OutOfBounds)?;

@@ -3,7 +3,7 @@
 //! the page list `ib_map_mr_sg` records, deregistration, and window allocation.
 
 use super::{check_access_flags, check_user_range, dma_region, fast_region, user_extent};
-use super::{check_dmabuf_access, dmabuf_region, user_region, Region};
+use super::{check_dmabuf_access, dmabuf_region, user_region, AccessFlags, Region};
 use crate::glue::bindings as b;
 use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::Umem;
@@ -82,8 +82,8 @@ fn new_mr(dev: &IbDev, region: Region, fr_cap: usize) -> Result<*mut b::ib_mr> {
 }
 
 /// `get_dma_mr`: all of kernel memory for a kernel consumer of PD `pd`.
-pub(crate) fn get_dma(dev: &IbDev, pd: usize, access: i32) -> Result<*mut b::ib_mr> {
-    new_mr(dev, dma_region(pd, access as u32)?, 0)
+pub(crate) fn get_dma(dev: &IbDev, pd: usize, access: AccessFlags) -> Result<*mut b::ib_mr> {
+    new_mr(dev, dma_region(pd, access)?, 0)
 }
 
 /// `reg_user_mr`: `length` bytes of the process at `start`, pinned, seen at `iova`.
@@ -93,12 +93,12 @@ pub(crate) fn reg_user(
     start: u64,
     length: u64,
     iova: u64,
-    access: i32,
+    access: AccessFlags,
 ) -> Result<*mut b::ib_mr> {
-    check_access_flags(access as u32)?;
+    check_access_flags(access)?;
     check_user_range(start, length, iova)?;
-    let umem = Umem::get(dev, start, length, access)?;
-    let r = user_region(pd, access as u32, iova, length, umem)?;
+    let umem = Umem::get(dev, start, length, access.bits() as i32)?;
+    let r = user_region(pd, access, iova, length, umem)?;
     new_mr(dev, r, 0)
 }
 
@@ -110,12 +110,12 @@ pub(crate) fn reg_dmabuf(
     pd: usize,
     (offset, length, iova): (u64, u64, u64),
     fd: i32,
-    access: i32,
+    access: AccessFlags,
 ) -> Result<*mut b::ib_mr> {
-    check_dmabuf_access(access as u32)?;
+    check_dmabuf_access(access)?;
     check_user_range(offset, length, iova)?;
     let map = DmabufMap::get(fd, offset, length)?;
-    let r = dmabuf_region(pd, access as u32, iova, length, map)?;
+    let r = dmabuf_region(pd, access, iova, length, map)?;
     new_mr(dev, r, 0)
 }
 
@@ -135,7 +135,7 @@ pub(crate) struct Rereg {
     /// See `start`.
     pub(crate) iova: u64,
     /// New access flags (IB_MR_REREG_ACCESS).
-    pub(crate) access: i32,
+    pub(crate) access: AccessFlags,
     /// The new PD (IB_MR_REREG_PD, or the current one).
     pub(crate) pd: usize,
 }
@@ -165,7 +165,7 @@ pub(crate) fn rereg_user(
         let access = if r.flags & REREG_ACCESS != 0 {
             r.access
         } else {
-            cur_access as i32
+            cur_access
         };
         let (start, length, iova) = if r.flags & REREG_TRANS != 0 {
             (r.start, r.length, r.iova)

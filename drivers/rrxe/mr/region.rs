@@ -1,57 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Regions: access flags, the access checks and copies of one region (directly or through
-//! a window), and the constructors of each kind of region.
+//! Regions: the access checks and copies of one region (directly or through a window),
+//! and the constructors of each kind of region.
 
+use super::{check_access_flags, AccessFlags};
 use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::{Backing, Umem, Xfer};
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
-
-/// IB_ACCESS_* flags.
-pub(crate) mod access {
-    /// Local write (receive into, READ response into, atomic result into).
-    pub(crate) const LOCAL_WRITE: u32 = 1;
-    /// Remote RDMA WRITE.
-    pub(crate) const REMOTE_WRITE: u32 = 2;
-    /// Remote RDMA READ.
-    pub(crate) const REMOTE_READ: u32 = 4;
-    /// Remote atomics.
-    pub(crate) const REMOTE_ATOMIC: u32 = 8;
-    /// Memory window binding.
-    pub(crate) const MW_BIND: u32 = 16;
-    /// Zero-based virtual addresses.
-    pub(crate) const ZERO_BASED: u32 = 32;
-    /// Relaxed ordering (a hint; accepted).
-    pub(crate) const RELAXED_ORDERING: u32 = 1 << 20;
-    /// FLUSH to global visibility.
-    pub(crate) const FLUSH_GLOBAL: u32 = 1 << 8;
-    /// FLUSH to persistence.
-    pub(crate) const FLUSH_PERSISTENT: u32 = 1 << 9;
-    /// The optional flags (IB_ACCESS_OPTIONAL, bits 20..=29): hints a device may ignore,
-    /// accepted as rdma_rxe accepts them.
-    pub(crate) const OPTIONAL: u32 = 0x3ff0_0000;
-    /// The flags a QP's access may hold (as rdma_rxe's RXE_ACCESS_SUPPORTED_QP, less
-    /// on-demand paging, which rrxe does not offer): any other bit is refused by modify_qp.
-    pub(crate) const QP_SUPPORTED: u32 = LOCAL_WRITE
-        | REMOTE_WRITE
-        | REMOTE_READ
-        | REMOTE_ATOMIC
-        | MW_BIND
-        | FLUSH_GLOBAL
-        | FLUSH_PERSISTENT
-        | OPTIONAL;
-    /// Every flag rrxe supports.
-    pub(crate) const SUPPORTED: u32 = OPTIONAL
-        | LOCAL_WRITE
-        | REMOTE_WRITE
-        | REMOTE_READ
-        | REMOTE_ATOMIC
-        | MW_BIND
-        | ZERO_BASED
-        | RELAXED_ORDERING
-        | FLUSH_GLOBAL
-        | FLUSH_PERSISTENT;
-}
 
 /// Why an access was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,8 +23,8 @@ pub(crate) enum AccessError {
 pub(crate) struct Region {
     /// The PD (its address, as an identity).
     pub(crate) pd: usize,
-    /// IB_ACCESS_* flags.
-    pub(crate) access: u32,
+    /// What it grants.
+    pub(crate) access: AccessFlags,
     /// First virtual address.
     pub(crate) iova: u64,
     /// Length in bytes.
@@ -94,7 +49,7 @@ impl Region {
     /// A region not yet in a table (no key, no identity, no windows).
     pub(super) fn unkeyed(
         pd: usize,
-        access: u32,
+        access: AccessFlags,
         iova: u64,
         length: u64,
         valid: bool,
@@ -116,12 +71,12 @@ impl Region {
 
     /// What is left in a table cell once its region was removed: invalid, empty, no key.
     pub(super) fn gone() -> Region {
-        Region::unkeyed(0, 0, 0, 0, false, Backing::KernelVa)
+        Region::unkeyed(0, AccessFlags::NONE, 0, 0, false, Backing::KernelVa)
     }
 
-    /// Checks `[va, va + len)` for `need` (IB_ACCESS_* bits; 0 for a local read) and
+    /// Checks `[va, va + len)` for `need` ([`AccessFlags::NONE`] for a local read) and
     /// returns the byte offset of `va` in the region.
-    pub(crate) fn check(&self, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
+    pub(crate) fn check(&self, va: u64, len: u64, need: AccessFlags) -> Result<u64, AccessError> {
         self.check_as(self.access, va, len, need)
     }
 
@@ -129,18 +84,18 @@ impl Region {
     /// bound to it) in place of the region's access flags.
     pub(super) fn check_as(
         &self,
-        granted: u32,
+        granted: AccessFlags,
         va: u64,
         len: u64,
-        need: u32,
+        need: AccessFlags,
     ) -> Result<u64, AccessError> {
         if !self.valid {
             return Err(AccessError::BadKey);
         }
-        if granted & need != need {
+        if !granted.contains(need) {
             return Err(AccessError::NoPermission);
         }
-        let base = if self.access & access::ZERO_BASED != 0 {
+        let base = if self.access.contains(AccessFlags::ZERO_BASED) {
             0
         } else {
             self.iova
@@ -157,27 +112,36 @@ impl Region {
         })
     }
 
-    pub(super) fn check_whole_as(&self, granted: u32, need: u32) -> Result<(), AccessError> {
+    pub(super) fn check_whole_as(
+        &self,
+        granted: AccessFlags,
+        need: AccessFlags,
+    ) -> Result<(), AccessError> {
         if !self.valid {
             return Err(AccessError::BadKey);
         }
-        if granted & need != need {
+        if !granted.contains(need) {
             return Err(AccessError::NoPermission);
         }
         Ok(())
     }
 
     /// Copies between `buf` and `va` after checking access.
-    pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
+    pub(crate) fn copy(
+        &self,
+        va: u64,
+        buf: &mut Xfer<'_>,
+        need: AccessFlags,
+    ) -> Result<(), AccessError> {
         self.copy_as(self.access, va, buf, need)
     }
 
     pub(super) fn copy_as(
         &self,
-        granted: u32,
+        granted: AccessFlags,
         va: u64,
         buf: &mut Xfer<'_>,
-        need: u32,
+        need: AccessFlags,
     ) -> Result<(), AccessError> {
         let off = self.check_as(granted, va, buf.len() as u64, need)?;
         self.backing
@@ -187,14 +151,14 @@ impl Region {
 
     pub(super) fn atomic_as(
         &self,
-        granted: u32,
+        granted: AccessFlags,
         va: u64,
         op: crate::proto::AtomicOp,
     ) -> Result<u64, AccessError> {
         if va % 8 != 0 {
             return Err(AccessError::OutOfBounds);
         }
-        let off = self.check_as(granted, va, 8, access::REMOTE_ATOMIC)?;
+        let off = self.check_as(granted, va, 8, AccessFlags::REMOTE_ATOMIC)?;
         self.backing
             .atomic(off, |a| match op {
                 crate::proto::AtomicOp::CompareSwap { compare, swap } => {
@@ -209,14 +173,14 @@ impl Region {
 
     pub(super) fn atomic_write_as(
         &self,
-        granted: u32,
+        granted: AccessFlags,
         va: u64,
         value: u64,
     ) -> Result<(), AccessError> {
         if va % 8 != 0 {
             return Err(AccessError::OutOfBounds);
         }
-        let off = self.check_as(granted, va, 8, access::REMOTE_WRITE)?;
+        let off = self.check_as(granted, va, 8, AccessFlags::REMOTE_WRITE)?;
         let v = u64::from_ne_bytes(value.to_be_bytes());
         self.backing
             .atomic(off, |a| a.store(v, Ordering::SeqCst))
@@ -230,22 +194,27 @@ impl Region {
 /// and atomics) and the MW Bind right, checked when the window was bound.
 pub(crate) struct Remote<'a> {
     pub(super) region: &'a Region,
-    pub(super) granted: u32,
+    pub(super) granted: AccessFlags,
 }
 
 impl Remote<'_> {
     /// As [`Region::check`], with the rights of this access path.
-    pub(crate) fn check(&self, va: u64, len: u64, need: u32) -> Result<u64, AccessError> {
+    pub(crate) fn check(&self, va: u64, len: u64, need: AccessFlags) -> Result<u64, AccessError> {
         self.region.check_as(self.granted, va, len, need)
     }
 
     /// As [`Region::check_whole`], with the rights of this access path.
-    pub(crate) fn check_whole(&self, need: u32) -> Result<(), AccessError> {
+    pub(crate) fn check_whole(&self, need: AccessFlags) -> Result<(), AccessError> {
         self.region.check_whole_as(self.granted, need)
     }
 
     /// As [`Region::copy`], with the rights of this access path.
-    pub(crate) fn copy(&self, va: u64, buf: &mut Xfer<'_>, need: u32) -> Result<(), AccessError> {
+    pub(crate) fn copy(
+        &self,
+        va: u64,
+        buf: &mut Xfer<'_>,
+        need: AccessFlags,
+    ) -> Result<(), AccessError> {
         self.region.copy_as(self.granted, va, buf, need)
     }
 
@@ -260,20 +229,6 @@ impl Remote<'_> {
     }
 }
 
-/// Refuses IB_ACCESS_* flags rrxe does not implement (e.g. on-demand paging).
-pub(crate) fn check_access_flags(flags: u32) -> Result {
-    if flags & !access::SUPPORTED != 0 {
-        return Err(crate::glue::eopnotsupp());
-    }
-    // Remote write and atomic need local write (IBA o10-35.2.1).
-    if flags & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
-        && flags & access::LOCAL_WRITE == 0
-    {
-        return Err(EINVAL);
-    }
-    Ok(())
-}
-
 /// Refuses a user registration's range before anything is pinned: empty, or wrapping
 /// around the address space at its user address or at its IOVA (as ib_umem_get and
 /// rdma_rxe refuse them).
@@ -285,7 +240,7 @@ pub(crate) fn check_user_range(start: u64, length: u64, iova: u64) -> Result {
 }
 
 /// A DMA MR of a kernel consumer: all of kernel memory.
-pub(crate) fn dma_region(pd: usize, flags: u32) -> Result<Region> {
+pub(crate) fn dma_region(pd: usize, flags: AccessFlags) -> Result<Region> {
     check_access_flags(flags)?;
     Ok(Region::unkeyed(
         pd,
@@ -300,7 +255,7 @@ pub(crate) fn dma_region(pd: usize, flags: u32) -> Result<Region> {
 /// A user MR over pinned pages.
 pub(crate) fn user_region(
     pd: usize,
-    flags: u32,
+    flags: AccessFlags,
     iova: u64,
     length: u64,
     umem: Umem,
@@ -311,7 +266,7 @@ pub(crate) fn user_region(
 /// A valid region of `length` bytes of `backing` at `iova` (neither empty nor wrapping).
 fn registered_region(
     pd: usize,
-    flags: u32,
+    flags: AccessFlags,
     iova: u64,
     length: u64,
     backing: Backing,
@@ -322,26 +277,10 @@ fn registered_region(
     Ok(Region::unkeyed(pd, flags, iova, length, true, backing))
 }
 
-/// The access flags a dma-buf MR may have: the list the core's UVERBS_METHOD_REG_DMABUF_MR
-/// accepts (anything else, e.g. MW_BIND or ON_DEMAND, it refuses with EINVAL before the driver
-/// is called; checked again here so the driver does not rely on it), under the rules of
-/// [`check_access_flags`].
-pub(crate) fn check_dmabuf_access(flags: u32) -> Result {
-    const DMABUF: u32 = access::LOCAL_WRITE
-        | access::REMOTE_WRITE
-        | access::REMOTE_READ
-        | access::REMOTE_ATOMIC
-        | access::RELAXED_ORDERING;
-    if flags & !DMABUF != 0 {
-        return Err(EINVAL);
-    }
-    check_access_flags(flags)
-}
-
 /// A user MR over bytes of a dma-buf (mapped for CPU access), at `iova`.
 pub(crate) fn dmabuf_region(
     pd: usize,
-    flags: u32,
+    flags: AccessFlags,
     iova: u64,
     length: u64,
     map: DmabufMap,
@@ -351,7 +290,7 @@ pub(crate) fn dmabuf_region(
 
 /// What a re-registration needs of a user region: its access flags, iova, length and the
 /// user address it was registered at. `None` for other regions.
-pub(crate) fn user_extent(r: &Region) -> Option<(u32, u64, u64, u64)> {
+pub(crate) fn user_extent(r: &Region) -> Option<(AccessFlags, u64, u64, u64)> {
     match &r.backing {
         Backing::User(u) => Some((r.access, r.iova, r.length, u.address())),
         _ => None,
@@ -362,7 +301,7 @@ pub(crate) fn user_extent(r: &Region) -> Option<(u32, u64, u64, u64)> {
 pub(crate) fn fast_region(pd: usize, max_pages: usize) -> Result<Region> {
     Ok(Region::unkeyed(
         pd,
-        0,
+        AccessFlags::NONE,
         0,
         0,
         false,

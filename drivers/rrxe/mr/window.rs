@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Memory windows: allocation, binding (BIND_MW), unbinding and release.
 
-use super::{access, AccessError, Entry, MrTable, MwCell};
+use super::{AccessError, AccessFlags, Entry, MrTable, MwCell};
 use crate::glue::sync::new_bh_spinlock;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -30,8 +30,8 @@ pub(crate) struct Binding {
     pub(crate) va: u64,
     /// Length in bytes.
     pub(crate) len: u64,
-    /// Remote IB_ACCESS_* flags it grants.
-    pub(crate) access: u32,
+    /// The remote access it grants.
+    pub(crate) access: AccessFlags,
     /// Type 2B: the QP it is bound to.
     pub(crate) qpn: Option<u32>,
 }
@@ -47,8 +47,9 @@ pub(crate) struct BindReq {
     pub(crate) va: u64,
     /// Length (0 unbinds a type 1 window).
     pub(crate) len: u64,
-    /// IB_ACCESS_* flags of the window.
-    pub(crate) access: u32,
+    /// The access the window is to grant (as the WR carries it: anything but remote
+    /// rights is refused when it executes).
+    pub(crate) access: AccessFlags,
 }
 
 impl MrTable {
@@ -135,9 +136,10 @@ impl MrTable {
 
     /// Executes a BIND_MW work request of QP `qpn` in PD `pd`.
     pub(crate) fn bind(&self, req: &BindReq, pd: usize, qpn: u32) -> Result<(), AccessError> {
-        const WINDOW_ACCESS: u32 =
-            access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
-        if req.access & !WINDOW_ACCESS != 0 {
+        const WINDOW_ACCESS: AccessFlags = AccessFlags::REMOTE_READ
+            .union(AccessFlags::REMOTE_WRITE)
+            .union(AccessFlags::REMOTE_ATOMIC);
+        if !req.access.within(WINDOW_ACCESS) {
             return Err(AccessError::NoPermission);
         }
         let mw = self.window_cell(req.new_rkey).ok_or(AccessError::BadKey)?;
@@ -161,12 +163,15 @@ impl MrTable {
             if r.lkey != req.mr_lkey || r.pd != pd || r.id == 0 {
                 return Err(AccessError::BadKey);
             }
-            if !r.valid || r.access & access::MW_BIND == 0 || r.access & access::ZERO_BASED != 0 {
+            if !r.valid
+                || !r.access.contains(AccessFlags::MW_BIND)
+                || r.access.contains(AccessFlags::ZERO_BASED)
+            {
                 return Err(AccessError::NoPermission);
             }
             // Remote write and atomic through a window need local write on the region.
-            if req.access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
-                && r.access & access::LOCAL_WRITE == 0
+            if req.access.intersects(AccessFlags::NEEDS_LOCAL_WRITE)
+                && !r.access.contains(AccessFlags::LOCAL_WRITE)
             {
                 return Err(AccessError::NoPermission);
             }

@@ -7,6 +7,7 @@ use crate::glue::bindings as b;
 use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::{CqPtr, IbDev, Queue, UContext, Udata};
 use crate::limits;
+use crate::mr::AccessFlags;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -221,7 +222,7 @@ pub(crate) fn modify(
         m.max_dest_rd_atomic = Some(attr.max_dest_rd_atomic);
     }
     if has(b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
-        m.access = Some(attr.qp_access_flags as u32);
+        m.access = Some(AccessFlags::from_raw(attr.qp_access_flags as u32));
     }
     h.qp.modify(&m)
 }
@@ -237,7 +238,7 @@ pub(crate) fn query(h: &QpHandle, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_
     attr.rq_psn = a.rq_psn;
     attr.sq_psn = a.sq_psn;
     attr.dest_qp_num = a.dest_qpn;
-    attr.qp_access_flags = a.access as i32;
+    attr.qp_access_flags = a.access.bits() as i32;
     attr.cap = h.caps;
     attr.timeout = a.timeout;
     attr.retry_cnt = a.retry_cnt;

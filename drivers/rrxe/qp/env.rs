@@ -2,23 +2,23 @@
 //! The responder environment: proto's view of memory regions and receive buffers.
 
 use super::Qp;
-use crate::mr::access;
+use crate::mr::AccessFlags;
 use crate::proto::{self, ResponderEnv};
 use kernel::prelude::*;
 
 /// The responder's view of memory and receive buffers.
 pub(super) struct Env<'a> {
     pub(super) qp: &'a Qp,
-    /// Remote access the QP grants (IB_ACCESS_*).
-    pub(super) access: u32,
+    /// Remote access the QP grants.
+    pub(super) access: AccessFlags,
 }
 
-fn need_bits(a: proto::Access) -> u32 {
+fn need_bits(a: proto::Access) -> AccessFlags {
     match a {
-        proto::Access::RemoteWrite => access::REMOTE_WRITE,
-        proto::Access::RemoteRead => access::REMOTE_READ,
-        proto::Access::RemoteAtomic => access::REMOTE_ATOMIC,
-        proto::Access::Flush => access::FLUSH_GLOBAL,
+        proto::Access::RemoteWrite => AccessFlags::REMOTE_WRITE,
+        proto::Access::RemoteRead => AccessFlags::REMOTE_READ,
+        proto::Access::RemoteAtomic => AccessFlags::REMOTE_ATOMIC,
+        proto::Access::Flush => AccessFlags::FLUSH_GLOBAL,
     }
 }
 
@@ -41,7 +41,7 @@ impl ResponderEnv for Env<'_> {
         let need = need_bits(a);
         // The QP itself must enable the remote operation: otherwise it is an unsupported
         // request (rdma_rxe's check_qp_attr_access, an invalid-request NAK).
-        if self.access & need != need {
+        if !self.access.contains(need) {
             return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
@@ -60,11 +60,11 @@ impl ResponderEnv for Env<'_> {
         va: u64,
         op: proto::AtomicOp,
     ) -> Result<u64, proto::AccessError> {
-        if self.access & access::REMOTE_ATOMIC == 0 {
+        if !self.access.contains(AccessFlags::REMOTE_ATOMIC) {
             return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
-        let need = (va, 8, access::REMOTE_ATOMIC);
+        let need = (va, 8, AccessFlags::REMOTE_ATOMIC);
         let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| r.atomic(va, op));
         match r {
             Ok(Ok(v)) => Ok(v),
@@ -73,11 +73,11 @@ impl ResponderEnv for Env<'_> {
     }
 
     fn atomic_write(&mut self, rkey: u32, va: u64, value: u64) -> Result<(), proto::AccessError> {
-        if self.access & access::REMOTE_WRITE == 0 {
+        if !self.access.contains(AccessFlags::REMOTE_WRITE) {
             return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
-        let need = (va, 8, access::REMOTE_WRITE);
+        let need = (va, 8, AccessFlags::REMOTE_WRITE);
         let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| {
             r.atomic_write(va, value)
         });
@@ -110,20 +110,20 @@ impl ResponderEnv for Env<'_> {
         sel: u8,
         plt: u8,
     ) -> Result<(), proto::AccessError> {
-        let mut need = 0;
+        let mut need = AccessFlags::NONE;
         if plt & proto::Feth::PLT_GLOBAL != 0 {
-            need |= access::FLUSH_GLOBAL;
+            need = need.union(AccessFlags::FLUSH_GLOBAL);
         }
         if plt & proto::Feth::PLT_PERSISTENT != 0 {
-            need |= access::FLUSH_PERSISTENT;
+            need = need.union(AccessFlags::FLUSH_PERSISTENT);
         }
-        if need == 0 {
+        if need.is_empty() {
             return Err(proto::AccessError::NoPermission);
         }
         // The QP must enable each placement type too (rdma_rxe's check_qp_attr_access:
         // FLUSH_GLOBAL / FLUSH_PERSISTENT in the QP's access flags, else an unsupported
         // request, NAKed invalid request).
-        if self.access & need != need {
+        if !self.access.contains(need) {
             return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;

@@ -5,7 +5,7 @@ use super::sink::Sink;
 use super::{Engine, Qp, MAX_INIT_RD_ATOMIC};
 use crate::ah::Av;
 use crate::glue::bindings as b;
-use crate::mr::access;
+use crate::mr::AccessFlags;
 use crate::proto;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -25,8 +25,8 @@ pub(crate) struct QpAttrs {
     pub(crate) sq_psn: u32,
     /// Destination QPN.
     pub(crate) dest_qpn: u32,
-    /// Access flags.
-    pub(crate) access: u32,
+    /// The remote access the QP grants (IB_QP_ACCESS_FLAGS).
+    pub(crate) access: AccessFlags,
     /// Timeout.
     pub(crate) timeout: u8,
     /// Retry count.
@@ -72,8 +72,8 @@ pub(crate) struct ModifyArgs {
     pub(crate) max_rd_atomic: Option<u8>,
     /// Max outstanding RD/atomic (responder).
     pub(crate) max_dest_rd_atomic: Option<u8>,
-    /// Access flags.
-    pub(crate) access: Option<u32>,
+    /// The remote access the QP grants (IB_QP_ACCESS_FLAGS).
+    pub(crate) access: Option<AccessFlags>,
 }
 
 impl Qp {
@@ -158,7 +158,7 @@ impl Qp {
             attrs.max_dest_rd_atomic = v;
         }
         if let Some(v) = m.access {
-            if v & !access::QP_SUPPORTED != 0 {
+            if !v.within(AccessFlags::QP_SUPPORTED) {
                 return Err(EINVAL);
             }
             attrs.access = v;

@@ -8,6 +8,7 @@ use crate::glue::bindings as b;
 use crate::glue::obj::Obj;
 use crate::glue::wr::{RecvWrView, SendWrView, WrList};
 use crate::ib::{WcOpcode, WrOpcode};
+use crate::mr::AccessFlags;
 use crate::proto::{RemoteAddr, UdDest};
 use kernel::prelude::*;
 
@@ -79,7 +80,7 @@ fn post_one_send(qp: &Obj<'_, b::ib_qp>, wr: &b::ib_send_wr) -> Result {
             let fr = crate::mr::FastReg {
                 cur_key: ibmr.lkey,
                 new_key: k.reg_key,
-                access: k.reg_access,
+                access: AccessFlags::from_raw(k.reg_access),
                 iova: ibmr.iova,
                 length: ibmr.length,
                 page_size: ibmr.page_size,

@@ -10,7 +10,7 @@ use crate::glue::bindings as b;
 use crate::glue::mem::Xfer;
 use crate::glue::NetDev;
 use crate::ib::{WcOpcode, WcStatus};
-use crate::mr::access;
+use crate::mr::AccessFlags;
 use crate::proto::{self, Action, ActionSink};
 use kernel::prelude::*;
 
@@ -72,7 +72,7 @@ impl Sink<'_> {
                 }
                 proto::Payload::Mr { rkey, va, .. } => {
                     // The MR was checked when the READ arrived; it may have gone since.
-                    gather = qp.remote_copy(rkey, va, Xfer::From(buf), access::REMOTE_READ);
+                    gather = qp.remote_copy(rkey, va, Xfer::From(buf), AccessFlags::REMOTE_READ);
                     gather.is_ok()
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
@@ -188,7 +188,7 @@ impl Sink<'_> {
                 // Checked at the message's first packet; re-checked here because the MR or
                 // window may have been invalidated or deregistered since (rdma_rxe re-looks
                 // the rkey up for every packet).
-                qp.remote_copy(rkey, va, Xfer::To(data), access::REMOTE_WRITE)
+                qp.remote_copy(rkey, va, Xfer::To(data), AccessFlags::REMOTE_WRITE)
             }
             _ => Ok(()),
         }
@@ -322,8 +322,8 @@ impl Qp {
     ) -> Result<(), proto::PlaceError> {
         let mrs = &self.dev.get().data().mrs;
         let need = match buf {
-            Xfer::To(_) => access::LOCAL_WRITE,
-            Xfer::From(_) => 0,
+            Xfer::To(_) => AccessFlags::LOCAL_WRITE,
+            Xfer::From(_) => AccessFlags::NONE,
         };
         let total = buf.len();
         // Pass 1: check, and find that the list holds all of the bytes.
@@ -357,7 +357,7 @@ impl Qp {
         rkey: u32,
         va: u64,
         mut buf: Xfer<'_>,
-        need: u32,
+        need: AccessFlags,
     ) -> Result<(), proto::PlaceError> {
         let range = (va, buf.len() as u64, need);
         let mrs = &self.dev.get().data().mrs;

@@ -9,6 +9,7 @@ use crate::glue::bindings as b;
 use crate::glue::obj::{Created, DriverObj, NewObj, Obj};
 use crate::glue::wr::WrList;
 use crate::glue::{CqPtr, IbDev, NetDev, StatDescs, Udata, Verbs};
+use crate::mr::AccessFlags;
 use crate::{ah, cq, device, limits, mr, qp, srq};
 use kernel::prelude::*;
 
@@ -220,7 +221,11 @@ impl Verbs for Rrxe {
     }
 
     fn get_dma_mr(pd: &Obj<'_, b::ib_pd>, access: i32) -> Result<*mut b::ib_mr> {
-        mr::get_dma(pd.dev(), pd.addr() as usize, access)
+        mr::get_dma(
+            pd.dev(),
+            pd.addr() as usize,
+            AccessFlags::from_raw(access as u32),
+        )
     }
 
     fn reg_user_mr(
@@ -230,6 +235,7 @@ impl Verbs for Rrxe {
         iova: u64,
         access: i32,
     ) -> Result<*mut b::ib_mr> {
+        let access = AccessFlags::from_raw(access as u32);
         mr::reg_user(pd.dev(), pd.addr() as usize, start, length, iova, access)
     }
 
@@ -239,6 +245,7 @@ impl Verbs for Rrxe {
         fd: i32,
         access: i32,
     ) -> Result<*mut b::ib_mr> {
+        let access = AccessFlags::from_raw(access as u32);
         mr::reg_dmabuf(pd.dev(), pd.addr() as usize, range, fd, access)
     }
 
@@ -251,7 +258,7 @@ impl Verbs for Rrxe {
             start,
             length,
             iova,
-            access,
+            access: AccessFlags::from_raw(access as u32),
             pd,
         };
         mr::rereg_user(obj.dev(), obj.ib().lkey, obj.ib().pd as usize, &r)
