@@ -50,8 +50,8 @@
 //! * Retransmit timer (armed while packets are unacknowledged, restarted on
 //!   progress): consumes a retry and rewinds to `una`; with no retries left,
 //!   the oldest WQE completes with `RetryExcErr` and the QP enters error. Each
-//!   timeout doubles the next wait (at most 2^[`MAX_RTO_BACKOFF`] times) until a
-//!   fresh round-trip sample; the wait itself follows the measured round trip,
+//!   timeout without progress doubles the next wait (at most 2^[`MAX_RTO_BACKOFF`]
+//!   times); the wait itself follows the measured round trip,
 //!   never below the QP's timeout (the attribute is a minimum; see `req/rtt.rs`):
 //!   a queue that takes longer than the timeout to drain (many QPs sharing a
 //!   slow link) would otherwise see every retry expire while its own earlier
