@@ -560,7 +560,7 @@ fn checks() -> Vec<Check> {
                 num_sge,
                 inline_len,
                 ex,
-                reserved0,
+                xrc_remote_srqn,
                 wr
             }
         ),
@@ -1245,6 +1245,7 @@ fn proto_checks() -> Vec<Check> {
                 f("ex", send_wqe::EX),
                 f("ex.imm_data", send_wqe::EX),
                 f("ex.invalidate_rkey", send_wqe::EX),
+                f("xrc_remote_srqn", send_wqe::XRC_REMOTE_SRQN),
                 f("wr", w),
                 f("wr.raw", w),
                 f("wr.raw[39]", w + send_wqe::WR_SIZE - 1),

@@ -341,6 +341,7 @@ impl Qp {
                         solicited: wr.solicited,
                         fence: wr.fence,
                         ud: wr.ud.map(|(_, d)| d),
+                        xrc_srqn: 0,
                     };
                     match proto.post_send(w, &mut sink) {
                         Ok(()) => {}

@@ -15,8 +15,8 @@ use super::psn::Psn;
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
 /// Largest header length of any supported opcode (BTH + RETH + ImmDt = 32,
-/// BTH + AtomicETH = 40).
-pub const MAX_HDR_LEN: usize = 40;
+/// BTH + AtomicETH = 40, BTH + XRCETH + AtomicETH = 44).
+pub const MAX_HDR_LEN: usize = 44;
 /// Default partition key.
 pub const DEFAULT_PKEY: u16 = 0xffff;
 /// The well-known GSI Q_Key.
@@ -396,6 +396,8 @@ pub struct Headers {
     pub ieth: Option<u32>,
     /// FETH.
     pub feth: Option<Feth>,
+    /// XRCETH: the XRC SRQ number (24 bits) of an XRC request.
+    pub xrceth: Option<u32>,
 }
 
 impl Headers {
@@ -411,6 +413,7 @@ impl Headers {
             imm: None,
             ieth: None,
             feth: None,
+            xrceth: None,
         }
     }
 
@@ -419,6 +422,9 @@ impl Headers {
         let mut s = HdrSet::NONE;
         if self.deth.is_some() {
             s = s.with(HdrSet::DETH);
+        }
+        if self.xrceth.is_some() {
+            s = s.with(HdrSet::XRCETH);
         }
         if self.feth.is_some() {
             s = s.with(HdrSet::FETH);
@@ -510,6 +516,10 @@ pub fn parse_packet(buf: &[u8]) -> Result<Packet, ParseError> {
         let qkey = r.u32()?;
         let src_qp = r.u32()? & 0x00ff_ffff;
         hdrs.deth = Some(Deth { qkey, src_qp });
+    }
+    if h.has(HdrSet::XRCETH) {
+        // 8 reserved bits, then the 24-bit XRC SRQ number.
+        hdrs.xrceth = Some(r.u32()? & 0x00ff_ffff);
     }
     if h.has(HdrSet::FETH) {
         let bits = r.u32()?;
@@ -672,6 +682,9 @@ pub fn build_headers(h: &Headers, payload_len: u32, out: &mut [u8]) -> Result<us
         w.u32(d.qkey)?;
         w.u32(d.src_qp & 0x00ff_ffff)?;
     }
+    if let Some(x) = h.xrceth {
+        w.u32(x & 0x00ff_ffff)?;
+    }
     if let Some(f) = h.feth {
         w.u32((u32::from(f.sel & 3) << 4) | u32::from(f.plt & 0xf))?;
     }
@@ -772,6 +785,70 @@ mod tests {
         assert_eq!(&out[12..16], &[0x2c, 0x01, 0x02, 0x03]);
         let p = parse_packet(&out[..n]).unwrap();
         assert_eq!(p.hdrs.aeth.unwrap().kind(), AethKind::RnrNak { timer: 12 });
+    }
+
+    #[test]
+    fn xrc_send_and_write() {
+        // XRC SEND ONLY with immediate to SRQ 0x123456: BTH | XRCETH | ImmDt | payload.
+        let mut h = Headers::new(Bth::new(Opcode(0xa5), 0x11, Psn::new(3)));
+        h.xrceth = Some(0xab12_3456); // the reserved byte is written as 0
+        h.imm = Some(0x0102_0304);
+        let mut out = [0u8; 64];
+        let n = build_packet(&h, b"abcd", &mut out).unwrap();
+        assert_eq!(n, 12 + 4 + 4 + 4 + 4);
+        assert_eq!(&out[12..20], &[0, 0x12, 0x34, 0x56, 1, 2, 3, 4]);
+        let p = parse_packet(&out[..n]).unwrap();
+        assert_eq!(p.hdrs.xrceth, Some(0x12_3456));
+        assert_eq!(p.hdrs.imm, Some(0x0102_0304));
+        assert_eq!(p.payload(&out[..n]), Some(&b"abcd"[..]));
+        // The reserved byte is ignored on receive.
+        out[12] = 0xff;
+        assert_eq!(
+            parse_packet(&out[..n]).unwrap().hdrs.xrceth,
+            Some(0x12_3456)
+        );
+        // XRCETH comes before the RETH.
+        let mut w = Headers::new(Bth::new(Opcode(0xaa), 1, Psn::new(0)));
+        w.xrceth = Some(7);
+        w.reth = Some(Reth {
+            va: 0x10,
+            rkey: 0x20,
+            len: 0,
+        });
+        let n = build_packet(&w, &[], &mut out).unwrap();
+        assert_eq!(&out[12..16], &[0, 0, 0, 7]);
+        assert_eq!(&out[16..24], &[0, 0, 0, 0, 0, 0, 0, 0x10]);
+        assert_eq!(parse_packet(&out[..n]).unwrap().hdrs, w);
+        // An XRC request without its XRCETH, an RC request with one, an XRC ACK with one.
+        let mut miss = w;
+        miss.xrceth = None;
+        assert_eq!(
+            build_packet(&miss, &[], &mut out),
+            Err(BuildError::MissingHeader)
+        );
+        let mut rc = Headers::new(Bth::new(Opcode::RC_SEND_ONLY, 1, Psn::new(0)));
+        rc.xrceth = Some(1);
+        assert_eq!(
+            build_packet(&rc, &[], &mut out),
+            Err(BuildError::UnexpectedHeader)
+        );
+        let mut ack = Headers::new(Bth::new(Opcode::XRC_ACKNOWLEDGE, 1, Psn::new(0)));
+        ack.aeth = Some(Aeth::default());
+        let n = build_packet(&ack, &[], &mut out).unwrap();
+        assert_eq!(n, 12 + 4 + 4);
+        ack.xrceth = Some(1);
+        assert_eq!(
+            build_packet(&ack, &[], &mut out),
+            Err(BuildError::UnexpectedHeader)
+        );
+        // Truncated inside the XRCETH.
+        let n = build_packet(&h, &[], &mut out).unwrap();
+        assert_eq!(parse_packet(&out[..n - 5]), Err(ParseError::Truncated));
+        // The largest header: XRC CompareSwap.
+        let mut cs = Headers::new(Bth::new(Opcode::XRC_COMPARE_SWAP, 1, Psn::new(0)));
+        cs.xrceth = Some(1);
+        cs.atomic = Some(AtomicEth::default());
+        assert_eq!(build_headers(&cs, 0, &mut out), Ok(MAX_HDR_LEN));
     }
 
     #[test]

@@ -197,6 +197,7 @@ fn rnr_nak_and_retry_exhaustion() {
         solicited: false,
         fence: false,
         ud: None,
+        xrc_srqn: 0,
     };
     a.post_send(w, &mut s).unwrap();
     assert!(!a.poll_tx(16, &mut s));
@@ -250,6 +251,7 @@ fn remote_access_error() {
                 solicited: false,
                 fence: false,
                 ud: None,
+                xrc_srqn: 0,
             },
             &mut s,
         )
@@ -364,6 +366,7 @@ fn retransmit_timeout_then_retry_exceeded() {
                 solicited: false,
                 fence: false,
                 ud: None,
+                xrc_srqn: 0,
             },
             &mut s,
         )
@@ -403,6 +406,7 @@ fn retransmit_timeout_then_retry_exceeded() {
             solicited: false,
             fence: false,
             ud: None,
+            xrc_srqn: 0,
         },
         &mut s,
     )

@@ -503,6 +503,7 @@ fn gen_plan(rng: &mut Rng, sc: Scenario, mtu: Mtu, peer_rkey: u32, dir: usize, q
             solicited: rng.below(4) == 0,
             fence: rng.below(10) == 0,
             ud: None,
+            xrc_srqn: 0,
         };
         let kind = match sc {
             Scenario::Uc => rng.below(3),

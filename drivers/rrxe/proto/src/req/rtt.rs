@@ -14,7 +14,7 @@
 //! (the default), no sample is taken, the timeout is the QP's, and progress alone resets
 //! the backoff.
 
-use crate::psn::Psn;
+use super::super::psn::Psn;
 
 /// Consecutive timeouts double the retransmit timeout at most this many times.
 pub const MAX_RTO_BACKOFF: u8 = 3;
