@@ -242,6 +242,7 @@ pub(crate) fn decode_send(
             inline: w.flags.inline,
             num_sge,
             ud,
+            xrc_srqn: w.xrc_srqn & 0x00ff_ffff,
         },
         inline,
     })

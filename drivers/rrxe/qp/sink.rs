@@ -242,7 +242,7 @@ impl Sink<'_> {
                 comp.smac = p.smac;
             }
         }
-        qp.recv_cq.complete(&comp, c.solicited);
+        qp.complete_recv(&comp, c.solicited);
     }
 
     fn send_complete(&mut self, c: &proto::SendCompletion) {
@@ -321,11 +321,13 @@ impl Qp {
             Xfer::To(_) => access::LOCAL_WRITE,
             Xfer::From(_) => 0,
         };
+        // The QP's PD; an XRC target's receive WQE is in its SRQ's (the QP has no other).
+        let pd = self.recv_pd();
         let total = buf.len();
         // Pass 1: check, and find that the list holds all of the bytes.
         let mut covered = 0usize;
         for (sge, va, at, n) in sge_chunks(sges, offset, total) {
-            let r = mrs.with(sge.lkey, self.pd, |r| r.check(va, n as u64, need));
+            let r = mrs.with(sge.lkey, pd, |r| r.check(va, n as u64, need));
             if !matches!(r, Ok(Ok(_))) {
                 return Err(proto::PlaceError::Protection);
             }
@@ -337,7 +339,7 @@ impl Qp {
         // Pass 2: copy.
         for (sge, va, at, n) in sge_chunks(sges, offset, total) {
             let mut chunk = buf.sub(at, n).ok_or(proto::PlaceError::Length)?;
-            let r = mrs.with(sge.lkey, self.pd, |r| r.copy(va, &mut chunk, need));
+            let r = mrs.with(sge.lkey, pd, |r| r.copy(va, &mut chunk, need));
             if !matches!(r, Ok(Ok(()))) {
                 return Err(proto::PlaceError::Protection);
             }
@@ -357,7 +359,7 @@ impl Qp {
     ) -> Result<(), proto::PlaceError> {
         let range = (va, buf.len() as u64, need);
         let mrs = &self.dev.get().data().mrs;
-        match mrs.with_remote(rkey, self.pd, self.qpn, range, |r| {
+        match mrs.with_remote(rkey, self.resp_pd(), self.qpn, range, |r| {
             r.copy(va, &mut buf, need)
         }) {
             Ok(Ok(())) => Ok(()),
