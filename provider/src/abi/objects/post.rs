@@ -99,6 +99,8 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         opcode,
         send_flags: wr.send_flags,
         ex: wr.imm,
+        // `qp_type.xrc.remote_srqn` (encoded for XRC send QPs only).
+        xrc_srqn: wr.qp_type,
         ..Default::default()
     };
     if op == Some(WrOpcode::BindMw) {

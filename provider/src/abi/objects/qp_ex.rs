@@ -273,9 +273,9 @@ unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u1
     unsafe { wr_unsupported(qpx) };
 }
 
-unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, _srqn: u32) {
+unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, srqn: u32) {
     // SAFETY: libibverbs passes our QP.
-    unsafe { wr_unsupported(qpx) };
+    unsafe { with_batch(qpx, |b, _| b.set_xrc_srqn(srqn)) };
 }
 
 unsafe extern "C" fn wr_atomic_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, v: *const c_void) {
