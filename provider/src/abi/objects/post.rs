@@ -165,6 +165,11 @@ pub(crate) unsafe extern "C" fn post_send(
     // SAFETY: a live QP of ours.
     let qp = unsafe { &*ibqp.cast::<RrxeQp>() };
     let Some(sq) = qp.sq.as_ref() else {
+        // No send queue (an XRC receive QP).
+        if !bad_wr.is_null() {
+            // SAFETY: the caller's out pointer.
+            unsafe { *bad_wr = wr };
+        }
         return libc::EINVAL;
     };
     if let Err(e) = qp.state.check_send() {

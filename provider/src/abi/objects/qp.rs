@@ -97,7 +97,9 @@ fn finish_qp(
 ) -> *mut ibv_qp {
     let setup = || -> Result<_, MapError> {
         let sq = MappedQueue::map(fd, &drv.sq)?;
-        let rq = if has_srq || drv.rq.mmap_size == 0 {
+        // An XRC send QP receives nothing: whatever receive queue the kernel describes is
+        // not used (posting receives on it fails).
+        let rq = if has_srq || t == Transport::Xrc || drv.rq.mmap_size == 0 {
             None
         } else {
             Some(MappedQueue::map(fd, &drv.rq)?)

@@ -1,0 +1,31 @@
+#!/bin/bash
+# vms: 2
+# timeout: 600
+# XRC between two VMs through librrxe: the stock ibv_xsrq_pingpong (XRC domain, XRC SRQ,
+# XRC send and receive QPs; one and multi-packet messages, polling and CQ events), then
+# tests/user/xrc on each VM (data through an XRC SRQ checked byte for byte, and the refusals).
+. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
+. "$RRXE_ROOT/tests/vm/lib/user-common.sh"
+
+user_setup
+check "$DEV advertises XRC (IB_DEVICE_XRC)" \
+  bash -c "ibv_devinfo -v -d $DEV | grep -q XRC"
+
+pair "ibv_xsrq_pingpong 4 KiB x100" 120 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18701 -n 100 -s 4096 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18701 -n 100 -s 4096 @PEER
+pair "ibv_xsrq_pingpong 64 KiB x20 (multi-packet messages)" 120 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18702 -n 20 -s 65536 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18702 -n 20 -s 65536 @PEER
+pair "ibv_xsrq_pingpong 1 KiB x50, CQ events" 120 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18703 -n 50 -s 1024 -e -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18703 -n 50 -s 1024 -e @PEER
+pair "ibv_xsrq_pingpong MTU 1024, 8 KiB x50" 120 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18704 -n 50 -s 8192 -m 1024 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p 18704 -n 50 -s 8192 -m 1024 @PEER
+
+out=$(timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" 2>&1); rc=$?
+relay_tap xrc "$rc" "$out"
+
+user_teardown
+tap_done
