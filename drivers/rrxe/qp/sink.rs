@@ -70,9 +70,13 @@ impl Sink<'_> {
                         _ => false,
                     }
                 }
-                proto::Payload::Mr { rkey, va, .. } => {
-                    // The MR was checked when the READ arrived; it may have gone since.
-                    gather = qp.remote_copy(rkey, va, Xfer::From(buf), access::REMOTE_READ);
+                proto::Payload::Mr {
+                    rkey, va, xrc_srqn, ..
+                } => {
+                    // The MR was checked when the READ arrived (an XRC target: in the PD of
+                    // the SRQ the READ named); it may have gone since.
+                    let pd = qp.read_pd(xrc_srqn);
+                    gather = qp.remote_copy(pd, rkey, va, Xfer::From(buf), access::REMOTE_READ);
                     gather.is_ok()
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
@@ -188,7 +192,7 @@ impl Sink<'_> {
                 // Checked at the message's first packet; re-checked here because the MR or
                 // window may have been invalidated or deregistered since (rdma_rxe re-looks
                 // the rkey up for every packet).
-                qp.remote_copy(rkey, va, Xfer::To(data), access::REMOTE_WRITE)
+                qp.remote_copy(qp.resp_pd(), rkey, va, Xfer::To(data), access::REMOTE_WRITE)
             }
             _ => Ok(()),
         }
@@ -352,6 +356,7 @@ impl Qp {
     /// placement). Any refusal is a protection error for proto to act on.
     pub(super) fn remote_copy(
         &self,
+        pd: usize,
         rkey: u32,
         va: u64,
         mut buf: Xfer<'_>,
@@ -359,9 +364,7 @@ impl Qp {
     ) -> Result<(), proto::PlaceError> {
         let range = (va, buf.len() as u64, need);
         let mrs = &self.dev.get().data().mrs;
-        match mrs.with_remote(rkey, self.resp_pd(), self.qpn, range, |r| {
-            r.copy(va, &mut buf, need)
-        }) {
+        match mrs.with_remote(rkey, pd, self.qpn, range, |r| r.copy(va, &mut buf, need)) {
             Ok(Ok(())) => Ok(()),
             _ => Err(proto::PlaceError::Protection),
         }

@@ -32,19 +32,26 @@ impl Qp {
     /// The PD of the remote keys requests name: an XRC target's selected SRQ's (none if it
     /// is gone: identity 0 is no PD's), every other QP's own.
     pub(super) fn resp_pd(&self) -> usize {
-        self.xrc_pd(&self.xrc_sel)
+        self.xrc_pd(self.xrc_sel.load(Ordering::Relaxed))
     }
 
     /// The PD of the local keys of the receive WQE in progress (see [`Qp::resp_pd`]).
     pub(super) fn recv_pd(&self) -> usize {
-        self.xrc_pd(&self.xrc_claimed)
+        self.xrc_pd(self.xrc_claimed.load(Ordering::Relaxed))
     }
 
-    fn xrc_pd(&self, which: &core::sync::atomic::AtomicU32) -> usize {
+    /// The PD of a READ response's key: for an XRC target the PD of the SRQ the READ named
+    /// (`xrc_srqn`, proto's [`Payload::Mr`](crate::proto::Payload::Mr)), which need not be
+    /// the one the latest request named.
+    pub(super) fn read_pd(&self, xrc_srqn: u32) -> usize {
+        self.xrc_pd(xrc_srqn)
+    }
+
+    /// An XRC target's SRQ `n`'s PD (0, no PD's, if it is gone); another QP's own PD.
+    fn xrc_pd(&self, n: u32) -> usize {
         let Some(xrcd) = self.xrc else {
             return self.pd;
         };
-        let n = which.load(Ordering::Relaxed);
         self.dev
             .get()
             .data()

@@ -96,7 +96,7 @@ enum Cur {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReplyKind {
-    Read { rkey: u32 },
+    Read { rkey: u32, xrc_srqn: u32 },
     Atomic { orig: u64 },
     Empty,
 }
@@ -129,6 +129,8 @@ pub struct Responder<const R: usize> {
     replies: [Option<Reply>; R],
     seq: u64,
     pending_ack: Option<(Psn, u8)>,
+    /// XRC targets: the XRC SRQ the request being handled names (0 otherwise).
+    xrc_srqn: u32,
     error: bool,
     started: bool,
 }
@@ -152,6 +154,7 @@ impl<const R: usize> Responder<R> {
             replies: [None; R],
             seq: 0,
             pending_ack: None,
+            xrc_srqn: 0,
             error: false,
             started: false,
         }
@@ -169,6 +172,7 @@ impl<const R: usize> Responder<R> {
         self.nak_sent = false;
         self.seq = 0;
         self.pending_ack = None;
+        self.xrc_srqn = 0;
         self.error = false;
         self.started = false;
     }
@@ -369,7 +373,7 @@ impl<const R: usize> Responder<R> {
             let mut done = true;
             let mut next_k = r.next_k;
             let (hdrs, payload) = match r.kind {
-                ReplyKind::Read { rkey } => {
+                ReplyKind::Read { rkey, xrc_srqn } => {
                     let segs = Segments::new(r.exec_len, mtu);
                     let Some(seg) = segs.get(r.next_k) else {
                         if let Some(Some(x)) = self.replies.get_mut(i) {
@@ -397,6 +401,7 @@ impl<const R: usize> Responder<R> {
                             rkey,
                             va: r.exec_va.wrapping_add(u64::from(seg.offset)),
                             len: seg.len,
+                            xrc_srqn,
                         }
                     };
                     (h, payload)

@@ -343,7 +343,8 @@ fn duplicate_read_partial_reexecution() {
         Payload::Mr {
             rkey: 5,
             va: 0x1000 + 512,
-            len: 256
+            len: 256,
+            xrc_srqn: 0,
         }
     );
     assert_eq!(sent[1].hdrs.bth.opcode, Opcode::RC_READ_RESPONSE_LAST);

@@ -226,7 +226,7 @@ impl World {
                     .ok_or("wqe payload range")?
                     .to_vec()
             }
-            Payload::Mr { rkey, va, len } => {
+            Payload::Mr { rkey, va, len, .. } => {
                 let o = mem_off(rkey, n.rkey, va, u64::from(len), n.mem.len())
                     .map_err(|e| format!("mr payload {e:?}"))?;
                 n.mem[o..o + len as usize].to_vec()

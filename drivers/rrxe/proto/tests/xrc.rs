@@ -252,3 +252,40 @@ fn posting_rules() {
     };
     assert_eq!(ini.post_send(wqe(5, cs, 8), &mut s), Ok(()));
 }
+
+#[test]
+fn read_response_reads_in_the_srq_the_read_named() {
+    let (mut ini, mut tgt) = (qp(QpType::XrcIni, 1, 2), qp(QpType::XrcTgt, 2, 1));
+    let mut env = Env {
+        recvs: 1,
+        xrc_srqs: vec![9, 10],
+        ..Env::default()
+    };
+    let remote = RemoteAddr {
+        va: 0x1000,
+        rkey: 5,
+    };
+    let mut s = Sink::default();
+    ini.post_send(xrc_wqe(1, SendOp::Read { remote }, 100, 9), &mut s)
+        .unwrap();
+    ini.post_send(xrc_wqe(2, SEND, 8, 10), &mut s).unwrap();
+    ini.poll_tx(10, &mut s);
+    let reqs = s.sent();
+    assert_eq!(reqs.len(), 2);
+    // Both requests are handled before the READ response goes out.
+    let mut st = Sink::default();
+    for r in &reqs {
+        assert_eq!(tgt.on_packet(&wire(r), &mut env, &mut st), RxStatus::Ok);
+    }
+    tgt.poll_tx(10, &mut st);
+    let mrs: Vec<u32> = st
+        .sent()
+        .iter()
+        .filter_map(|p| match p.payload {
+            Payload::Mr { xrc_srqn, .. } => Some(xrc_srqn),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(mrs, [9]);
+    assert_eq!(env.selected, [9, 10]);
+}

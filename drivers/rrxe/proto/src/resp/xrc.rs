@@ -21,6 +21,7 @@ impl<const R: usize> Responder<R> {
         let Some(srqn) = p.hdrs.xrceth else {
             return RxStatus::Invalid;
         };
+        self.xrc_srqn = srqn;
         if !env.select_xrc_srq(srqn) {
             let psn = p.hdrs.bth.psn;
             if psn == self.epsn {
