@@ -16,9 +16,9 @@ use crate::srq::Srq;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// XRC SRQs per device (numbers 1..MAX_XRC_SRQ; 0 is never used, so a WQE that names no
-/// SRQ names none).
-pub(crate) const MAX_XRC_SRQ: usize = 1024;
+/// Slots of the XRC table: every SRQ the device allows may be an XRC SRQ (numbers
+/// 1..MAX_XRC_SRQ; 0 is never used, so a WQE that names no SRQ names none).
+pub(crate) const MAX_XRC_SRQ: usize = crate::limits::Obj::Srq.max() as usize + 1;
 
 /// `alloc_xrcd`: nothing to set up, the domain is its identity.
 pub(crate) fn alloc_xrcd(_xrcd: XrcdId) -> Result {
