@@ -198,8 +198,10 @@ pub(crate) struct UserRings {
 /// The four rings are interrupts-off locks, each held for a few loads and stores and never
 /// across a copy into or out of memory regions (the MR locks are bottom-half locks and must
 /// not be taken with interrupts off): an SGE list is copied out of the ring first. Nesting,
-/// outermost first: `engine` → `claim` → `rq` (or the SRQ's `ring`); `engine` → `sq` → the
-/// device's AH table (decoding a user UD WQE); `engine` → `rx`. `sq`, `rq` and `rx` are
+/// outermost first: `engine` → `claim` → `rq` (or the SRQ's `ring`, or for an XRC target the
+/// device's XRC table → the SRQ's `ring`); `engine` → `sq` → the device's AH table (decoding
+/// a user UD WQE); `engine` → `rx`; an XRC target's `engine` → the XRC table → an SRQ's CQ
+/// lock (its receive completions, see [`crate::xrc`]). `sq`, `rq` and `rx` are
 /// never held together. Taken under `engine` with no ring lock held: the MR table's locks
 /// (placement, fast registration, invalidation, binding), a CQ's lock (completions; the
 /// consumer's completion handler is called after the CQ lock is released, still under
