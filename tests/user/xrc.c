@@ -7,12 +7,18 @@
  * target in error), posting on the wrong half, ATOMIC WRITE send ops, the SRQ number of a
  * basic SRQ, closing a domain in use.
  *
- * Usage: xrc -d DEV -g GIDX
+ * Two hosts (xrc -d DEV -g GIDX -p PORT -s on one, ... PEER on the other): each sends the
+ * other NMSG messages of 1 B to 64 KiB through its XRC send QP into the peer's XRC SRQ and
+ * checks every byte it receives, reads the peer's buffer with an XRC RDMA READ, then names
+ * an SRQ the peer does not have (remote invalid request).
+ *
+ * Usage: xrc -d DEV -g GIDX [-p PORT] [-s | PEER]
  */
 #include <fcntl.h>
 
 #include "tap.h"
 #include "loop.h"
+#include "sock.h"
 
 #define BUF 8192
 
@@ -29,7 +35,7 @@ static struct ibv_xrcd *xrcd_new(void)
 static struct ibv_srq *xsrq_new(struct ibv_xrcd *x, struct ibv_cq *cq)
 {
 	struct ibv_srq_init_attr_ex sa = {
-		.attr = { .max_wr = 16, .max_sge = 1 },
+		.attr = { .max_wr = 32, .max_sge = 1 },
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
 			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
 		.srq_type = IBV_SRQT_XRC, .pd = pd, .xrcd = x, .cq = cq,
@@ -101,6 +107,135 @@ static void fill(uint8_t *p, size_t n, uint8_t seed)
 		p[i] = (uint8_t)(seed + i * 7);
 }
 
+/* The two-host exchange. */
+#define NMSG 24
+#define MSG_MAX 65536
+
+/* What each host tells the other. */
+struct xdest {
+	union ibv_gid gid;
+	uint32_t ini_qpn, tgt_qpn, srqn, rkey;
+	uint64_t addr;
+};
+
+static uint32_t msg_len(int i)
+{
+	return 1 + (uint32_t)(i * 7919) % MSG_MAX;
+}
+
+static void sync_peer(void)
+{
+	char c = 0;
+
+	xfer(&c, 1, 1);
+	xfer(&c, 1, 0);
+}
+
+static int two_hosts(void)
+{
+	struct xdest me, them;
+	struct ibv_xrcd *x = xrcd_new();
+	struct ibv_cq *scq = ibv_create_cq(ctx, NMSG + 4, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, NMSG + 4, NULL, NULL, 0);
+	size_t size = (size_t)NMSG * MSG_MAX;
+	uint8_t *rx = calloc(1, size), *tx = calloc(1, 2 * MSG_MAX), *ro = tx + MSG_MAX;
+	uint8_t seed = loop_server ? 0x10 : 0x80, peer_seed = loop_server ? 0x80 : 0x10;
+	struct ibv_mr *rmr, *tmr;
+	struct ibv_srq *srq;
+	struct ibv_wc wc;
+	struct xpair p;
+	int bad = 0, done = 0, r;
+
+	if (!x || !scq || !rcq || !rx || !tx)
+		die("xrcd/cq/buffers");
+	rmr = ibv_reg_mr(pd, rx, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	tmr = ibv_reg_mr(pd, tx, 2 * MSG_MAX, IBV_ACCESS_LOCAL_WRITE);
+	srq = xsrq_new(x, rcq);
+	if (!rmr || !tmr || !srq)
+		die("mr/srq");
+	/* A target of our domain for the peer's initiator, an initiator for the peer's target. */
+	{
+		struct ibv_qp_init_attr_ex ta = {
+			.qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = x,
+		};
+		struct ibv_qp_init_attr_ex ia = {
+			.qp_type = IBV_QPT_XRC_SEND, .send_cq = scq, .pd = pd,
+			.cap = { .max_send_wr = NMSG + 4, .max_send_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD,
+		};
+
+		p.tgt = ibv_create_qp_ex(ctx, &ta);
+		p.ini = ibv_create_qp_ex(ctx, &ia);
+		if (!p.tgt || !p.ini)
+			die("XRC QPs");
+		loop_init(p.tgt);
+		loop_init(p.ini);
+	}
+	me = (struct xdest){ .gid = gid, .ini_qpn = p.ini->qp_num, .tgt_qpn = p.tgt->qp_num,
+			     .rkey = rmr->rkey, .addr = (uintptr_t)rx };
+	if (ibv_get_srq_num(srq, &me.srqn))
+		die("ibv_get_srq_num");
+	/* The peer's READ finds our first message area filled with our pattern. */
+	fill(rx, MSG_MAX, seed ^ 0x55);
+	xfer(&me, sizeof(me), 1);
+	xfer(&them, sizeof(them), 0);
+	loop_rtr(p.tgt, them.ini_qpn, &them.gid);
+	loop_rtr(p.ini, them.tgt_qpn, &them.gid);
+	/* A local ACK timeout of 67 ms, as ibv_*_pingpong use (the VMs are emulated). */
+	loop_rts_opts(p.ini, 14, 7, 7);
+	for (int i = 0; i < NMSG; i++)
+		if (post_srq(srq, rmr, rx + (size_t)i * MSG_MAX, MSG_MAX, i))
+			die("ibv_post_srq_recv");
+	sync_peer();
+	/* Our READ of the peer's first area, before any message overwrites it there. */
+	r = send_to(p.ini, them.srqn, tmr, ro, MSG_MAX, IBV_WR_RDMA_READ, them.addr, them.rkey);
+	r = r ?: wait_wc(scq, &wc);
+	fill(tx, MSG_MAX, peer_seed ^ 0x55);
+	ok(r == IBV_WC_SUCCESS && wc.byte_len == MSG_MAX && !memcmp(ro, tx, MSG_MAX),
+	   "XRC RDMA READ of the peer's 64 KiB (status %d)", r);
+	sync_peer();
+	for (int i = 0; i < NMSG && !bad; i++) {
+		fill(tx, msg_len(i), seed + i);
+		r = send_to(p.ini, them.srqn, tmr, tx, msg_len(i), IBV_WR_SEND, 0, 0);
+		r = r ?: wait_wc(scq, &wc);
+		bad = r != IBV_WC_SUCCESS;
+	}
+	ok(!bad, "%d XRC SENDs of 1 B to 64 KiB to the peer's SRQ %u complete", NMSG, them.srqn);
+	for (int i = 0; i < NMSG; i++) {
+		if (wait_wc_ms(rcq, &wc, 20000) != IBV_WC_SUCCESS || wc.wr_id >= NMSG ||
+		    wc.qp_num != p.tgt->qp_num)
+			break;
+		fill(tx, msg_len(wc.wr_id), peer_seed + wc.wr_id);
+		done += wc.byte_len == msg_len(wc.wr_id) &&
+			!memcmp(rx + wc.wr_id * MSG_MAX, tx, wc.byte_len);
+	}
+	ok(done == NMSG, "%d of %d messages received through our XRC SRQ, every byte checked",
+	   done, NMSG);
+	/* An SRQ the peer does not have: a remote invalid request, for the peer's target too. */
+	sync_peer();
+	r = send_to(p.ini, them.srqn + 100, tmr, tx, 16, IBV_WR_SEND, 0, 0);
+	r = r ?: wait_wc(scq, &wc);
+	ok(r == IBV_WC_REM_INV_REQ_ERR,
+	   "an XRC SEND naming an SRQ the peer lacks: IBV_WC_REM_INV_REQ_ERR (status %d)", r);
+	sync_peer();
+	{
+		struct ibv_qp_attr at;
+		struct ibv_qp_init_attr ia;
+
+		ok(!ibv_query_qp(p.tgt, &at, IBV_QP_STATE, &ia) && at.qp_state == IBV_QPS_ERR,
+		   "our target QP is in the error state after the peer's bad request");
+	}
+	xpair_free(&p);
+	ok(!ibv_destroy_srq(srq) && !ibv_close_xrcd(x), "SRQ and domain go");
+	ibv_dereg_mr(rmr);
+	ibv_dereg_mr(tmr);
+	ibv_destroy_cq(scq);
+	ibv_destroy_cq(rcq);
+	free(rx);
+	free(tx);
+	return tap_end();
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_cq *scq, *cqa, *cqb;
@@ -114,6 +249,10 @@ int main(int argc, char **argv)
 	int r;
 
 	loop_open(argc, argv);
+	if (loop_server || loop_peer) {
+		sock = tcp_connect(loop_peer, loop_port, loop_server);
+		return two_hosts();
+	}
 	src = calloc(1, 2 * BUF);
 	if (!src)
 		die("calloc");

@@ -3,7 +3,8 @@
 # timeout: 600
 # XRC between two VMs through librrxe: the stock ibv_xsrq_pingpong (XRC domain, XRC SRQ,
 # XRC send and receive QPs; one and multi-packet messages, polling and CQ events), then
-# tests/user/xrc on each VM (data through an XRC SRQ checked byte for byte, and the refusals).
+# tests/user/xrc on each VM (data through an XRC SRQ checked byte for byte, and the refusals)
+# and between the VMs (messages of 1 B to 64 KiB each way, every byte checked, a READ).
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -26,6 +27,11 @@ pair "ibv_xsrq_pingpong MTU 1024, 8 KiB x50" 120 -- \
 
 out=$(timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap xrc "$rc" "$out"
+
+# Across the wire: each VM's XRC send QP into the other's XRC SRQ, every byte checked.
+if [ "$RRXE_VM" = 0 ]; then peer=(-s); else peer=("$RRXE_PEER_IP"); fi
+out=$(timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" -p 18705 "${peer[@]}" 2>&1); rc=$?
+relay_tap "xrc (two VMs)" "$rc" "$out"
 
 user_teardown
 tap_done
