@@ -395,6 +395,49 @@ int main(int argc, char **argv)
 	   "XRC SEND naming no SRQ: IBV_WC_REM_INV_REQ_ERR (status %d)", r);
 	xpair_free(&p);
 
+	/* An SRQ destroyed while messages to it arrive: the target finds it gone, nothing
+	 * lands in freed memory, every send completes, and the device carries on. */
+	{
+		struct ibv_cq *cqc = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+		struct ibv_srq *sc = cqc ? xsrq_new(xa, cqc) : NULL;
+		uint32_t nc = 0;
+		int sent = 0, completed = 0, others = 0;
+
+		if (!sc || ibv_get_srq_num(sc, &nc))
+			die("SRQ C");
+		xpair_new(&p, xa, scq);
+		for (int i = 0; i < 8; i++)
+			post_srq(sc, mr, dst, BUF, 30 + i);
+		for (int i = 0; i < 12; i++)
+			sent += !send_to(p.ini, nc, mr, src, 512 + 600 * i, IBV_WR_SEND, 0, 0);
+		r = ibv_destroy_srq(sc);
+		for (int i = 0; i < sent; i++) {
+			int st = wait_wc_ms(scq, &wc, 20000);
+
+			if (st < 0)
+				break;
+			completed++;
+			others += st != IBV_WC_SUCCESS && st != IBV_WC_REM_INV_REQ_ERR &&
+				  st != IBV_WC_WR_FLUSH_ERR && st != IBV_WC_RNR_RETRY_EXC_ERR;
+		}
+		ok(!r && sent == 12 && completed == sent && !others,
+		   "SRQ destroyed under traffic: all %d sends complete (success, invalid request, "
+		   "RNR retries or flushed; %d other statuses)", completed, others);
+		xpair_free(&p);
+		ibv_destroy_cq(cqc);
+		/* The device carries on: SRQ A through a new pair. */
+		xpair_new(&p, xa, scq);
+		fill(src, BUF, 5);
+		memset(dst, 0, BUF);
+		r = post_srq(sa, mr, dst, BUF, 40);
+		r = r ?: send_to(p.ini, na, mr, src, 2000, IBV_WR_SEND, 0, 0);
+		r = r ?: wait_wc(scq, &wc);
+		r = r ?: wait_wc(cqa, &wc);
+		ok(!r && wc.wr_id == 40 && wc.byte_len == 2000 && !memcmp(src, dst, 2000),
+		   "afterwards a new pair delivers into SRQ A (status %d)", r);
+		xpair_free(&p);
+	}
+
 	/* Teardown: SRQ B's WQE is still posted; the domains close once their SRQs are gone. */
 	ok(!ibv_destroy_srq(sa) && !ibv_destroy_srq(sb), "the XRC SRQs are destroyed");
 	ok(!ibv_close_xrcd(xa) && !ibv_close_xrcd(xb), "the domains close");

@@ -25,6 +25,28 @@ pair "ibv_xsrq_pingpong MTU 1024, 8 KiB x50" 120 -- \
   ibv_xsrq_pingpong -d @DEV -g @GID -p 18704 -n 50 -s 8192 -m 1024 -- \
   ibv_xsrq_pingpong -d @DEV -g @GID -p 18704 -n 50 -s 8192 -m 1024 @PEER
 
+# Two clients on VM 1 share the server's XRC SRQ (a target QP each). The server sends to
+# each client's SRQ through either client's connection, so the two client processes must
+# share one XRC domain: the tool opens it through /tmp/xrc_domain, which the read-only root
+# of the VMs cannot hold, so the clients get a tmpfs /tmp of their own (one mount namespace).
+if [ "$RRXE_VM" = 0 ]; then
+  check "ibv_xsrq_pingpong -c 2: two clients through one XRC SRQ (server)" \
+    timeout 120 ibv_xsrq_pingpong -d "$DEV" -g "$GID" -p 18706 -n 50 -s 4096 -c 2
+else
+  export DEV GID RRXE_PEER_IP NOT_CONNECTED
+  export -f until_connected
+  check "ibv_xsrq_pingpong -c 2: two clients through one XRC SRQ (clients)" \
+    unshare -m bash -c '
+      mount -t tmpfs none /tmp || exit 1
+      c() { until_connected 60 timeout 120 ibv_xsrq_pingpong -d "$DEV" -g "$GID" -p 18706 \
+              -n 50 -s 4096 "$RRXE_PEER_IP"; }
+      c & a=$!
+      c & b=$!
+      wait "$a"; ra=$?
+      wait "$b"; rb=$?
+      [ "$ra" = 0 ] && [ "$rb" = 0 ]'
+fi
+
 out=$(timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap xrc "$rc" "$out"
 
