@@ -80,7 +80,9 @@ impl Qp {
     }
 
     /// XRC target: raises the events [`Qp::xrc_take`] recorded (no interrupts-off lock of
-    /// the QP held).
+    /// the QP held). The handler runs under the XRC table's lock, which keeps the SRQ from
+    /// going meanwhile: with interrupts off, as hardware drivers call it from their
+    /// interrupt handlers.
     pub(super) fn xrc_raise(&self, events: SrqEvents) {
         if let Some(xrcd) = self.xrc {
             let n = self.xrc_sel.load(Ordering::Relaxed);
