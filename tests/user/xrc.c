@@ -363,6 +363,23 @@ int main(int argc, char **argv)
 		ok(!q && errno == EOPNOTSUPP,
 		   "XRC send QP with ATOMIC WRITE send ops: EOPNOTSUPP (errno %d)", errno);
 	}
+	{
+		/* ibv_wr_set_xrc_srqn on an RC QP: the batch fails. */
+		struct ibv_qp *rc = loop_rc_qp(scq, NULL, 1, IBV_QP_EX_WITH_SEND);
+		struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(rc);
+
+		to_rts(rc, rc->qp_num);
+		ibv_wr_start(qx);
+		qx->wr_id = 9;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qx);
+		ibv_wr_set_xrc_srqn(qx, na);
+		ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)src, 16);
+		r = ibv_wr_complete(qx);
+		ok(r == EOPNOTSUPP, "ibv_wr_set_xrc_srqn on an RC QP: EOPNOTSUPP (%d)", r);
+		ok(ibv_poll_cq(scq, 1, &wc) == 0, "nothing was sent");
+		ibv_destroy_qp(rc);
+	}
 	basic = ibv_create_srq(pd, &(struct ibv_srq_init_attr){ .attr = { 4, 1, 0 } });
 	ok(basic && ibv_get_srq_num(basic, &n) == EOPNOTSUPP,
 	   "ibv_get_srq_num of a basic SRQ: EOPNOTSUPP");

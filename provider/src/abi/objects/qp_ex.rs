@@ -11,7 +11,7 @@ use super::qp::{RrxeQp, Sq};
 use crate::abi::queue::MappedQueue;
 use crate::abi::verbs::*;
 use crate::wq::{SendQueue, WrBatch};
-use crate::wqe::{SendWr, Sge, WrError};
+use crate::wqe::{SendWr, Sge, Transport, WrError};
 use rrxe_proto::uabi;
 
 /// Points the `ibv_qp_ex` calls of a QP created with send ops flags at this module.
@@ -274,8 +274,17 @@ unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u1
 }
 
 unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, srqn: u32) {
+    // Only an XRC send QP names a remote SRQ; on the others the batch fails (EOPNOTSUPP).
     // SAFETY: libibverbs passes our QP.
-    unsafe { with_batch(qpx, |b, _| b.set_xrc_srqn(srqn)) };
+    unsafe {
+        with_batch(qpx, |b, q| {
+            if q.limits().transport == Transport::Xrc {
+                b.set_xrc_srqn(srqn)
+            } else {
+                b.reject(WrError::Unsupported)
+            }
+        })
+    };
 }
 
 unsafe extern "C" fn wr_atomic_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, v: *const c_void) {
