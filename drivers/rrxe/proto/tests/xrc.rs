@@ -289,3 +289,51 @@ fn read_response_reads_in_the_srq_the_read_named() {
     assert_eq!(mrs, [9]);
     assert_eq!(env.selected, [9, 10]);
 }
+
+#[test]
+fn duplicate_is_acknowledged_after_its_srq_is_gone() {
+    let (mut ini, mut tgt) = (qp(QpType::XrcIni, 1, 2), qp(QpType::XrcTgt, 2, 1));
+    let mut env = Env {
+        recvs: 1,
+        xrc_srqs: vec![7],
+        ..Env::default()
+    };
+    let mut s = Sink::default();
+    ini.post_send(xrc_wqe(1, SEND, 8, 7), &mut s).unwrap();
+    ini.poll_tx(10, &mut s);
+    let req = wire(&s.sent()[0]);
+    let mut st = Sink::default();
+    assert_eq!(tgt.on_packet(&req, &mut env, &mut st), RxStatus::Ok);
+    assert_eq!(st.recv_completions().len(), 1);
+    // The ACK is lost and the SRQ destroyed; the retransmitted SEND is re-acknowledged.
+    env.xrc_srqs.clear();
+    let mut sd = Sink::default();
+    assert_eq!(tgt.on_packet(&req, &mut env, &mut sd), RxStatus::Duplicate);
+    let acks = sd.sent();
+    assert_eq!(acks.len(), 1);
+    assert_eq!(acks[0].hdrs.bth.opcode, Opcode::XRC_ACKNOWLEDGE);
+    assert_eq!(
+        acks[0].hdrs.aeth.unwrap().kind(),
+        AethKind::Ack { credits: 31 }
+    );
+    assert!(sd.recv_completions().is_empty());
+    assert_ne!(tgt.state(), QpState::Error);
+    // A new request naming it is refused.
+    let mut s2 = Sink::default();
+    ini.post_send(xrc_wqe(2, SEND, 8, 7), &mut s2).unwrap();
+    ini.poll_tx(10, &mut s2);
+    let next = s2
+        .sent()
+        .into_iter()
+        .find(|p| p.hdrs.xrceth.is_some())
+        .unwrap();
+    let mut sn = Sink::default();
+    assert_eq!(
+        tgt.on_packet(&wire(&next), &mut env, &mut sn),
+        RxStatus::Invalid
+    );
+    assert_eq!(
+        sn.sent()[0].hdrs.aeth.unwrap().kind(),
+        AethKind::Nak(NakCode::InvalidRequest)
+    );
+}
