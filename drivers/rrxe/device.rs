@@ -9,16 +9,18 @@ use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
 use crate::mr::MrTable;
 use crate::qp::QpTable;
+use crate::xrc::XrcSrqTable;
 use kernel::prelude::*;
 
 /// Per-device driver state (grows with the datapath).
 ///
 /// # Locking
-/// Each table has its own lock, documented on it ([`MrTable`], [`AhTable`], [`QpTable`]);
-/// the QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's and SRQ's on their
-/// fields. Across objects, outermost first: a QP's `engine` (bottom halves off) → the MR
-/// table's window → region → `staged`, or the QP table → another QP's `rx`, or a QP ring
-/// lock → the AH table or an SRQ's ring, or a CQ's lock. Bottom-half locks (QP `engine`,
+/// Each table has its own lock, documented on it ([`MrTable`], [`AhTable`], [`QpTable`],
+/// [`XrcSrqTable`]); the QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's
+/// and SRQ's on their fields. Across objects, outermost first: a QP's `engine` (bottom
+/// halves off) → the MR table's window → region → `staged`, or the QP table → another QP's
+/// `rx`, or a QP ring lock → the AH table or an SRQ's ring, or a CQ's lock, or (an XRC
+/// target QP, possibly in its `claim`) the XRC table → an SRQ's ring or a CQ's lock. Bottom-half locks (QP `engine`,
 /// MR window and region) are never taken under an interrupts-off lock; every
 /// interrupts-off lock is held for a bounded, allocation-free section.
 #[pin_data]
@@ -36,6 +38,9 @@ pub(crate) struct DeviceData {
     /// Queue pairs by number.
     #[pin]
     pub(crate) qps: QpTable,
+    /// XRC SRQs by number.
+    #[pin]
+    pub(crate) xrc_srqs: XrcSrqTable,
 }
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
@@ -100,12 +105,14 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
         let _ = crate::glue::open_sockets(up);
     });
     let qps = QpTable::new()?;
+    let xrc_srqs = XrcSrqTable::new()?;
     Ok(pin_init!(DeviceData {
         counters: Counters::new(),
         limits: Limits::new(),
         mrs <- MrTable::new(),
         ahs <- AhTable::new(),
         qps <- qps,
+        xrc_srqs <- xrc_srqs,
     }))
 }
 
@@ -229,7 +236,8 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
         | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
         | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
         | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE
-        | b::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL) as u64;
+        | b::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
+        | b::ib_device_cap_flags_IB_DEVICE_XRC) as u64;
     attr.max_pi_fast_reg_page_list_len = 0;
     Ok(())
 }

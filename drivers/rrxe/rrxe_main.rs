@@ -34,6 +34,7 @@ mod qp;
 mod srq;
 mod uwqe;
 mod verbs;
+mod xrc;
 
 module! {
     type: RrxeModule,

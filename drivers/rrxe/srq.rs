@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Shared receive queues: receive WQEs several QPs take from, with the limit event.
+//! Shared receive queues: receive WQEs several QPs take from, with the limit event; XRC
+//! SRQs (an XRC domain, a CQ and a number XRC target QPs find them by, see [`crate::xrc`]).
 
 use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::wr::WrList;
-use crate::glue::{IbDev, Queue, SrqPtr, UContext, Udata};
+use crate::glue::{CqPtr, IbDev, Queue, SrqPtr, UContext, Udata, XrcdId};
 use crate::limits;
 use crate::qp::{Claim, RecvWr, Sge, WrRing, DEV_CAPS, MAX_QP_WR, MAX_SGE};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -29,6 +30,19 @@ pub(crate) struct Srq {
     /// User SRQs: the queue shared with the process.
     user: Option<Queue>,
     error: AtomicBool,
+    /// XRC SRQs: their domain, CQ and PD.
+    xrc: Option<XrcPart>,
+}
+
+/// What an XRC SRQ has besides its queue.
+pub(crate) struct XrcPart {
+    /// The XRC domain.
+    pub(crate) xrcd: XrcdId,
+    /// The CQ its receive completions go to (the core keeps it while the SRQ exists; XRC
+    /// target QPs reach it only through the device's XRC table, see [`crate::xrc`]).
+    pub(crate) cq: CqPtr,
+    /// The PD identity whose keys its WQEs and the XRC requests it receives use.
+    pub(crate) pd: usize,
 }
 
 impl Srq {
@@ -39,6 +53,7 @@ impl Srq {
         limit: u32,
         ib: SrqPtr,
         user: Option<Queue>,
+        xrc: Option<XrcPart>,
     ) -> Result<Arc<Srq>> {
         if max_wr == 0 || max_wr > MAX_QP_WR || max_sge > MAX_SGE || limit > max_wr {
             return Err(EINVAL);
@@ -53,9 +68,20 @@ impl Srq {
                 ib,
                 user,
                 error: AtomicBool::new(false),
+                xrc,
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The XRC domain of an XRC SRQ.
+    pub(crate) fn xrc_domain(&self) -> Option<XrcdId> {
+        self.xrc.as_ref().map(|x| x.xrcd)
+    }
+
+    /// An XRC SRQ's CQ and PD.
+    pub(crate) fn xrc(&self) -> Option<&XrcPart> {
+        self.xrc.as_ref()
     }
 
     /// (max_wr, max_sge, armed limit).
@@ -159,21 +185,31 @@ pub(crate) struct SrqEvents {
 pub(crate) struct SrqHandle {
     /// The SRQ (QPs using it hold references too).
     pub(crate) srq: Arc<Srq>,
+    /// An XRC SRQ's number in the device's XRC table.
+    pub(crate) xrc_srqn: Option<u32>,
 }
 
-/// `create_srq` under one unit of the device's SRQ limit: a basic SRQ whose size the
-/// device rounds up (`init.attr.max_wr` is updated); a user SRQ's queue layout goes back in
-/// the response.
+/// `create_srq` under one unit of the device's SRQ limit: a basic or XRC SRQ whose size
+/// the device rounds up (`init.attr.max_wr` is updated); a user SRQ's queue layout goes
+/// back in the response. `xrc`: an XRC SRQ's domain and CQ, which it must have.
 pub(crate) fn create<'a>(
-    obj: NewObj<'a, b::ib_srq>,
+    mut obj: NewObj<'a, b::ib_srq>,
     init: &mut b::ib_srq_init_attr,
+    xrc: Option<(XrcdId, Option<CqPtr>)>,
     udata: &mut Udata<'_>,
 ) -> Result<Created<'a, b::ib_srq>> {
     let dev = obj.dev();
     dev.data().limits.counted(limits::Obj::Srq, || {
-        if init.srq_type != b::ib_srq_type_IB_SRQT_BASIC {
-            return Err(crate::glue::eopnotsupp());
-        }
+        let xrc = match (init.srq_type, xrc) {
+            (b::ib_srq_type_IB_SRQT_BASIC, None) => None,
+            (b::ib_srq_type_IB_SRQT_XRC, Some((xrcd, Some(cq)))) => Some(XrcPart {
+                xrcd,
+                cq,
+                pd: obj.ib().pd as usize,
+            }),
+            (b::ib_srq_type_IB_SRQT_XRC, _) => return Err(EINVAL),
+            _ => return Err(crate::glue::eopnotsupp()),
+        };
         let a = &mut init.attr;
         // Range first: max_wr comes from the process (next_power_of_two of a value over
         // 2^31 overflows).
@@ -195,12 +231,34 @@ pub(crate) fn create<'a>(
             user = Some(q);
         }
         a.max_wr = slots;
-        let srq = Srq::new(slots, a.max_sge, a.srq_limit, obj.srq_ptr(), user)?;
+        let is_xrc = xrc.is_some();
+        let srq = Srq::new(slots, a.max_sge, a.srq_limit, obj.srq_ptr(), user, xrc)?;
         if udata.is_user() {
             udata.respond(&resp)?;
         }
-        obj.init(SrqHandle { srq })
+        // An XRC SRQ is found by number from here on: last, once nothing can fail.
+        let xrc_srqn = if is_xrc {
+            let n = dev.data().xrc_srqs.insert(srq.clone())?;
+            obj.set_xrc_srq_num(n);
+            Some(n)
+        } else {
+            None
+        };
+        obj.init(SrqHandle { srq, xrc_srqn }).inspect_err(|_| {
+            if let Some(n) = xrc_srqn {
+                drop(dev.data().xrc_srqs.remove(n));
+            }
+        })
     })
+}
+
+/// `destroy_srq`, before the handle goes: an XRC SRQ leaves the device's XRC table, so no
+/// target QP reaches it (or its CQ) any more.
+pub(crate) fn shut_down(obj: &Obj<'_, b::ib_srq>) {
+    if let Some(n) = obj.data().xrc_srqn {
+        // Dropped here, outside the table's lock.
+        drop(obj.dev().data().xrc_srqs.remove(n));
+    }
 }
 
 /// `modify_srq`: arms the limit (resizing is not supported).

@@ -57,6 +57,7 @@ const _: () = {
             && send_wqe::NUM_SGE == offset_of!(Wqe, num_sge)
             && send_wqe::INLINE_LEN == offset_of!(Wqe, inline_len)
             && send_wqe::EX == offset_of!(Wqe, ex)
+            && send_wqe::XRC_REMOTE_SRQN == offset_of!(Wqe, xrc_remote_srqn)
             && send_wqe::WR == offset_of!(Wqe, wr)
             && send_wqe::WR_SIZE == size_of::<b::rrxe_send_wqe_wr>()
     );
@@ -242,6 +243,7 @@ pub(crate) fn decode_send(
             inline: w.flags.inline,
             num_sge,
             ud,
+            xrc_srqn: w.xrc_srqn & 0x00ff_ffff,
         },
         inline,
     })

@@ -179,7 +179,7 @@ struct rrxe_send_wqe {
 	__u32 num_sge;
 	__u32 inline_len;
 	union rrxe_send_wqe_ex ex;
-	__u32 reserved0;
+	__u32 xrc_remote_srqn;	/* XRC send QPs: the remote XRC SRQ (24 bits) */
 	union rrxe_send_wqe_wr wr;
 	/* struct rrxe_sge sge[num_sge] or __u8 data[inline_len] follows */
 };

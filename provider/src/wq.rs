@@ -252,6 +252,13 @@ impl WrBatch {
         }
     }
 
+    /// `ibv_wr_set_xrc_srqn`.
+    pub fn set_xrc_srqn(&mut self, srqn: u32) {
+        if let Some(b) = self.current() {
+            b.wr.xrc_srqn = srqn;
+        }
+    }
+
     /// `ibv_wr_set_ud_addr`.
     pub fn set_ud(&mut self, ah_num: u32, remote_qpn: u32, remote_qkey: u32) {
         if let Some(b) = self.current() {

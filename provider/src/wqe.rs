@@ -32,6 +32,8 @@ pub enum Transport {
     Rc,
     Uc,
     Ud,
+    /// An XRC send QP: RC's operations, each request naming the remote XRC SRQ.
+    Xrc,
 }
 
 /// Why a work request is refused (the verbs call fails with `EINVAL`, or `ENOMEM` when the
@@ -98,6 +100,9 @@ pub struct SendWr {
     pub remote_qkey: u32,
     /// BIND_MW: what the window is bound to.
     pub bind: MwBind,
+    /// XRC send QPs: the remote XRC SRQ (`wr.qp_type.xrc.remote_srqn`,
+    /// `ibv_wr_set_xrc_srqn`).
+    pub xrc_srqn: u32,
 }
 
 /// The binding a BIND_MW request gives a memory window.
@@ -162,6 +167,8 @@ fn opcode_allowed(t: Transport, op: WrOpcode) -> bool {
             Send | SendWithImm | RdmaWrite | RdmaWriteWithImm | LocalInv | BindMw
         ),
         Transport::Rc => op != Flush,
+        // XRC has no ATOMIC WRITE (or FLUSH) opcode (the kernel's proto::opcode).
+        Transport::Xrc => !matches!(op, Flush | AtomicWrite),
     }
 }
 
@@ -186,6 +193,9 @@ pub fn encode_send(
     put64(out, send_wqe::WR_ID, wr.wr_id);
     put32(out, send_wqe::OPCODE, op.raw());
     put32(out, send_wqe::EX, wr.ex);
+    if lim.transport == Transport::Xrc {
+        put32(out, send_wqe::XRC_REMOTE_SRQN, wr.xrc_srqn);
+    }
     if op == WrOpcode::AtomicWrite {
         // The 8 bytes travel in the WQE: no SGE, not inline.
         put32(
@@ -713,8 +723,10 @@ mod tests {
             Transport::Ud => matches!(v, 2 | 3),
             Transport::Uc => matches!(v, 2 | 3 | 0 | 1 | 7 | 8),
             Transport::Rc => v <= 9 || v == 32,
+            // XRC: RC's without ATOMIC WRITE.
+            Transport::Xrc => v <= 9,
         };
-        for t in [Transport::Ud, Transport::Uc, Transport::Rc] {
+        for t in [Transport::Ud, Transport::Uc, Transport::Rc, Transport::Xrc] {
             for v in (0..=40).chain([99, u32::MAX]) {
                 let wr = SendWr {
                     opcode: v,
@@ -728,6 +740,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An XRC send QP's WQE names the remote SRQ; other transports leave the field zero.
+    #[test]
+    fn xrc_srqn_only_on_xrc() {
+        let mut out = [0xffu8; MAX_WQE];
+        let w = SendWr {
+            opcode: uabi::WR_SEND,
+            xrc_srqn: 0x12_3456,
+            ..Default::default()
+        };
+        encode_send(&w, &[], None, &lim(Transport::Xrc), &mut out).unwrap();
+        assert_eq!(get32(&out, send_wqe::XRC_REMOTE_SRQN), 0x12_3456);
+        let klim = rrxe_proto::uabi::SendLimits {
+            max_sge: 4,
+            max_inline: 64,
+            ud: false,
+        };
+        let d = rrxe_proto::uabi::decode_send(&out[..256], &klim).unwrap();
+        assert_eq!(d.xrc_srqn, 0x12_3456);
+        out.fill(0xff);
+        encode_send(&w, &[], None, &lim(Transport::Rc), &mut out).unwrap();
+        assert_eq!(get32(&out, send_wqe::XRC_REMOTE_SRQN), 0);
     }
 
     #[test]

@@ -560,7 +560,7 @@ fn checks() -> Vec<Check> {
                 num_sge,
                 inline_len,
                 ex,
-                reserved0,
+                xrc_remote_srqn,
                 wr
             }
         ),
@@ -786,6 +786,75 @@ fn checks() -> Vec<Check> {
             }
         ),
         layout!(Public, ibv_srq_init_attr { srq_context, attr }),
+        layout!(Public, ibv_xrcd { context }),
+        layout!(
+            Public,
+            ibv_xrcd_init_attr {
+                comp_mask,
+                fd,
+                oflags
+            }
+        ),
+        layout!(
+            Public,
+            ibv_tm_cap {
+                max_num_tags,
+                max_ops
+            }
+        ),
+        layout!(
+            Public,
+            ibv_srq_init_attr_ex {
+                srq_context,
+                attr,
+                comp_mask,
+                srq_type,
+                pd,
+                xrcd,
+                cq,
+                tm_cap
+            }
+        ),
+        layout!(
+            Public,
+            ibv_qp_open_attr {
+                comp_mask,
+                qp_num,
+                xrcd,
+                qp_context,
+                qp_type
+            }
+        ),
+        layout!(Public, ib_uverbs_open_xrcd_resp { xrcd_handle }),
+        constant(Set::Public, "IBV_QPT_XRC_SEND", IBV_QPT_XRC_SEND as u64),
+        constant(Set::Public, "IBV_QPT_XRC_RECV", IBV_QPT_XRC_RECV as u64),
+        constant(Set::Public, "IBV_SRQT_BASIC", IBV_SRQT_BASIC as u64),
+        constant(Set::Public, "IBV_SRQT_XRC", IBV_SRQT_XRC as u64),
+        constant(
+            Set::Public,
+            "IBV_SRQ_INIT_ATTR_TYPE",
+            IBV_SRQ_INIT_ATTR_TYPE as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_SRQ_INIT_ATTR_PD",
+            IBV_SRQ_INIT_ATTR_PD as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_SRQ_INIT_ATTR_XRCD",
+            IBV_SRQ_INIT_ATTR_XRCD as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_SRQ_INIT_ATTR_CQ",
+            IBV_SRQ_INIT_ATTR_CQ as u64,
+        ),
+        constant(
+            Set::Public,
+            "IBV_QP_INIT_ATTR_XRCD",
+            IBV_QP_INIT_ATTR_XRCD as u64,
+        ),
         layout!(Public, ib_uverbs_alloc_pd_resp { pd_handle }),
         layout!(
             Public,
@@ -942,6 +1011,27 @@ fn checks() -> Vec<Check> {
         layout!(Private, ibv_modify_srq as "struct ibv_modify_srq" { hdr, core_payload }),
         layout!(Private, ibv_query_srq as "struct ibv_query_srq" { hdr, core_payload }),
         layout!(Private, ibv_alloc_mw as "struct ibv_alloc_mw" { hdr, core_payload }),
+        layout!(Private, ibv_open_xrcd as "struct ibv_open_xrcd" { hdr, core_payload }),
+        layout!(Private, ibv_create_xsrq as "struct ibv_create_xsrq" { hdr, core_payload }),
+        layout!(Private, ibv_open_qp as "struct ibv_open_qp" { hdr, core_payload }),
+        layout!(
+            Private,
+            verbs_xrcd {
+                xrcd,
+                comp_mask,
+                handle
+            }
+        ),
+        layout!(
+            Private,
+            verbs_srq {
+                srq,
+                srq_type,
+                xrcd,
+                cq,
+                srq_num
+            }
+        ),
         layout!(
             Private,
             verbs_mr {
@@ -1245,6 +1335,7 @@ fn proto_checks() -> Vec<Check> {
                 f("ex", send_wqe::EX),
                 f("ex.imm_data", send_wqe::EX),
                 f("ex.invalidate_rkey", send_wqe::EX),
+                f("xrc_remote_srqn", send_wqe::XRC_REMOTE_SRQN),
                 f("wr", w),
                 f("wr.raw", w),
                 f("wr.raw[39]", w + send_wqe::WR_SIZE - 1),

@@ -389,7 +389,8 @@ static void sizes(int fd, uint32_t pd)
 	 * qp_type: the uverbs layer takes RC, UC, UD, RAW_PACKET, XRC_INI, XRC_TGT and DRIVER
 	 * and answers EINVAL for the rest (SMI and GSI are kernel-only); for XRC_TGT it looks
 	 * up an XRCD by pd_handle (a PD here: EINVAL). rrxe answers EOPNOTSUPP for the types
-	 * it does not implement, as rxe_qp_chk_init does.
+	 * it does not implement, as rxe_qp_chk_init does; an XRC_INI QP (send side only) it
+	 * creates.
 	 */
 	struct {
 		uint8_t type;
@@ -398,7 +399,7 @@ static void sizes(int fd, uint32_t pd)
 		{ 0, EINVAL }, { 1, EINVAL }, { IBV_QPT_RC, 0 }, { IBV_QPT_UC, 0 },
 		{ IBV_QPT_UD, 0 }, { 5, EINVAL }, { 6, EINVAL }, { 7, EINVAL },
 		{ IBV_QPT_RAW_PACKET, geteuid() == 0 ? EOPNOTSUPP : EPERM },
-		{ IBV_QPT_XRC_SEND, EOPNOTSUPP }, { IBV_QPT_XRC_RECV, EINVAL }, { 11, EINVAL },
+		{ IBV_QPT_XRC_SEND, 0 }, { IBV_QPT_XRC_RECV, EINVAL }, { 11, EINVAL },
 		{ IBV_QPT_DRIVER, EOPNOTSUPP },
 	};
 

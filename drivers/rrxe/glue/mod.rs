@@ -375,6 +375,11 @@ impl CqPtr {
     }
 }
 
+/// An XRC domain's identity: the address of its `ib_xrcd`, which the core keeps allocated
+/// while any SRQ or QP of the domain exists. Only compared, never dereferenced.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct XrcdId(pub(crate) usize);
+
 /// The `ib_srq` of an SRQ, for its async events. The core keeps it alive while the SRQ
 /// object that holds this exists (destroy_srq runs after every QP using it is gone).
 #[derive(Clone, Copy)]

@@ -309,4 +309,12 @@ where
     pub(crate) fn srq_ptr(&self) -> super::SrqPtr {
         super::SrqPtr(self.0.cast())
     }
+
+    /// Sets the number of an XRC SRQ, which the core returns to user space
+    /// (`ib_srq.ext.xrc.srq_num`).
+    pub(crate) fn set_xrc_srq_num(&mut self, n: u32) {
+        // A store into the union member the core reads for an XRC SRQ (plain data, nothing
+        // to drop).
+        self.ib_mut().ext.__bindgen_anon_1.xrc.srq_num = n;
+    }
 }

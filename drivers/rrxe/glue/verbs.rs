@@ -16,7 +16,7 @@
 use super::obj::PageSink;
 use super::obj::{destroy, free_boxed, map_mr_sg, Created, DriverObj, DrvObj, NewObj, Obj};
 use super::wr::WrList;
-use super::{bindings as b, CqPtr, IbDev, NetDev, Udata};
+use super::{bindings as b, CqPtr, IbDev, NetDev, Udata, XrcdId};
 use core::mem::size_of;
 use kernel::prelude::*;
 
@@ -51,6 +51,10 @@ where
     fn alloc_pd(pd: NewObj<'_, b::ib_pd>) -> Result<Created<'_, b::ib_pd>>;
     /// `dealloc_pd`, before the PD's data goes.
     fn dealloc_pd(pd: &Obj<'_, b::ib_pd>);
+    /// `alloc_xrcd`: an XRC domain, known by its identity.
+    fn alloc_xrcd(xrcd: XrcdId) -> Result;
+    /// `dealloc_xrcd` (the core made sure nothing uses the domain any more).
+    fn dealloc_xrcd(xrcd: XrcdId);
     /// `alloc_hw_port_stats`: the core owns the result.
     fn alloc_hw_stats() -> *mut b::rdma_hw_stats;
     /// The counters' values, in the order of [`Verbs::alloc_hw_stats`]'s descriptors.
@@ -73,12 +77,13 @@ where
     /// `req_notify_cq`: whether to report missed events.
     fn req_notify_cq(cq: &Obj<'_, b::ib_cq>, flags: u32) -> bool;
 
-    /// `create_qp`: `srq` and the CQs are the objects `init` names.
+    /// `create_qp`: `srq`, the CQs and the XRC domain are the objects `init` names.
     fn create_qp<'a>(
         qp: NewObj<'a, b::ib_qp>,
         init: &mut b::ib_qp_init_attr,
         srq: Option<Obj<'_, b::ib_srq>>,
         cqs: (Option<CqPtr>, Option<CqPtr>),
+        xrcd: Option<XrcdId>,
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_qp>>;
     /// `destroy_qp`, before the QP's data goes.
@@ -99,10 +104,11 @@ where
     /// `post_recv`.
     fn post_recv(qp: &Obj<'_, b::ib_qp>, list: WrList<'_, b::ib_recv_wr>) -> Result;
 
-    /// `create_srq`.
+    /// `create_srq`; `xrc` is the XRC domain and CQ of an XRC SRQ (`init.ext`).
     fn create_srq<'a>(
         srq: NewObj<'a, b::ib_srq>,
         init: &mut b::ib_srq_init_attr,
+        xrc: Option<(XrcdId, Option<CqPtr>)>,
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_srq>>;
     /// `modify_srq`.
@@ -113,6 +119,8 @@ where
     ) -> Result;
     /// `query_srq`.
     fn query_srq(srq: &Obj<'_, b::ib_srq>, attr: &mut b::ib_srq_attr);
+    /// `destroy_srq`, before the SRQ's data goes.
+    fn shut_down_srq(srq: &Obj<'_, b::ib_srq>);
     /// `destroy_srq`, once the SRQ's data is gone.
     fn srq_destroyed(dev: &IbDev);
     /// `post_srq_recv`.
@@ -245,6 +253,8 @@ where
     ops.map_mr_sg = Some(map_mr_sg_op);
     ops.dereg_mr = Some(dereg_mr::<V>);
     ops.rereg_user_mr = Some(rereg_user_mr::<V>);
+    ops.alloc_xrcd = Some(alloc_xrcd::<V>);
+    ops.dealloc_xrcd = Some(dealloc_xrcd::<V>);
     ops.alloc_mw = Some(alloc_mw::<V>);
     ops.dealloc_mw = Some(dealloc_mw::<V>);
     ops.size_ib_cq = obj_size::<b::ib_cq>();
@@ -254,6 +264,8 @@ where
     ops.size_ib_mw = obj_size::<b::ib_mw>();
     ops.size_ib_ucontext = obj_size::<b::ib_ucontext>();
     ops.size_ib_pd = obj_size::<b::ib_pd>();
+    // No driver data in an XRC domain: the core's object as it is.
+    ops.size_ib_xrcd = size_of::<b::ib_xrcd>();
     ops
 }
 
@@ -340,6 +352,19 @@ unsafe extern "C" fn dealloc_pd<V: Verbs>(pd: *mut b::ib_pd, _udata: *mut b::ib_
     }
     // SAFETY: as above; nothing refers to it any more.
     unsafe { destroy(pd) };
+    0
+}
+
+unsafe extern "C" fn alloc_xrcd<V: Verbs>(xrcd: *mut b::ib_xrcd, _udata: *mut b::ib_udata) -> i32 {
+    // Only the address is kept: the domain's identity while the core keeps it allocated.
+    errno(V::alloc_xrcd(XrcdId(xrcd as usize)))
+}
+
+unsafe extern "C" fn dealloc_xrcd<V: Verbs>(
+    xrcd: *mut b::ib_xrcd,
+    _udata: *mut b::ib_udata,
+) -> i32 {
+    V::dealloc_xrcd(XrcdId(xrcd as usize));
     0
 }
 
@@ -460,7 +485,10 @@ unsafe extern "C" fn create_qp<V: Verbs>(
     let Some(obj) = obj else {
         return EINVAL.to_errno();
     };
-    created(V::create_qp(obj, init, srq, cqs, &mut udata))
+    // The XRC domain of an XRC target QP, by identity only (the core counts the QP as its
+    // user until the QP is destroyed).
+    let xrcd = (!init.xrcd.is_null()).then(|| XrcdId(init.xrcd as usize));
+    created(V::create_qp(obj, init, srq, cqs, xrcd, &mut udata))
 }
 
 unsafe extern "C" fn destroy_qp<V: Verbs>(ibqp: *mut b::ib_qp, _udata: *mut b::ib_udata) -> i32 {
@@ -552,7 +580,19 @@ unsafe extern "C" fn create_srq<V: Verbs>(
     let Some(obj) = obj else {
         return EINVAL.to_errno();
     };
-    created(V::create_srq(obj, init, &mut udata))
+    let xrc = if init.srq_type == b::ib_srq_type_IB_SRQT_XRC {
+        // SAFETY: for an XRC SRQ the core filled `ext.xrc` (ib_create_srq_user), the member
+        // of the union it reads back for this type; ext.cq is a live CQ of ours that the
+        // core counts as used by the SRQ until destroy_srq returns.
+        let (xrcd, cq) = unsafe { (init.ext.__bindgen_anon_1.xrc.xrcd, CqPtr::new(init.ext.cq)) };
+        if xrcd.is_null() {
+            return EINVAL.to_errno();
+        }
+        Some((XrcdId(xrcd as usize), cq))
+    } else {
+        None
+    };
+    created(V::create_srq(obj, init, xrc, &mut udata))
 }
 
 unsafe extern "C" fn modify_srq<V: Verbs>(
@@ -580,7 +620,12 @@ unsafe extern "C" fn query_srq<V: Verbs>(ibsrq: *mut b::ib_srq, attr: *mut b::ib
 }
 
 unsafe extern "C" fn destroy_srq<V: Verbs>(ibsrq: *mut b::ib_srq, _udata: *mut b::ib_udata) -> i32 {
-    // SAFETY: the core's contract: called once, after it made sure no QP uses the SRQ.
+    // SAFETY: the core's contract: a live SRQ of ours, destroyed once.
+    if let Some(obj) = unsafe { Obj::from_raw(ibsrq) } {
+        V::shut_down_srq(&obj);
+    }
+    // SAFETY: the core's contract: called once, after it made sure no QP uses the SRQ (an
+    // XRC SRQ's target QPs can no longer find it: shut_down_srq).
     if let Some(dev) = unsafe { destroy(ibsrq) } {
         V::srq_destroyed(dev);
     }

@@ -5,7 +5,7 @@
 use super::{ModifyArgs, Qp, QpInit, QpKind, UserRings, DEV_CAPS};
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, NewObj, Obj};
-use crate::glue::{CqPtr, IbDev, Queue, UContext, Udata};
+use crate::glue::{CqPtr, IbDev, Queue, UContext, Udata, XrcdId};
 use crate::limits;
 use crate::mr::AccessFlags;
 use kernel::prelude::*;
@@ -32,6 +32,8 @@ pub(crate) struct CreateArgs<'a> {
     pub(crate) send_cq: Option<CqPtr>,
     /// The receive CQ (`init.recv_cq`); `None` if absent.
     pub(crate) recv_cq: Option<CqPtr>,
+    /// The XRC domain (`init.xrcd`, XRC target QPs).
+    pub(crate) xrcd: Option<XrcdId>,
 }
 
 /// `create_qp`, under one unit of the device's QP limit.
@@ -59,11 +61,44 @@ fn create_uncounted<'a>(
         b::ib_qp_type_IB_QPT_UC => QpKind::Uc,
         b::ib_qp_type_IB_QPT_UD => QpKind::Ud,
         b::ib_qp_type_IB_QPT_GSI => QpKind::Gsi,
+        b::ib_qp_type_IB_QPT_XRC_INI => QpKind::XrcIni,
+        b::ib_qp_type_IB_QPT_XRC_TGT => QpKind::XrcTgt,
         _ => return Err(crate::glue::eopnotsupp()),
     };
     if init.create_flags != 0 {
         return Err(crate::glue::eopnotsupp());
     }
+    // Only XRC target QPs have a domain, and XRC SRQs serve only them (the core refuses
+    // both for user QPs; a kernel consumer's request is checked here).
+    if (kind == QpKind::XrcTgt) != a.xrcd.is_some()
+        || a.srq.is_some_and(|s| s.xrc_domain().is_some())
+    {
+        return Err(EINVAL);
+    }
+    let (send_cq, recv_cq) = match kind {
+        // The core creates a target QP for the domain, without PD, CQs, queues or udata
+        // (ib_create_qp_user): it only receives, into the XRC SRQs requests name.
+        QpKind::XrcTgt => {
+            if a.srq.is_some() || udata.is_user() {
+                return Err(EINVAL);
+            }
+            init.cap = b::ib_qp_cap::default();
+            (None, None)
+        }
+        // An initiator only sends (uverbs passes no receive CQ or SRQ).
+        QpKind::XrcIni => {
+            if a.srq.is_some() || a.send_cq.is_none() {
+                return Err(EINVAL);
+            }
+            init.cap.max_recv_wr = 0;
+            init.cap.max_recv_sge = 0;
+            (a.send_cq, None)
+        }
+        _ => match (a.send_cq, a.recv_cq) {
+            (Some(s), Some(r)) => (Some(s), Some(r)),
+            _ => return Err(EINVAL),
+        },
+    };
     let srq = a.srq.cloned();
     // A QP with an SRQ takes its receives from the SRQ: its own receive capabilities are
     // ignored (rdma_rxe's rxe_qp_chk_cap checks them only for a QP without one) and
@@ -72,9 +107,6 @@ fn create_uncounted<'a>(
         init.cap.max_recv_wr = 0;
         init.cap.max_recv_sge = 0;
     }
-    let (Some(send_cq), Some(recv_cq)) = (a.send_cq, a.recv_cq) else {
-        return Err(EINVAL);
-    };
     // User QPs: the work queues live in memory the process maps.
     let mut user = None;
     let mut resp = b::rrxe_create_qp_resp::default();
@@ -121,6 +153,7 @@ fn create_uncounted<'a>(
         ibqp_addr: obj.addr(),
         user,
         srq,
+        xrcd: a.xrcd,
     };
     let qp = Qp::new(dev.ptr(), qi).inspect_err(|_| drop(qps.remove(qpn)))?;
     if udata.is_user() {

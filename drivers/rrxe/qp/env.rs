@@ -45,7 +45,7 @@ impl ResponderEnv for Env<'_> {
             return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
-        let q = (self.qp.pd, self.qp.qpn);
+        let q = (self.qp.resp_pd(), self.qp.qpn);
         match mrs.with_remote(rkey, q.0, q.1, (va, u64::from(len), need), |r| {
             r.check(va, u64::from(len), need)
         }) {
@@ -65,7 +65,9 @@ impl ResponderEnv for Env<'_> {
         }
         let mrs = &self.qp.dev.get().data().mrs;
         let need = (va, 8, AccessFlags::REMOTE_ATOMIC);
-        let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| r.atomic(va, op));
+        let r = mrs.with_remote(rkey, self.qp.resp_pd(), self.qp.qpn, need, |r| {
+            r.atomic(va, op)
+        });
         match r {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) | Err(e) => Err(map_err(e)),
@@ -78,7 +80,7 @@ impl ResponderEnv for Env<'_> {
         }
         let mrs = &self.qp.dev.get().data().mrs;
         let need = (va, 8, AccessFlags::REMOTE_WRITE);
-        let r = mrs.with_remote(rkey, self.qp.pd, self.qp.qpn, need, |r| {
+        let r = mrs.with_remote(rkey, self.qp.resp_pd(), self.qp.qpn, need, |r| {
             r.atomic_write(va, value)
         });
         match r {
@@ -91,10 +93,15 @@ impl ResponderEnv for Env<'_> {
         self.qp.claim_head().map(|w| w.len)
     }
 
+    /// XRC target QPs: an XRC SRQ of the QP's domain (see [`crate::xrc`]).
+    fn select_xrc_srq(&mut self, srqn: u32) -> bool {
+        self.qp.select_xrc_srq(srqn)
+    }
+
     /// SEND with Invalidate: an FR MR or a type 2B window bound to this QP, in its PD.
     fn invalidate(&mut self, rkey: u32) -> Result<(), proto::AccessError> {
         let mrs = &self.qp.dev.get().data().mrs;
-        mrs.invalidate(rkey, self.qp.pd, Some(self.qp.qpn))
+        mrs.invalidate(rkey, self.qp.resp_pd(), Some(self.qp.qpn))
             .map_err(map_err)
     }
 
@@ -127,7 +134,7 @@ impl ResponderEnv for Env<'_> {
             return Err(proto::AccessError::QpDenied);
         }
         let mrs = &self.qp.dev.get().data().mrs;
-        let (pd, qpn) = (self.qp.pd, self.qp.qpn);
+        let (pd, qpn) = (self.qp.resp_pd(), self.qp.qpn);
         let r = if sel == proto::Feth::SEL_MR {
             // A window's range would apply: whole-region FLUSH is for MR keys only.
             mrs.with_remote(rkey, pd, qpn, (0, 0, need), |r| r.check_whole(need))

@@ -23,7 +23,8 @@
 //! queues shared with a process), `run` (posting into the rings, the received-packet ring,
 //! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
 //! transmits, places and completes), `env` (the [`ResponderEnv`](proto::ResponderEnv):
-//! keys and receive buffers), `table` (a device's QPs by number). This file: the [`Qp`]
+//! keys and receive buffers), `table` (a device's QPs by number), `xrc` (an XRC target's
+//! receive side: the XRC SRQ each request names). This file: the [`Qp`]
 //! itself, its creation, shutdown and event sources.
 
 mod create;
@@ -35,6 +36,7 @@ mod sink;
 mod table;
 mod user;
 mod wr;
+mod xrc;
 
 pub(crate) use create::{create, destroyed, modify, query, shut_down, CreateArgs, QpHandle};
 pub(crate) use modify::{ModifyArgs, QpAttrs};
@@ -46,7 +48,7 @@ pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
 use crate::glue::bindings as b;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use crate::glue::task::{new_arc_bound, Timer, TimerTarget, Work, WorkTarget};
-use crate::glue::{CqPtr, DevPtr, Queue};
+use crate::glue::{CqPtr, DevPtr, Queue, XrcdId};
 use crate::proto;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
@@ -107,6 +109,10 @@ pub(crate) enum QpKind {
     Ud,
     /// The GSI QP (QP1): UD with management semantics.
     Gsi,
+    /// XRC initiator (send side only).
+    XrcIni,
+    /// XRC target (no queues: the receive queue is the XRC SRQ each request names).
+    XrcTgt,
 }
 
 impl QpKind {
@@ -115,11 +121,17 @@ impl QpKind {
             QpKind::Rc => proto::QpType::Rc,
             QpKind::Uc => proto::QpType::Uc,
             QpKind::Ud | QpKind::Gsi => proto::QpType::Ud,
+            QpKind::XrcIni => proto::QpType::XrcIni,
+            QpKind::XrcTgt => proto::QpType::XrcTgt,
         }
     }
 
     fn is_ud(self) -> bool {
         matches!(self, QpKind::Ud | QpKind::Gsi)
+    }
+
+    fn is_xrc(self) -> bool {
+        matches!(self, QpKind::XrcIni | QpKind::XrcTgt)
     }
 }
 
@@ -145,10 +157,10 @@ pub(crate) struct QpInit {
     pub(crate) qpn: u32,
     /// PD identity.
     pub(crate) pd: usize,
-    /// Send CQ.
-    pub(crate) send_cq: CqPtr,
-    /// Receive CQ.
-    pub(crate) recv_cq: CqPtr,
+    /// Send CQ (none for an XRC target).
+    pub(crate) send_cq: Option<CqPtr>,
+    /// Receive CQ (none for XRC QPs: a target's receives complete into the SRQ's CQ).
+    pub(crate) recv_cq: Option<CqPtr>,
     /// Send queue size.
     pub(crate) max_send_wr: u32,
     /// Receive queue size.
@@ -167,6 +179,8 @@ pub(crate) struct QpInit {
     pub(crate) user: Option<UserRings>,
     /// The shared receive queue the QP takes its receive WQEs from, if any.
     pub(crate) srq: Option<Arc<crate::srq::Srq>>,
+    /// XRC target QPs: their XRC domain.
+    pub(crate) xrcd: Option<XrcdId>,
 }
 
 /// Work queues shared with a user process.
@@ -184,8 +198,10 @@ pub(crate) struct UserRings {
 /// The four rings are interrupts-off locks, each held for a few loads and stores and never
 /// across a copy into or out of memory regions (the MR locks are bottom-half locks and must
 /// not be taken with interrupts off): an SGE list is copied out of the ring first. Nesting,
-/// outermost first: `engine` → `claim` → `rq` (or the SRQ's `ring`); `engine` → `sq` → the
-/// device's AH table (decoding a user UD WQE); `engine` → `rx`. `sq`, `rq` and `rx` are
+/// outermost first: `engine` → `claim` → `rq` (or the SRQ's `ring`, or for an XRC target the
+/// device's XRC table → the SRQ's `ring`); `engine` → `sq` → the device's AH table (decoding
+/// a user UD WQE); `engine` → `rx`; an XRC target's `engine` → the XRC table → an SRQ's CQ
+/// lock (its receive completions, see [`crate::xrc`]). `sq`, `rq` and `rx` are
 /// never held together. Taken under `engine` with no ring lock held: the MR table's locks
 /// (placement, fast registration, invalidation, binding), a CQ's lock (completions; the
 /// consumer's completion handler is called after the CQ lock is released, still under
@@ -203,8 +219,8 @@ pub(crate) struct Qp {
     pub(crate) kind: QpKind,
     pd: usize,
     dev: DevPtr,
-    send_cq: CqPtr,
-    recv_cq: CqPtr,
+    send_cq: Option<CqPtr>,
+    recv_cq: Option<CqPtr>,
     sig_all: bool,
     ibqp_addr: u64,
     max_send_sge: u32,
@@ -212,6 +228,12 @@ pub(crate) struct Qp {
     max_inline: u32,
     user: Option<UserRings>,
     srq: Option<Arc<crate::srq::Srq>>,
+    /// XRC target QPs: their domain, the XRC SRQ the request being handled names and the
+    /// one the message in progress took its receive WQE from (numbers in the device's XRC
+    /// table; 0 = none). Written under `engine` only.
+    xrc: Option<XrcdId>,
+    xrc_sel: AtomicU32,
+    xrc_claimed: AtomicU32,
     dead: AtomicBool,
     in_error: AtomicBool,
     /// A user queue was found corrupt: the work moves the QP to the error state.
@@ -348,6 +370,9 @@ impl Qp {
             max_inline: init.max_inline,
             user: init.user,
             srq: init.srq,
+            xrc: init.xrcd,
+            xrc_sel: AtomicU32::new(0),
+            xrc_claimed: AtomicU32::new(0),
             dead: AtomicBool::new(false),
             in_error: AtomicBool::new(false),
             want_error: AtomicBool::new(false),

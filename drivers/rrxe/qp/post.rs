@@ -122,6 +122,8 @@ fn post_one_send(qp: &Obj<'_, b::ib_qp>, wr: &b::ib_send_wr) -> Result {
         inline,
         num_sge: if inline { 0 } else { n as u32 },
         ud,
+        // Kernel WRs name no XRC SRQ: XRC QPs refuse kernel WR lists (accept_kernel_wrs).
+        xrc_srqn: 0,
     };
     h.qp.post_send(w, sges.get(..n).unwrap_or(&[]), inline_data)
 }

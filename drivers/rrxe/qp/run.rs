@@ -37,6 +37,10 @@ impl Qp {
             self.dev.get().data().counters.inc(Counter::UserWrRefused);
             return Err(EINVAL);
         }
+        // An XRC target QP has no queues; a kernel send WR cannot name an XRC SRQ.
+        if self.kind.is_xrc() {
+            return Err(EINVAL);
+        }
         Ok(())
     }
 
@@ -104,7 +108,7 @@ impl Qp {
         }
         {
             let mut rx = self.rx.lock();
-            let connected = matches!(self.kind, QpKind::Rc | QpKind::Uc);
+            let connected = !self.kind.is_ud();
             if let Err(e) = proto::addr::check_qp(connected, from, rx.path.as_ref(), pkey) {
                 return Err((Refused::Addr(e), skb));
             }
@@ -144,7 +148,9 @@ impl Qp {
                 qp_addr: self.ibqp_addr,
                 ..Default::default()
             };
-            self.send_cq.complete(&c, false);
+            if let Some(cq) = &self.send_cq {
+                cq.complete(&c, false);
+            }
         }
     }
 
@@ -176,15 +182,19 @@ impl Qp {
             if let Some(cl) = &*c {
                 return Some(cl.wr);
             }
-            match &self.srq {
-                Some(srq) => srq.take_into(&mut c, &mut events),
-                None => self.rq.lock().pop_into(&mut c).map(|(wr, _)| wr),
+            match (&self.srq, self.kind) {
+                (Some(srq), _) => srq.take_into(&mut c, &mut events),
+                (None, QpKind::XrcTgt) => self.xrc_take(&mut c, &mut events),
+                // An XRC initiator has no receive queue.
+                (None, QpKind::XrcIni) => None,
+                (None, _) => self.rq.lock().pop_into(&mut c).map(|(wr, _)| wr),
             }
         };
         // SRQ events go to the consumer's handler without the claim lock (interrupts off).
         if let Some(srq) = &self.srq {
             srq.raise(events);
         }
+        self.xrc_raise(events);
         wr
     }
 
@@ -197,7 +207,7 @@ impl Qp {
             qp_addr: self.ibqp_addr,
             ..Default::default()
         };
-        self.recv_cq.complete(&c, false);
+        self.complete_recv(&c, false);
     }
 
     /// Completes every posted receive (and the one in progress) with WR_FLUSH_ERR.
@@ -206,8 +216,8 @@ impl Qp {
         if let Some(cl) = held {
             self.flush_recv(&cl.wr);
         }
-        if self.srq.is_some() {
-            // The SRQ's other WQEs belong to the other QPs.
+        if self.srq.is_some() || self.kind.is_xrc() {
+            // The SRQ's other WQEs belong to the other QPs; XRC QPs have no receive queue.
             return;
         }
         loop {
@@ -341,6 +351,7 @@ impl Qp {
                         solicited: wr.solicited,
                         fence: wr.fence,
                         ud: wr.ud.map(|(_, d)| d),
+                        xrc_srqn: wr.xrc_srqn,
                     };
                     match proto.post_send(w, &mut sink) {
                         Ok(()) => {}

@@ -70,9 +70,14 @@ impl Sink<'_> {
                         _ => false,
                     }
                 }
-                proto::Payload::Mr { rkey, va, .. } => {
-                    // The MR was checked when the READ arrived; it may have gone since.
-                    gather = qp.remote_copy(rkey, va, Xfer::From(buf), AccessFlags::REMOTE_READ);
+                proto::Payload::Mr {
+                    rkey, va, xrc_srqn, ..
+                } => {
+                    // The MR was checked when the READ arrived (an XRC target: in the PD of
+                    // the SRQ the READ named); it may have gone since.
+                    let pd = qp.read_pd(xrc_srqn);
+                    gather =
+                        qp.remote_copy(pd, rkey, va, Xfer::From(buf), AccessFlags::REMOTE_READ);
                     gather.is_ok()
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
@@ -188,7 +193,13 @@ impl Sink<'_> {
                 // Checked at the message's first packet; re-checked here because the MR or
                 // window may have been invalidated or deregistered since (rdma_rxe re-looks
                 // the rkey up for every packet).
-                qp.remote_copy(rkey, va, Xfer::To(data), AccessFlags::REMOTE_WRITE)
+                qp.remote_copy(
+                    qp.resp_pd(),
+                    rkey,
+                    va,
+                    Xfer::To(data),
+                    AccessFlags::REMOTE_WRITE,
+                )
             }
             _ => Ok(()),
         }
@@ -242,7 +253,7 @@ impl Sink<'_> {
                 comp.smac = p.smac;
             }
         }
-        qp.recv_cq.complete(&comp, c.solicited);
+        qp.complete_recv(&comp, c.solicited);
     }
 
     fn send_complete(&mut self, c: &proto::SendCompletion) {
@@ -325,11 +336,13 @@ impl Qp {
             Xfer::To(_) => AccessFlags::LOCAL_WRITE,
             Xfer::From(_) => AccessFlags::NONE,
         };
+        // The QP's PD; an XRC target's receive WQE is in its SRQ's (the QP has no other).
+        let pd = self.recv_pd();
         let total = buf.len();
         // Pass 1: check, and find that the list holds all of the bytes.
         let mut covered = 0usize;
         for (sge, va, at, n) in sge_chunks(sges, offset, total) {
-            let r = mrs.with(sge.lkey, self.pd, |r| r.check(va, n as u64, need));
+            let r = mrs.with(sge.lkey, pd, |r| r.check(va, n as u64, need));
             if !matches!(r, Ok(Ok(_))) {
                 return Err(proto::PlaceError::Protection);
             }
@@ -341,7 +354,7 @@ impl Qp {
         // Pass 2: copy.
         for (sge, va, at, n) in sge_chunks(sges, offset, total) {
             let mut chunk = buf.sub(at, n).ok_or(proto::PlaceError::Length)?;
-            let r = mrs.with(sge.lkey, self.pd, |r| r.copy(va, &mut chunk, need));
+            let r = mrs.with(sge.lkey, pd, |r| r.copy(va, &mut chunk, need));
             if !matches!(r, Ok(Ok(()))) {
                 return Err(proto::PlaceError::Protection);
             }
@@ -354,6 +367,7 @@ impl Qp {
     /// placement). Any refusal is a protection error for proto to act on.
     pub(super) fn remote_copy(
         &self,
+        pd: usize,
         rkey: u32,
         va: u64,
         mut buf: Xfer<'_>,
@@ -361,9 +375,7 @@ impl Qp {
     ) -> Result<(), proto::PlaceError> {
         let range = (va, buf.len() as u64, need);
         let mrs = &self.dev.get().data().mrs;
-        match mrs.with_remote(rkey, self.pd, self.qpn, range, |r| {
-            r.copy(va, &mut buf, need)
-        }) {
+        match mrs.with_remote(rkey, pd, self.qpn, range, |r| r.copy(va, &mut buf, need)) {
             Ok(Ok(())) => Ok(()),
             _ => Err(proto::PlaceError::Protection),
         }

@@ -78,6 +78,7 @@ impl Qp {
                         inline: false,
                         num_sge: 0,
                         ud: None,
+                        xrc_srqn: 0,
                     };
                     sq.push(bad, &[], None)
                 }

@@ -131,6 +131,8 @@ pub(crate) struct SendWr {
     pub(crate) num_sge: u32,
     /// UD: destination.
     pub(crate) ud: Option<(Av, proto::UdDest)>,
+    /// XRC send QPs: the remote XRC SRQ (24 bits).
+    pub(crate) xrc_srqn: u32,
 }
 
 /// A posted receive work request.

@@ -8,9 +8,9 @@ use crate::counters::{Counter, NUM_COUNTERS};
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, DriverObj, NewObj, Obj};
 use crate::glue::wr::WrList;
-use crate::glue::{CqPtr, IbDev, NetDev, StatDescs, Udata, Verbs};
+use crate::glue::{CqPtr, IbDev, NetDev, StatDescs, Udata, Verbs, XrcdId};
 use crate::mr::AccessFlags;
-use crate::{ah, cq, device, limits, mr, qp, srq};
+use crate::{ah, cq, device, limits, mr, qp, srq, xrc};
 use kernel::prelude::*;
 
 impl DriverObj for b::ib_device {
@@ -135,6 +135,7 @@ impl Verbs for Rrxe {
         init: &mut b::ib_qp_init_attr,
         srq: Option<Obj<'_, b::ib_srq>>,
         (send_cq, recv_cq): (Option<CqPtr>, Option<CqPtr>),
+        xrcd: Option<XrcdId>,
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_qp>> {
         let srq = srq.as_ref().map(|s| &s.data().srq);
@@ -143,6 +144,7 @@ impl Verbs for Rrxe {
             srq,
             send_cq,
             recv_cq,
+            xrcd,
         };
         qp::create(obj, args, udata)
     }
@@ -179,9 +181,14 @@ impl Verbs for Rrxe {
     fn create_srq<'a>(
         obj: NewObj<'a, b::ib_srq>,
         init: &mut b::ib_srq_init_attr,
+        xrc: Option<(XrcdId, Option<CqPtr>)>,
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_srq>> {
-        srq::create(obj, init, udata)
+        srq::create(obj, init, xrc, udata)
+    }
+
+    fn shut_down_srq(obj: &Obj<'_, b::ib_srq>) {
+        srq::shut_down(obj)
     }
 
     fn modify_srq(
@@ -194,6 +201,14 @@ impl Verbs for Rrxe {
 
     fn query_srq(obj: &Obj<'_, b::ib_srq>, attr: &mut b::ib_srq_attr) {
         srq::query(obj.data(), attr)
+    }
+
+    fn alloc_xrcd(xrcd: XrcdId) -> Result {
+        xrc::alloc_xrcd(xrcd)
+    }
+
+    fn dealloc_xrcd(xrcd: XrcdId) {
+        xrc::dealloc_xrcd(xrcd)
     }
 
     fn srq_destroyed(dev: &IbDev) {

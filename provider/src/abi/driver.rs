@@ -13,8 +13,9 @@ use core::ffi::{c_char, c_int, c_uint, c_void};
 use super::verbs::{
     ibv_ah, ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr_ex,
     ibv_mr, ibv_node_type, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr,
-    ibv_query_device_ex_input, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr, ibv_srq_init_attr,
-    ibv_wc, verbs_context, OpaqueFn, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX,
+    ibv_qp_open_attr, ibv_query_device_ex_input, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
+    ibv_srq_init_attr, ibv_srq_init_attr_ex, ibv_wc, ibv_xrcd, ibv_xrcd_init_attr, verbs_context,
+    OpaqueFn, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX,
 };
 
 /// `VERBS_MATCH_SENTINEL`: ends a match table.
@@ -140,7 +141,7 @@ pub struct verbs_context_ops {
             *mut super::verbs::ibv_mw_bind,
         ) -> c_int,
     >,
-    pub close_xrcd: OpaqueFn,
+    pub close_xrcd: Option<unsafe extern "C" fn(*mut ibv_xrcd) -> c_int>,
     pub cq_event: OpaqueFn,
     pub create_ah: Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut ibv_ah>,
     pub create_counters: OpaqueFn,
@@ -165,7 +166,8 @@ pub struct verbs_context_ops {
     pub create_rwq_ind_table: OpaqueFn,
     pub create_srq:
         Option<unsafe extern "C" fn(*mut ibv_pd, *mut ibv_srq_init_attr) -> *mut ibv_srq>,
-    pub create_srq_ex: OpaqueFn,
+    pub create_srq_ex:
+        Option<unsafe extern "C" fn(*mut ibv_context, *mut ibv_srq_init_attr_ex) -> *mut ibv_srq>,
     pub create_wq: OpaqueFn,
     pub dealloc_mw: Option<unsafe extern "C" fn(*mut super::verbs::ibv_mw) -> c_int>,
     pub dealloc_pd: Option<unsafe extern "C" fn(*mut ibv_pd) -> c_int>,
@@ -183,7 +185,7 @@ pub struct verbs_context_ops {
     pub detach_mcast: OpaqueFn,
     pub free_context: Option<unsafe extern "C" fn(*mut ibv_context)>,
     pub free_dm: OpaqueFn,
-    pub get_srq_num: OpaqueFn,
+    pub get_srq_num: Option<unsafe extern "C" fn(*mut ibv_srq, *mut u32) -> c_int>,
     pub import_dm: OpaqueFn,
     pub import_mr: OpaqueFn,
     pub import_pd: OpaqueFn,
@@ -193,8 +195,10 @@ pub struct verbs_context_ops {
     pub modify_qp_rate_limit: OpaqueFn,
     pub modify_srq: Option<unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, c_int) -> c_int>,
     pub modify_wq: OpaqueFn,
-    pub open_qp: OpaqueFn,
-    pub open_xrcd: OpaqueFn,
+    pub open_qp:
+        Option<unsafe extern "C" fn(*mut ibv_context, *mut ibv_qp_open_attr) -> *mut ibv_qp>,
+    pub open_xrcd:
+        Option<unsafe extern "C" fn(*mut ibv_context, *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd>,
     pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int>,
     pub post_recv:
         Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int>,
@@ -339,6 +343,27 @@ pub struct verbs_qp {
     pub qp_ex: super::verbs::ibv_qp_ex,
     pub comp_mask: u32,
     pub xrcd: *mut c_void,
+}
+
+/// `struct verbs_xrcd`: `ibv_xrcd` plus the uverbs handle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct verbs_xrcd {
+    pub xrcd: super::verbs::ibv_xrcd,
+    pub comp_mask: u32,
+    pub handle: u32,
+}
+
+/// `struct verbs_srq`: `ibv_srq` plus what libibverbs records of an extended SRQ (the
+/// number of an XRC SRQ among it).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct verbs_srq {
+    pub srq: super::verbs::ibv_srq,
+    pub srq_type: c_int,
+    pub xrcd: *mut verbs_xrcd,
+    pub cq: *mut super::verbs::ibv_cq,
+    pub srq_num: u32,
 }
 
 /// `struct verbs_cq`: the union of `ibv_cq` and `ibv_cq_ex` is `cq_ex` here (`ibv_cq` is

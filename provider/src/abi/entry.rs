@@ -107,6 +107,11 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     query_srq: Some(objects::srq::query_srq),
     destroy_srq: Some(objects::srq::destroy_srq),
     post_srq_recv: Some(objects::srq::post_srq_recv),
+    create_srq_ex: Some(objects::srq::create_srq_ex),
+    get_srq_num: Some(objects::srq::get_srq_num),
+    open_xrcd: Some(objects::xrcd::open_xrcd),
+    close_xrcd: Some(objects::xrcd::close_xrcd),
+    open_qp: Some(objects::qp::open_qp),
     create_ah: Some(objects::ah::create_ah),
     destroy_ah: Some(objects::ah::destroy_ah),
     alloc_mw: Some(objects::mw::alloc_mw),
@@ -386,6 +391,8 @@ mod tests {
         assert!(o.create_qp.is_some() && o.post_send.is_some() && o.post_recv.is_some());
         assert!(o.poll_cq.is_some() && o.req_notify_cq.is_some());
         assert!(o.create_srq.is_some() && o.post_srq_recv.is_some() && o.create_ah.is_some());
+        assert!(o.open_xrcd.is_some() && o.close_xrcd.is_some() && o.open_qp.is_some());
+        assert!(o.create_srq_ex.is_some() && o.get_srq_num.is_some());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
-use super::driver::{verbs_context_ops, verbs_cq, verbs_device_ops, verbs_mr, verbs_qp};
+use super::driver::{
+    verbs_context_ops, verbs_cq, verbs_device_ops, verbs_mr, verbs_qp, verbs_srq, verbs_xrcd,
+};
 use super::uverbs::*;
 use super::verbs::*;
 
@@ -194,6 +196,36 @@ extern "C" {
     ) -> c_int;
     pub fn ibv_cmd_destroy_qp(qp: *mut ibv_qp) -> c_int;
 
+    pub fn ibv_cmd_open_xrcd(
+        context: *mut ibv_context,
+        xrcd: *mut verbs_xrcd,
+        vxrcd_size: c_int,
+        attr: *mut ibv_xrcd_init_attr,
+        cmd: *mut ibv_open_xrcd,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_open_xrcd_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_close_xrcd(xrcd: *mut verbs_xrcd) -> c_int;
+    pub fn ibv_cmd_create_srq_ex(
+        context: *mut ibv_context,
+        srq: *mut verbs_srq,
+        attr_ex: *mut ibv_srq_init_attr_ex,
+        cmd: *mut ibv_create_xsrq,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_create_srq_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_open_qp(
+        context: *mut ibv_context,
+        qp: *mut verbs_qp,
+        vqp_sz: c_int,
+        attr: *mut ibv_qp_open_attr,
+        cmd: *mut ibv_open_qp,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_create_qp_resp,
+        resp_size: usize,
+    ) -> c_int;
     pub fn ibv_cmd_create_srq(
         pd: *mut ibv_pd,
         srq: *mut ibv_srq,

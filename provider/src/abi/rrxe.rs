@@ -135,7 +135,7 @@ pub struct rrxe_send_wqe {
     pub num_sge: u32,
     pub inline_len: u32,
     pub ex: rrxe_send_wqe_ex,
-    pub reserved0: u32,
+    pub xrc_remote_srqn: u32,
     pub wr: rrxe_send_wqe_wr,
 }
 

@@ -416,6 +416,19 @@ pub type ibv_modify_srq = OpaqueCmd<16>;
 pub type ibv_query_srq = OpaqueCmd<16>;
 /// `struct ibv_alloc_mw`.
 pub type ibv_alloc_mw = OpaqueCmd<16>;
+/// `struct ibv_open_xrcd`.
+pub type ibv_open_xrcd = OpaqueCmd<16>;
+/// `struct ibv_create_xsrq`.
+pub type ibv_create_xsrq = OpaqueCmd<48>;
+/// `struct ibv_open_qp`.
+pub type ibv_open_qp = OpaqueCmd<32>;
+
+/// `struct ib_uverbs_open_xrcd_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ib_uverbs_open_xrcd_resp {
+    pub xrcd_handle: u32,
+}
 
 /// `struct ib_uverbs_ex_cmd_hdr`.
 #[repr(C)]

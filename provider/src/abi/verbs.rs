@@ -347,6 +347,70 @@ pub const IBV_QP_STATE: c_int = 1;
 pub const IBV_QPT_UC: c_int = 3;
 /// See [`IBV_QPT_RC`].
 pub const IBV_QPT_UD: c_int = 4;
+/// See [`IBV_QPT_RC`].
+pub const IBV_QPT_XRC_SEND: c_int = 9;
+/// See [`IBV_QPT_RC`].
+pub const IBV_QPT_XRC_RECV: c_int = 10;
+
+/// `struct ibv_xrcd`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_xrcd {
+    pub context: *mut ibv_context,
+}
+
+/// `struct ibv_xrcd_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_xrcd_init_attr {
+    pub comp_mask: u32,
+    pub fd: c_int,
+    pub oflags: c_int,
+}
+
+/// `enum ibv_srq_type`.
+pub const IBV_SRQT_BASIC: c_int = 0;
+/// See [`IBV_SRQT_BASIC`].
+pub const IBV_SRQT_XRC: c_int = 1;
+
+/// `enum ibv_srq_init_attr_mask`.
+pub const IBV_SRQ_INIT_ATTR_TYPE: u32 = 1 << 0;
+pub const IBV_SRQ_INIT_ATTR_PD: u32 = 1 << 1;
+pub const IBV_SRQ_INIT_ATTR_XRCD: u32 = 1 << 2;
+pub const IBV_SRQ_INIT_ATTR_CQ: u32 = 1 << 3;
+
+/// `struct ibv_tm_cap`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_tm_cap {
+    pub max_num_tags: u32,
+    pub max_ops: u32,
+}
+
+/// `struct ibv_srq_init_attr_ex`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_srq_init_attr_ex {
+    pub srq_context: *mut c_void,
+    pub attr: ibv_srq_attr,
+    pub comp_mask: u32,
+    pub srq_type: c_int,
+    pub pd: *mut ibv_pd,
+    pub xrcd: *mut ibv_xrcd,
+    pub cq: *mut ibv_cq,
+    pub tm_cap: ibv_tm_cap,
+}
+
+/// `struct ibv_qp_open_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_qp_open_attr {
+    pub comp_mask: u32,
+    pub qp_num: u32,
+    pub xrcd: *mut ibv_xrcd,
+    pub qp_context: *mut c_void,
+    pub qp_type: c_int,
+}
 
 /// `struct ibv_pd`.
 #[repr(C)]
@@ -679,6 +743,7 @@ pub struct ibv_qp_init_attr_ex {
 
 /// `enum ibv_qp_init_attr_mask`.
 pub const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
+pub const IBV_QP_INIT_ATTR_XRCD: u32 = 1 << 1;
 pub const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
 pub const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
 

@@ -61,6 +61,9 @@ impl ResponderEnv for FuzzEnv {
             Err(AccessError::BadKey)
         }
     }
+    fn select_xrc_srq(&mut self, srqn: u32) -> bool {
+        srqn & 1 == u32::from(self.knob & 1)
+    }
     fn recv_head_len(&mut self) -> Option<u32> {
         if self.recvs > 0 {
             Some(u32::from(self.knob) * 37)
@@ -105,10 +108,12 @@ pub fn responder(data: &[u8]) {
     let Some((&cfgb, mut rest)) = data.split_first() else {
         return;
     };
-    let qp_type = match cfgb % 3 {
+    let qp_type = match cfgb % 5 {
         0 => QpType::Rc,
         1 => QpType::Uc,
-        _ => QpType::Ud,
+        2 => QpType::Ud,
+        3 => QpType::XrcIni,
+        _ => QpType::XrcTgt,
     };
     let mtu =
         [Mtu::M256, Mtu::M512, Mtu::M1024, Mtu::M2048, Mtu::M4096][usize::from(cfgb >> 2) % 5];
@@ -217,6 +222,7 @@ pub fn responder(data: &[u8]) {
                     signaled: true,
                     solicited: false,
                     fence: b[4] & 1 == 1,
+                    xrc_srqn: u32::from(b[5]),
                     ud: Some(UdDest {
                         qpn: 0x22,
                         qkey: 0x8000_0000,

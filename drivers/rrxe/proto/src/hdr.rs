@@ -26,8 +26,8 @@ pub use packet::*;
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
 /// Largest header length of any supported opcode (BTH + RETH + ImmDt = 32,
-/// BTH + AtomicETH = 40).
-pub const MAX_HDR_LEN: usize = 40;
+/// BTH + AtomicETH = 40, BTH + XRCETH + AtomicETH = 44).
+pub const MAX_HDR_LEN: usize = 44;
 /// Default partition key.
 pub const DEFAULT_PKEY: u16 = 0xffff;
 /// The well-known GSI Q_Key.

@@ -1,11 +1,16 @@
-//! BTH opcode table for RC, UC, UD and CNP.
+//! BTH opcode table for RC, UC, UD, XRC and CNP.
 //!
 //! The opcode byte is `transport << 5 | operation`. For every supported
 //! opcode, [`Opcode::info`] gives the extension headers that follow the BTH
-//! (in wire order: DETH, FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt,
+//! (in wire order: DETH, XRCETH, FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt,
 //! IETH, CNP-reserved), whether a payload is allowed, and the packet's
 //! position in its message (first / middle / last / only). RD and
 //! reserved opcodes are reported as unknown (`None`).
+//!
+//! XRC (transport `0b101`, opcodes `0xA0..=0xB7`) has the operations of RC with the same
+//! low five bits; every XRC *request* packet carries an XRCETH right after the BTH (IBTA
+//! 9.2, table 38), responses (ACK, READ response, ATOMIC ACK) do not. FLUSH and ATOMIC
+//! WRITE (IBTA 1.5, `0x1C`/`0x1D`) are RC-only here.
 
 /// Transport service of an opcode (upper 3 bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +21,8 @@ pub enum Transport {
     Uc,
     /// Unreliable datagram.
     Ud,
+    /// Extended reliable connected (XRC).
+    Xrc,
     /// RoCEv2 congestion notification packet.
     Cnp,
 }
@@ -105,6 +112,8 @@ impl HdrSet {
     pub const IETH: HdrSet = HdrSet(1 << 7);
     /// CNP reserved area (16 bytes).
     pub const CNP_RSVD: HdrSet = HdrSet(1 << 8);
+    /// XRC ETH (4 bytes: the XRC SRQ number).
+    pub const XRCETH: HdrSet = HdrSet(1 << 9);
     /// Empty set.
     pub const NONE: HdrSet = HdrSet(0);
 
@@ -145,6 +154,9 @@ impl HdrSet {
         }
         if self.has(HdrSet::CNP_RSVD) {
             n += 16;
+        }
+        if self.has(HdrSet::XRCETH) {
+            n += 4;
         }
         n
     }
@@ -234,6 +246,11 @@ impl Opcode {
     pub const UC_WRITE_LAST_IMM: Opcode = Opcode(0x29);
     pub const UC_WRITE_ONLY: Opcode = Opcode(0x2a);
     pub const UC_WRITE_ONLY_IMM: Opcode = Opcode(0x2b);
+    pub const XRC_SEND_FIRST: Opcode = Opcode(0xa0);
+    pub const XRC_SEND_ONLY: Opcode = Opcode(0xa4);
+    pub const XRC_READ_REQUEST: Opcode = Opcode(0xac);
+    pub const XRC_ACKNOWLEDGE: Opcode = Opcode(0xb1);
+    pub const XRC_COMPARE_SWAP: Opcode = Opcode(0xb3);
     pub const UD_SEND_ONLY: Opcode = Opcode(0x64);
     pub const UD_SEND_ONLY_IMM: Opcode = Opcode(0x65);
     pub const CNP: Opcode = Opcode(0x81);
@@ -243,6 +260,7 @@ impl Opcode {
     /// The opcode's static description, or `None` for unknown / reserved /
     /// unsupported (RD) opcodes.
     pub const fn info(self) -> Option<OpcodeInfo> {
+        // XRC: the RC table (see the module docs); `0x1C`/`0x1D` do not exist.
         use OpKind as K;
         use PayloadRule as P;
         use Position::*;
@@ -251,6 +269,7 @@ impl Opcode {
             1 => Transport::Uc,
             3 => Transport::Ud,
             4 => Transport::Cnp,
+            5 => Transport::Xrc,
             _ => return None,
         };
         let op = self.0 & 0x1f;
@@ -267,9 +286,12 @@ impl Opcode {
                 0x05 => (K::Send, Only, HdrSet::DETH.with(HdrSet::IMMDT), P::Any),
                 _ => return None,
             },
-            Transport::Rc | Transport::Uc => {
+            Transport::Rc | Transport::Uc | Transport::Xrc => {
                 let rc_only = op > 0x0b;
                 if rc_only && matches!(transport, Transport::Uc) {
+                    return None;
+                }
+                if op > 0x17 && matches!(transport, Transport::Xrc) {
                     return None;
                 }
                 match op {
@@ -307,6 +329,12 @@ impl Opcode {
                 }
             }
         };
+        let is_request = !matches!(kind, K::ReadResponse | K::Ack | K::AtomicAck | K::Cnp);
+        let hdrs = if matches!(transport, Transport::Xrc) && is_request {
+            hdrs.with(HdrSet::XRCETH)
+        } else {
+            hdrs
+        };
         Some(OpcodeInfo {
             transport,
             kind,
@@ -315,6 +343,19 @@ impl Opcode {
             payload,
             hdr_len: BTH_LEN + hdrs.len(),
         })
+    }
+
+    /// The XRC opcode of an RC opcode (same operation, transport `0b101`), or `None` if
+    /// `self` is not an RC opcode that XRC has.
+    pub const fn rc_to_xrc(self) -> Option<Opcode> {
+        if self.0 > 0x17 {
+            return None;
+        }
+        let x = Opcode(self.0 | 0xa0);
+        match x.info() {
+            Some(_) => Some(x),
+            None => None,
+        }
     }
 
     /// Builds the opcode for a transport, kind and position, with the given
@@ -332,6 +373,7 @@ impl Opcode {
             Transport::Rc => 0x00,
             Transport::Uc => 0x20,
             Transport::Ud => 0x60,
+            Transport::Xrc => 0xa0,
             Transport::Cnp => {
                 return match kind {
                     K::Cnp => Some(Opcode::CNP),
@@ -404,6 +446,35 @@ mod tests {
         assert!(Opcode(0x2c).info().is_none()); // UC READ does not exist
         assert!(Opcode(0x40).info().is_none()); // RD unsupported
         assert!(Opcode(0x80).info().is_none());
+    }
+
+    #[test]
+    fn xrc_table() {
+        // Requests: the RC size plus the 4-byte XRCETH; responses: the RC size.
+        for b in 0..=0x17u8 {
+            let rc = Opcode(b).info();
+            let x = Opcode(0xa0 | b).info();
+            assert_eq!(rc.is_some(), x.is_some(), "{b:#x}");
+            let (Some(rc), Some(x)) = (rc, x) else {
+                continue;
+            };
+            assert_eq!(x.transport, Transport::Xrc);
+            assert_eq!((x.kind, x.pos, x.payload), (rc.kind, rc.pos, rc.payload));
+            let extra = if rc.is_request() { 4 } else { 0 };
+            assert_eq!(x.hdr_len, rc.hdr_len + extra, "{b:#x}");
+            assert_eq!(x.hdrs.has(HdrSet::XRCETH), rc.is_request());
+            assert_eq!(Opcode(b).rc_to_xrc(), Some(Opcode(0xa0 | b)));
+        }
+        assert_eq!(Opcode::XRC_SEND_ONLY.info().map(|i| i.hdr_len), Some(16));
+        assert_eq!(Opcode::XRC_READ_REQUEST.info().map(|i| i.hdr_len), Some(32));
+        assert_eq!(Opcode::XRC_COMPARE_SWAP.info().map(|i| i.hdr_len), Some(44));
+        assert_eq!(Opcode::XRC_ACKNOWLEDGE.info().map(|i| i.hdr_len), Some(16));
+        assert!(Opcode(0xbc).info().is_none()); // no XRC FLUSH
+        assert!(Opcode(0xbd).info().is_none()); // no XRC ATOMIC WRITE
+        assert!(Opcode(0xb5).info().is_none());
+        assert!(Opcode(0xb8).info().is_none());
+        assert_eq!(Opcode::RC_FLUSH.rc_to_xrc(), None);
+        assert_eq!(Opcode::UC_SEND_ONLY.rc_to_xrc(), None);
     }
 
     #[test]

@@ -451,10 +451,16 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         if !matches!(self.state, QpState::Rtr | QpState::Rts) {
             return RxStatus::BadState;
         }
-        let tr_ok = matches!(
-            (self.cfg.qp_type, p.info.transport),
-            (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc) | (QpType::Ud, Transport::Ud)
-        );
+        // An XRC initiator only receives responses, an XRC target only requests.
+        let req = p.info.is_request();
+        let tr_ok = match (self.cfg.qp_type, p.info.transport) {
+            (QpType::Rc, Transport::Rc)
+            | (QpType::Uc, Transport::Uc)
+            | (QpType::Ud, Transport::Ud) => true,
+            (QpType::XrcIni, Transport::Xrc) => !req,
+            (QpType::XrcTgt, Transport::Xrc) => req,
+            _ => false,
+        };
         if !tr_ok {
             return RxStatus::WrongTransport;
         }

@@ -376,12 +376,16 @@ impl<const S: usize> SendQueue<S> {
             return Err(PostError::BadLength);
         }
         let t = self.cfg.qp_type;
+        if t == QpType::XrcTgt {
+            // An XRC target QP has no send queue.
+            return Err(PostError::InvalidOp);
+        }
         match w.op {
             SendOp::Send { imm, inv_rkey } => {
                 if imm.is_some() && inv_rkey.is_some() {
                     return Err(PostError::InvalidOp);
                 }
-                if inv_rkey.is_some() && t != QpType::Rc {
+                if inv_rkey.is_some() && !t.reliable() {
                     return Err(PostError::InvalidOp);
                 }
             }
@@ -390,7 +394,13 @@ impl<const S: usize> SendQueue<S> {
                     return Err(PostError::InvalidOp);
                 }
             }
-            SendOp::Read { .. } | SendOp::Flush { .. } => {
+            SendOp::Read { .. } => {
+                if !t.reliable() {
+                    return Err(PostError::InvalidOp);
+                }
+            }
+            // IBTA 1.5's FLUSH and ATOMIC WRITE: RC only here (no XRC opcodes, see `opcode`).
+            SendOp::Flush { .. } => {
                 if t != QpType::Rc {
                     return Err(PostError::InvalidOp);
                 }
@@ -398,7 +408,8 @@ impl<const S: usize> SendQueue<S> {
             SendOp::CompareSwap { remote, .. }
             | SendOp::FetchAdd { remote, .. }
             | SendOp::AtomicWrite { remote, .. } => {
-                if t != QpType::Rc {
+                let rc_only = matches!(w.op, SendOp::AtomicWrite { .. });
+                if !t.reliable() || (rc_only && t != QpType::Rc) {
                     return Err(PostError::InvalidOp);
                 }
                 if w.len != 8 {
@@ -499,7 +510,7 @@ impl<const S: usize> SendQueue<S> {
         while self.len > 0 {
             self.complete_head(WcStatus::WrFlushErr, sink);
         }
-        if self.cfg.qp_type == QpType::Rc {
+        if self.cfg.qp_type.reliable() {
             sink.push(Action::CancelTimer(TimerKind::Retransmit));
             sink.push(Action::CancelTimer(TimerKind::Rnr));
         }
@@ -554,7 +565,7 @@ impl<const S: usize> SendQueue<S> {
     /// RC: as many packets are unacknowledged as the window allows; nothing more goes out
     /// until ACKs (requested every `ACK_EVERY` packets) move `una`.
     fn window_full(&self) -> bool {
-        self.cfg.qp_type == QpType::Rc && self.send_psn.distance_from(self.una) >= self.window()
+        self.cfg.qp_type.reliable() && self.send_psn.distance_from(self.una) >= self.window()
     }
 
     fn arm_rto<A: ActionSink>(&mut self, sink: &mut A) {

@@ -44,6 +44,12 @@
 //! them (a later response implies it). ACKs are sent for packets with the
 //! AckReq bit (coalescing), always with "unlimited credits".
 //!
+//! # XRC
+//!
+//! An XRC target QP is an RC responder whose requests each name, in their XRCETH, the
+//! XRC SRQ that receives them ([`ResponderEnv::select_xrc_srq`]); its responses carry the
+//! XRC opcodes. The requester half is the RC one, see `req`.
+//!
 //! # UC
 //!
 //! No ACKs. Duplicates are dropped; a PSN gap abandons the message in
@@ -68,6 +74,7 @@ use super::seg::Segments;
 mod rc;
 mod uc;
 mod ud;
+mod xrc;
 
 /// Bytes reserved for the GRH at the start of a UD receive buffer.
 pub const UD_GRH_LEN: u32 = 40;
@@ -89,7 +96,7 @@ enum Cur {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReplyKind {
-    Read { rkey: u32 },
+    Read { rkey: u32, xrc_srqn: u32 },
     Atomic { orig: u64 },
     Empty,
 }
@@ -122,6 +129,8 @@ pub struct Responder<const R: usize> {
     replies: [Option<Reply>; R],
     seq: u64,
     pending_ack: Option<(Psn, u8)>,
+    /// XRC targets: the XRC SRQ the request being handled names (0 otherwise).
+    xrc_srqn: u32,
     error: bool,
     started: bool,
 }
@@ -145,6 +154,7 @@ impl<const R: usize> Responder<R> {
             replies: [None; R],
             seq: 0,
             pending_ack: None,
+            xrc_srqn: 0,
             error: false,
             started: false,
         }
@@ -162,6 +172,7 @@ impl<const R: usize> Responder<R> {
         self.nak_sent = false;
         self.seq = 0;
         self.pending_ack = None;
+        self.xrc_srqn = 0;
         self.error = false;
         self.started = false;
     }
@@ -200,9 +211,20 @@ impl<const R: usize> Responder<R> {
         self.replies.iter().flatten().any(|r| r.pending)
     }
 
-    fn ack_packet(&self, psn: Psn, syndrome: u8) -> TxPacket {
-        let mut b = Bth::new(Opcode::RC_ACKNOWLEDGE, self.cfg.dest_qpn, psn);
+    /// The BTH of a response: the QP's destination and P_Key; an XRC target answers with
+    /// the XRC opcode of the RC response (IBTA 9.2: responses carry no XRCETH).
+    fn resp_bth(&self, op: Opcode, psn: Psn) -> Bth {
+        let op = match self.cfg.qp_type {
+            QpType::XrcTgt => op.rc_to_xrc().unwrap_or(op),
+            _ => op,
+        };
+        let mut b = Bth::new(op, self.cfg.dest_qpn, psn);
         b.pkey = self.cfg.pkey;
+        b
+    }
+
+    fn ack_packet(&self, psn: Psn, syndrome: u8) -> TxPacket {
+        let b = self.resp_bth(Opcode::RC_ACKNOWLEDGE, psn);
         let mut h = Headers::new(b);
         h.aeth = Some(Aeth {
             syndrome,
@@ -274,7 +296,7 @@ impl<const R: usize> Responder<R> {
             solicited: false,
         }));
         self.cur = Cur::Idle;
-        if self.cfg.qp_type == QpType::Rc {
+        if self.cfg.qp_type.reliable() {
             return self.fatal(psn, code, sink);
         }
         self.error = true;
@@ -315,8 +337,11 @@ impl<const R: usize> Responder<R> {
         }
         match self.cfg.qp_type {
             QpType::Rc => self.rc(p, env, sink),
+            QpType::XrcTgt => self.xrc(p, env, sink),
             QpType::Uc => self.uc(p, env, sink),
             QpType::Ud => self.ud(p, env, sink),
+            // An XRC initiator has no receive side (the QP never hands it a request).
+            QpType::XrcIni => RxStatus::WrongTransport,
         }
     }
 
@@ -348,7 +373,7 @@ impl<const R: usize> Responder<R> {
             let mut done = true;
             let mut next_k = r.next_k;
             let (hdrs, payload) = match r.kind {
-                ReplyKind::Read { rkey } => {
+                ReplyKind::Read { rkey, xrc_srqn } => {
                     let segs = Segments::new(r.exec_len, mtu);
                     let Some(seg) = segs.get(r.next_k) else {
                         if let Some(Some(x)) = self.replies.get_mut(i) {
@@ -362,8 +387,7 @@ impl<const R: usize> Responder<R> {
                         Position::Last => Opcode::RC_READ_RESPONSE_LAST,
                         Position::Only => Opcode::RC_READ_RESPONSE_ONLY,
                     };
-                    let mut b = Bth::new(op, self.cfg.dest_qpn, r.exec_psn.add(seg.index));
-                    b.pkey = self.cfg.pkey;
+                    let b = self.resp_bth(op, r.exec_psn.add(seg.index));
                     let mut h = Headers::new(b);
                     if seg.pos != Position::Middle {
                         h.aeth = Some(ack);
@@ -377,29 +401,20 @@ impl<const R: usize> Responder<R> {
                             rkey,
                             va: r.exec_va.wrapping_add(u64::from(seg.offset)),
                             len: seg.len,
+                            xrc_srqn,
                         }
                     };
                     (h, payload)
                 }
                 ReplyKind::Atomic { orig } => {
-                    let mut b = Bth::new(
-                        Opcode::RC_ATOMIC_ACKNOWLEDGE,
-                        self.cfg.dest_qpn,
-                        r.first_psn,
-                    );
-                    b.pkey = self.cfg.pkey;
+                    let b = self.resp_bth(Opcode::RC_ATOMIC_ACKNOWLEDGE, r.first_psn);
                     let mut h = Headers::new(b);
                     h.aeth = Some(ack);
                     h.atomic_ack = Some(AtomicAckEth { orig });
                     (h, Payload::None)
                 }
                 ReplyKind::Empty => {
-                    let mut b = Bth::new(
-                        Opcode::RC_READ_RESPONSE_ONLY,
-                        self.cfg.dest_qpn,
-                        r.first_psn,
-                    );
-                    b.pkey = self.cfg.pkey;
+                    let b = self.resp_bth(Opcode::RC_READ_RESPONSE_ONLY, r.first_psn);
                     let mut h = Headers::new(b);
                     h.aeth = Some(ack);
                     (h, Payload::None)

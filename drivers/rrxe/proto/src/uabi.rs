@@ -49,6 +49,8 @@ pub mod send_wqe {
     pub const INLINE_LEN: usize = 20;
     /// `ex` (u32): the union of `imm_data` (big-endian) and `invalidate_rkey`.
     pub const EX: usize = 24;
+    /// `xrc_remote_srqn` (u32): the remote XRC SRQ of an XRC send QP's WQE (24 bits).
+    pub const XRC_REMOTE_SRQN: usize = 28;
     /// `wr`: the union of the opcode-specific structures below.
     pub const WR: usize = 32;
     /// Size of the `wr` union (`raw[40]`).
@@ -475,6 +477,9 @@ pub struct SendWqe<'a> {
     pub wr: WrFields,
     /// UD QP: the destination (every opcode but LOCAL_INV).
     pub ud: Option<Ud>,
+    /// `xrc_remote_srqn` as stored (meaningful for XRC send QPs only; the driver masks it
+    /// to 24 bits).
+    pub xrc_srqn: u32,
     /// Local data.
     pub data: Data<'a>,
 }
@@ -656,6 +661,7 @@ pub fn decode_send<'a>(slot: &'a [u8], lim: &SendLimits) -> Result<SendWqe<'a>, 
         ex,
         wr,
         ud,
+        xrc_srqn: hdr32(h, send_wqe::XRC_REMOTE_SRQN)?,
         data,
     })
 }

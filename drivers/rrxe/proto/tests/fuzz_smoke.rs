@@ -72,6 +72,9 @@ fn valid_packet(r: &mut Rng, out: &mut Vec<u8>) {
     if s.has(HdrSet::FETH) {
         h.feth = Some(Feth { sel: 1, plt: 1 });
     }
+    if s.has(HdrSet::XRCETH) {
+        h.xrceth = Some((v >> 24) as u32 & 3);
+    }
     let plen = match info.payload {
         opcode::PayloadRule::None => 0,
         opcode::PayloadRule::Exact8 => 8,

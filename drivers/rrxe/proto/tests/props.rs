@@ -34,6 +34,7 @@ prop_compose! {
         if s.has(HdrSet::IMMDT) { h.imm = Some(imm); }
         if s.has(HdrSet::IETH) { h.ieth = Some(inv); }
         if s.has(HdrSet::FETH) { h.feth = Some(Feth { sel, plt }); }
+        if s.has(HdrSet::XRCETH) { h.xrceth = Some(sqp); }
         h
     }
 }

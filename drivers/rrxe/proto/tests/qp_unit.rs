@@ -197,6 +197,7 @@ fn rnr_nak_and_retry_exhaustion() {
         solicited: false,
         fence: false,
         ud: None,
+        xrc_srqn: 0,
     };
     a.post_send(w, &mut s).unwrap();
     assert!(!a.poll_tx(16, &mut s));
@@ -250,6 +251,7 @@ fn remote_access_error() {
                 solicited: false,
                 fence: false,
                 ud: None,
+                xrc_srqn: 0,
             },
             &mut s,
         )
@@ -341,7 +343,8 @@ fn duplicate_read_partial_reexecution() {
         Payload::Mr {
             rkey: 5,
             va: 0x1000 + 512,
-            len: 256
+            len: 256,
+            xrc_srqn: 0,
         }
     );
     assert_eq!(sent[1].hdrs.bth.opcode, Opcode::RC_READ_RESPONSE_LAST);
@@ -364,6 +367,7 @@ fn retransmit_timeout_then_retry_exceeded() {
                 solicited: false,
                 fence: false,
                 ud: None,
+                xrc_srqn: 0,
             },
             &mut s,
         )
@@ -403,6 +407,7 @@ fn retransmit_timeout_then_retry_exceeded() {
             solicited: false,
             fence: false,
             ud: None,
+            xrc_srqn: 0,
         },
         &mut s,
     )

@@ -226,7 +226,7 @@ impl World {
                     .ok_or("wqe payload range")?
                     .to_vec()
             }
-            Payload::Mr { rkey, va, len } => {
+            Payload::Mr { rkey, va, len, .. } => {
                 let o = mem_off(rkey, n.rkey, va, u64::from(len), n.mem.len())
                     .map_err(|e| format!("mr payload {e:?}"))?;
                 n.mem[o..o + len as usize].to_vec()
@@ -503,6 +503,7 @@ fn gen_plan(rng: &mut Rng, sc: Scenario, mtu: Mtu, peer_rkey: u32, dir: usize, q
             solicited: rng.below(4) == 0,
             fence: rng.below(10) == 0,
             ud: None,
+            xrc_srqn: 0,
         };
         let kind = match sc {
             Scenario::Uc => rng.below(3),

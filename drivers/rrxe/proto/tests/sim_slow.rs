@@ -199,6 +199,7 @@ impl World {
                     solicited: false,
                     fence: false,
                     ud: None,
+                    xrc_srqn: 0,
                 };
                 let mut s = TSink::new(self);
                 match self.qps[0][pair].post_send(w, &mut s) {

@@ -8,7 +8,7 @@
 //!
 //! One file a verbs object: [`pd`], [`mr`], [`mw`], [`cq`], [`qp`] (create, query, modify,
 //! destroy), [`post`] (`ibv_post_send`/`ibv_post_recv` and the doorbell), [`qp_ex`] (the
-//! `ibv_wr_*` extended send API), [`srq`], [`ah`]. Helpers shared by them are here.
+//! `ibv_wr_*` extended send API), [`srq`], [`ah`], [`xrcd`]. Helpers shared by them are here.
 
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
@@ -78,3 +78,4 @@ pub mod post;
 pub mod qp;
 pub mod qp_ex;
 pub mod srq;
+pub mod xrcd;

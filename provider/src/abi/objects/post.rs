@@ -99,6 +99,8 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         opcode,
         send_flags: wr.send_flags,
         ex: wr.imm,
+        // `qp_type.xrc.remote_srqn` (encoded for XRC send QPs only).
+        xrc_srqn: wr.qp_type,
         ..Default::default()
     };
     if op == Some(WrOpcode::BindMw) {
@@ -163,6 +165,11 @@ pub(crate) unsafe extern "C" fn post_send(
     // SAFETY: a live QP of ours.
     let qp = unsafe { &*ibqp.cast::<RrxeQp>() };
     let Some(sq) = qp.sq.as_ref() else {
+        // No send queue (an XRC receive QP).
+        if !bad_wr.is_null() {
+            // SAFETY: the caller's out pointer.
+            unsafe { *bad_wr = wr };
+        }
         return libc::EINVAL;
     };
     if let Err(e) = qp.state.check_send() {

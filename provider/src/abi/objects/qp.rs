@@ -1,4 +1,5 @@
-//! Queue pairs: creation (mapping their queues), query, modify and destroy.
+//! Queue pairs: creation (mapping their queues), query, modify and destroy; XRC receive
+//! QPs (created or opened: no queues of their own).
 
 use core::ffi::c_int;
 use core::mem::size_of;
@@ -51,6 +52,7 @@ fn transport(qp_type: c_int) -> Option<Transport> {
         IBV_QPT_RC => Some(Transport::Rc),
         IBV_QPT_UC => Some(Transport::Uc),
         IBV_QPT_UD => Some(Transport::Ud),
+        IBV_QPT_XRC_SEND => Some(Transport::Xrc),
         _ => None,
     }
 }
@@ -59,6 +61,8 @@ fn transport(qp_type: c_int) -> Option<Transport> {
 fn send_ops_for(t: Transport) -> u64 {
     let send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
     match t {
+        // XRC has no ATOMIC WRITE opcode.
+        Transport::Xrc => send_ops_for(Transport::Rc) & !IBV_QP_EX_WITH_ATOMIC_WRITE,
         Transport::Ud => send,
         Transport::Uc => {
             send | IBV_QP_EX_WITH_RDMA_WRITE
@@ -93,7 +97,9 @@ fn finish_qp(
 ) -> *mut ibv_qp {
     let setup = || -> Result<_, MapError> {
         let sq = MappedQueue::map(fd, &drv.sq)?;
-        let rq = if has_srq || drv.rq.mmap_size == 0 {
+        // An XRC send QP receives nothing: whatever receive queue the kernel describes is
+        // not used (posting receives on it fails).
+        let rq = if has_srq || t == Transport::Xrc || drv.rq.mmap_size == 0 {
             None
         } else {
             Some(MappedQueue::map(fd, &drv.rq)?)
@@ -171,6 +177,10 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     }
     // SAFETY: the caller's live attributes.
     let a = unsafe { &mut *attr };
+    if a.qp_type == IBV_QPT_XRC_RECV {
+        // SAFETY: as given.
+        return unsafe { create_xrc_recv(ctx, a) };
+    }
     let Some(t) = transport(a.qp_type) else {
         set_errno(libc::EOPNOTSUPP);
         return ptr::null_mut();
@@ -227,6 +237,94 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     // SAFETY: `ctx` is live.
     let fd = unsafe { (*ctx).cmd_fd };
     finish_qp(fd, qp, t, a.cap, !a.srq.is_null(), &resp.drv_payload)
+}
+
+/// A QP without queues (an XRC receive QP): the lock the post calls take is set up, there
+/// is nothing to post on.
+fn finish_queueless(mut qp: Box<RrxeQp>) -> *mut ibv_qp {
+    qp.session.init();
+    Box::into_raw(qp).cast()
+}
+
+/// `IBV_QPT_XRC_RECV`: the kernel creates a target QP for the XRC domain, without PD, CQs
+/// or queues (its receives go to the XRC SRQs requests name), and passes no driver data.
+///
+/// # Safety
+/// `ctx` and `a` are the caller's live context and attributes.
+unsafe fn create_xrc_recv(ctx: *mut ibv_context, a: &mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
+    let known = IBV_QP_INIT_ATTR_XRCD
+        | IBV_QP_INIT_ATTR_PD
+        | IBV_QP_INIT_ATTR_CREATE_FLAGS
+        | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if a.comp_mask & IBV_QP_INIT_ATTR_XRCD == 0 || a.xrcd.is_null() {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    let flags = a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0;
+    let ops = a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags != 0;
+    if a.comp_mask & !known != 0 || flags || ops {
+        set_errno(libc::EOPNOTSUPP);
+        return ptr::null_mut();
+    }
+    let saved_mask = a.comp_mask;
+    a.comp_mask &= IBV_QP_INIT_ATTR_XRCD;
+    // SAFETY: as in create_qp.
+    let mut qp: Box<RrxeQp> = unsafe { zeroed_box() };
+    let mut cmd = ibv_create_qp::default();
+    let mut resp = urrxe_create_qp_resp::new();
+    // SAFETY: `ctx` and `a` are live; buffers as given.
+    let ret = unsafe {
+        ffi::ibv_cmd_create_qp_ex(
+            ctx,
+            &mut qp.vqp,
+            a,
+            &mut cmd,
+            size_of::<ibv_create_qp>(),
+            ptr::addr_of_mut!(resp).cast(),
+            urrxe_create_qp_resp::size(),
+        )
+    };
+    a.comp_mask = saved_mask;
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    finish_queueless(qp)
+}
+
+/// `ibv_open_qp`: another process's (or this one's) XRC receive QP, by number in a shared
+/// XRC domain. No queues either.
+pub(crate) unsafe extern "C" fn open_qp(
+    ctx: *mut ibv_context,
+    attr: *mut ibv_qp_open_attr,
+) -> *mut ibv_qp {
+    if attr.is_null() {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    // SAFETY: as in create_qp.
+    let mut qp: Box<RrxeQp> = unsafe { zeroed_box() };
+    let mut cmd = ibv_open_qp::default();
+    let mut resp = ib_uverbs_create_qp_resp::default();
+    // SAFETY: the caller's live context and attributes (libibverbs checks the mask);
+    // buffers of the sizes given.
+    let ret = unsafe {
+        ffi::ibv_cmd_open_qp(
+            ctx,
+            &mut qp.vqp,
+            size_of::<verbs_qp>() as c_int,
+            attr,
+            &mut cmd,
+            size_of::<ibv_open_qp>(),
+            &mut resp,
+            size_of::<ib_uverbs_create_qp_resp>(),
+        )
+    };
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    finish_queueless(qp)
 }
 
 pub(crate) unsafe extern "C" fn query_qp(

@@ -11,7 +11,7 @@ use super::qp::{RrxeQp, Sq};
 use crate::abi::queue::MappedQueue;
 use crate::abi::verbs::*;
 use crate::wq::{SendQueue, WrBatch};
-use crate::wqe::{SendWr, Sge, WrError};
+use crate::wqe::{SendWr, Sge, Transport, WrError};
 use rrxe_proto::uabi;
 
 /// Points the `ibv_qp_ex` calls of a QP created with send ops flags at this module.
@@ -273,9 +273,18 @@ unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u1
     unsafe { wr_unsupported(qpx) };
 }
 
-unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, _srqn: u32) {
+unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, srqn: u32) {
+    // Only an XRC send QP names a remote SRQ; on the others the batch fails (EOPNOTSUPP).
     // SAFETY: libibverbs passes our QP.
-    unsafe { wr_unsupported(qpx) };
+    unsafe {
+        with_batch(qpx, |b, q| {
+            if q.limits().transport == Transport::Xrc {
+                b.set_xrc_srqn(srqn)
+            } else {
+                b.reject(WrError::Unsupported)
+            }
+        })
+    };
 }
 
 unsafe extern "C" fn wr_atomic_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, v: *const c_void) {

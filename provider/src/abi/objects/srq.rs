@@ -1,4 +1,4 @@
-//! Shared receive queues.
+//! Shared receive queues, basic and XRC (`ibv_create_srq_ex`, `ibv_get_srq_num`).
 
 use core::ffi::c_int;
 use core::mem::size_of;
@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use super::post::post_recv_list;
 use super::{map_errno, set_errno, zeroed_box};
+use crate::abi::driver::verbs_srq;
 use crate::abi::ffi;
 use crate::abi::queue::MappedQueue;
 use crate::abi::rrxe::*;
@@ -14,10 +15,11 @@ use crate::abi::uverbs::*;
 use crate::abi::verbs::*;
 use crate::wq::RecvQueue;
 
-/// The provider's SRQ.
+/// The provider's SRQ: a `verbs_srq` (`ibv_srq` first), where libibverbs records an
+/// extended SRQ's type and an XRC SRQ's number.
 #[repr(C)]
 pub struct RrxeSrq {
-    pub ibsrq: ibv_srq,
+    pub vsrq: verbs_srq,
     pub rq: Option<Mutex<RecvQueue<MappedQueue>>>,
 }
 
@@ -33,7 +35,7 @@ pub(crate) unsafe extern "C" fn create_srq(
     let ret = unsafe {
         ffi::ibv_cmd_create_srq(
             pd,
-            &mut srq.ibsrq,
+            ptr::addr_of_mut!(srq.vsrq.srq),
             attr,
             &mut cmd,
             size_of::<ibv_create_srq>(),
@@ -47,18 +49,91 @@ pub(crate) unsafe extern "C" fn create_srq(
     }
     // SAFETY: live `pd`; the command updated `attr` to what the SRQ has.
     let (fd, max_sge) = unsafe { ((*(*pd).context).cmd_fd, (*attr).attr.max_sge) };
-    match MappedQueue::map(fd, &resp.drv_payload.rq) {
+    finish_srq(fd, srq, max_sge, &resp.drv_payload)
+}
+
+/// Maps the queue the kernel described and finishes `srq`; on failure destroys the kernel
+/// SRQ.
+fn finish_srq(
+    fd: c_int,
+    mut srq: Box<RrxeSrq>,
+    max_sge: u32,
+    drv: &rrxe_create_srq_resp,
+) -> *mut ibv_srq {
+    match MappedQueue::map(fd, &drv.rq) {
         Ok(q) => {
             srq.rq = Some(Mutex::new(RecvQueue::new(q, max_sge)));
             Box::into_raw(srq).cast()
         }
         Err(e) => {
             // SAFETY: just created, unknown to anybody else.
-            unsafe { ffi::ibv_cmd_destroy_srq(&mut srq.ibsrq) };
+            unsafe { ffi::ibv_cmd_destroy_srq(&mut srq.vsrq.srq) };
             set_errno(map_errno(e));
             ptr::null_mut()
         }
     }
+}
+
+/// `ibv_create_srq_ex`: a basic SRQ or an XRC SRQ (a domain and a CQ besides the PD).
+pub(crate) unsafe extern "C" fn create_srq_ex(
+    ctx: *mut ibv_context,
+    attr: *mut ibv_srq_init_attr_ex,
+) -> *mut ibv_srq {
+    if attr.is_null() {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    // SAFETY: the caller's live attributes.
+    let a = unsafe { &mut *attr };
+    let known = IBV_SRQ_INIT_ATTR_TYPE
+        | IBV_SRQ_INIT_ATTR_PD
+        | IBV_SRQ_INIT_ATTR_XRCD
+        | IBV_SRQ_INIT_ATTR_CQ;
+    let srq_type = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
+        a.srq_type
+    } else {
+        IBV_SRQT_BASIC
+    };
+    if a.comp_mask & !known != 0 || !matches!(srq_type, IBV_SRQT_BASIC | IBV_SRQT_XRC) {
+        set_errno(libc::EOPNOTSUPP);
+        return ptr::null_mut();
+    }
+    // SAFETY: plain data and a `None`.
+    let mut srq: Box<RrxeSrq> = unsafe { zeroed_box() };
+    let mut cmd = ibv_create_xsrq::default();
+    let mut resp = urrxe_create_srq_resp::new();
+    // SAFETY: `ctx` and `attr` are live (libibverbs checks the PD, domain and CQ an XRC
+    // SRQ needs); buffers as given; the `verbs_srq` is the SRQ's prefix.
+    let ret = unsafe {
+        ffi::ibv_cmd_create_srq_ex(
+            ctx,
+            &mut srq.vsrq,
+            a,
+            &mut cmd,
+            size_of::<ibv_create_xsrq>(),
+            ptr::addr_of_mut!(resp).cast(),
+            urrxe_create_srq_resp::size(),
+        )
+    };
+    if ret != 0 {
+        set_errno(ret);
+        return ptr::null_mut();
+    }
+    // SAFETY: `ctx` is live.
+    let fd = unsafe { (*ctx).cmd_fd };
+    finish_srq(fd, srq, a.attr.max_sge, &resp.drv_payload)
+}
+
+/// `ibv_get_srq_num`: an XRC SRQ's number, as the kernel returned it at creation.
+pub(crate) unsafe extern "C" fn get_srq_num(ibsrq: *mut ibv_srq, srq_num: *mut u32) -> c_int {
+    // SAFETY: a live SRQ of ours.
+    let srq = unsafe { &*ibsrq.cast::<RrxeSrq>() };
+    if srq.vsrq.srq_type != IBV_SRQT_XRC || srq_num.is_null() {
+        return libc::EOPNOTSUPP;
+    }
+    // SAFETY: the caller's output slot.
+    unsafe { *srq_num = srq.vsrq.srq_num };
+    0
 }
 
 pub(crate) unsafe extern "C" fn modify_srq(

@@ -29,6 +29,8 @@ pub struct Headers {
     pub ieth: Option<u32>,
     /// FETH.
     pub feth: Option<Feth>,
+    /// XRCETH: the XRC SRQ number (24 bits) of an XRC request.
+    pub xrceth: Option<u32>,
 }
 
 impl Headers {
@@ -44,6 +46,7 @@ impl Headers {
             imm: None,
             ieth: None,
             feth: None,
+            xrceth: None,
         }
     }
 
@@ -52,6 +55,9 @@ impl Headers {
         let mut s = HdrSet::NONE;
         if self.deth.is_some() {
             s = s.with(HdrSet::DETH);
+        }
+        if self.xrceth.is_some() {
+            s = s.with(HdrSet::XRCETH);
         }
         if self.feth.is_some() {
             s = s.with(HdrSet::FETH);
@@ -143,6 +149,10 @@ pub fn parse_packet(buf: &[u8]) -> Result<Packet, ParseError> {
         let qkey = r.u32()?;
         let src_qp = r.u32()? & 0x00ff_ffff;
         hdrs.deth = Some(Deth { qkey, src_qp });
+    }
+    if h.has(HdrSet::XRCETH) {
+        // 8 reserved bits, then the 24-bit XRC SRQ number.
+        hdrs.xrceth = Some(r.u32()? & 0x00ff_ffff);
     }
     if h.has(HdrSet::FETH) {
         let bits = r.u32()?;
@@ -304,6 +314,9 @@ pub fn build_headers(h: &Headers, payload_len: u32, out: &mut [u8]) -> Result<us
     if let Some(d) = h.deth {
         w.u32(d.qkey)?;
         w.u32(d.src_qp & 0x00ff_ffff)?;
+    }
+    if let Some(x) = h.xrceth {
+        w.u32(x & 0x00ff_ffff)?;
     }
     if let Some(f) = h.feth {
         w.u32((u32::from(f.sel & 3) << 4) | u32::from(f.plt & 0xf))?;

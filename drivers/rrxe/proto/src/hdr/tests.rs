@@ -57,6 +57,70 @@ fn known_write_and_ack() {
 }
 
 #[test]
+fn xrc_send_and_write() {
+    // XRC SEND ONLY with immediate to SRQ 0x123456: BTH | XRCETH | ImmDt | payload.
+    let mut h = Headers::new(Bth::new(Opcode(0xa5), 0x11, Psn::new(3)));
+    h.xrceth = Some(0xab12_3456); // the reserved byte is written as 0
+    h.imm = Some(0x0102_0304);
+    let mut out = [0u8; 64];
+    let n = build_packet(&h, b"abcd", &mut out).unwrap();
+    assert_eq!(n, 12 + 4 + 4 + 4 + 4);
+    assert_eq!(&out[12..20], &[0, 0x12, 0x34, 0x56, 1, 2, 3, 4]);
+    let p = parse_packet(&out[..n]).unwrap();
+    assert_eq!(p.hdrs.xrceth, Some(0x12_3456));
+    assert_eq!(p.hdrs.imm, Some(0x0102_0304));
+    assert_eq!(p.payload(&out[..n]), Some(&b"abcd"[..]));
+    // The reserved byte is ignored on receive.
+    out[12] = 0xff;
+    assert_eq!(
+        parse_packet(&out[..n]).unwrap().hdrs.xrceth,
+        Some(0x12_3456)
+    );
+    // XRCETH comes before the RETH.
+    let mut w = Headers::new(Bth::new(Opcode(0xaa), 1, Psn::new(0)));
+    w.xrceth = Some(7);
+    w.reth = Some(Reth {
+        va: 0x10,
+        rkey: 0x20,
+        len: 0,
+    });
+    let n = build_packet(&w, &[], &mut out).unwrap();
+    assert_eq!(&out[12..16], &[0, 0, 0, 7]);
+    assert_eq!(&out[16..24], &[0, 0, 0, 0, 0, 0, 0, 0x10]);
+    assert_eq!(parse_packet(&out[..n]).unwrap().hdrs, w);
+    // An XRC request without its XRCETH, an RC request with one, an XRC ACK with one.
+    let mut miss = w;
+    miss.xrceth = None;
+    assert_eq!(
+        build_packet(&miss, &[], &mut out),
+        Err(BuildError::MissingHeader)
+    );
+    let mut rc = Headers::new(Bth::new(Opcode::RC_SEND_ONLY, 1, Psn::new(0)));
+    rc.xrceth = Some(1);
+    assert_eq!(
+        build_packet(&rc, &[], &mut out),
+        Err(BuildError::UnexpectedHeader)
+    );
+    let mut ack = Headers::new(Bth::new(Opcode::XRC_ACKNOWLEDGE, 1, Psn::new(0)));
+    ack.aeth = Some(Aeth::default());
+    let n = build_packet(&ack, &[], &mut out).unwrap();
+    assert_eq!(n, 12 + 4 + 4);
+    ack.xrceth = Some(1);
+    assert_eq!(
+        build_packet(&ack, &[], &mut out),
+        Err(BuildError::UnexpectedHeader)
+    );
+    // Truncated inside the XRCETH.
+    let n = build_packet(&h, &[], &mut out).unwrap();
+    assert_eq!(parse_packet(&out[..n - 5]), Err(ParseError::Truncated));
+    // The largest header: XRC CompareSwap.
+    let mut cs = Headers::new(Bth::new(Opcode::XRC_COMPARE_SWAP, 1, Psn::new(0)));
+    cs.xrceth = Some(1);
+    cs.atomic = Some(AtomicEth::default());
+    assert_eq!(build_headers(&cs, 0, &mut out), Ok(MAX_HDR_LEN));
+}
+
+#[test]
 fn malformed() {
     let mut good = [0u8; 64];
     let h = Headers::new(Bth::new(Opcode::RC_SEND_MIDDLE, 1, Psn::new(0)));

@@ -36,6 +36,9 @@ pub enum Payload {
         va: u64,
         /// Length.
         len: u32,
+        /// XRC target QPs: the XRC SRQ the READ named, whose PD the key was checked in
+        /// (a later request may name another); 0 for the other QPs.
+        xrc_srqn: u32,
     },
     /// 8 bytes carried in the action itself (ATOMIC WRITE, big-endian value).
     Inline([u8; 8]),

@@ -64,6 +64,15 @@ pub trait ResponderEnv {
     fn atomic_write(&mut self, rkey: u32, va: u64, value: u64) -> Result<(), AccessError>;
     /// Length of the head receive WQE, or `None` if none is posted.
     fn recv_head_len(&mut self) -> Option<u32>;
+    /// XRC target QPs, before each request: makes the SRQ `srqn` (the request's XRCETH)
+    /// the receive queue of [`ResponderEnv::recv_head_len`] and its protection domain the
+    /// one the key checks use. `false` when there is no such SRQ, it is not an XRC SRQ, or
+    /// it belongs to another XRC domain than the QP: the request is NAKed "invalid
+    /// request". Default: refuses.
+    fn select_xrc_srq(&mut self, srqn: u32) -> bool {
+        let _ = srqn;
+        false
+    }
     /// Invalidates `rkey` for a SEND with Invalidate (an MR or a type 2 window of the
     /// QP's PD). Default: succeeds.
     fn invalidate(&mut self, rkey: u32) -> Result<(), AccessError> {

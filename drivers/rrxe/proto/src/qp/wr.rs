@@ -11,6 +11,20 @@ pub enum QpType {
     Uc,
     /// Unreliable datagram.
     Ud,
+    /// XRC initiator: an RC send queue whose requests name the remote XRC SRQ
+    /// ([`SendWqe::xrc_srqn`]); it has no receive side.
+    XrcIni,
+    /// XRC target: an RC responder whose receive queue is the XRC SRQ each request names
+    /// ([`ResponderEnv::select_xrc_srq`](super::ResponderEnv::select_xrc_srq)); it has no
+    /// send queue.
+    XrcTgt,
+}
+
+impl QpType {
+    /// Reliable (acknowledged, retried) transport: RC and both halves of XRC.
+    pub const fn reliable(self) -> bool {
+        matches!(self, QpType::Rc | QpType::XrcIni | QpType::XrcTgt)
+    }
 }
 
 /// QP state (IBTA; SQD/SQE are not modelled).
@@ -135,6 +149,9 @@ pub struct SendWqe {
     pub fence: bool,
     /// UD destination (required for UD QPs).
     pub ud: Option<UdDest>,
+    /// XRC initiator QPs: the remote XRC SRQ number its requests carry in the XRCETH
+    /// (24 bits; ignored by the other QP types).
+    pub xrc_srqn: u32,
 }
 
 /// Work completion status.

@@ -64,7 +64,7 @@ impl<const S: usize> SendQueue<S> {
 
     /// Handles a response packet (ACK / NAK / READ response / atomic ACK).
     pub fn on_response<A: ActionSink>(&mut self, p: &Packet, sink: &mut A) -> RxStatus {
-        if !self.started || self.error || self.cfg.qp_type != QpType::Rc {
+        if !self.started || self.error || !self.cfg.qp_type.reliable() {
             return RxStatus::BadState;
         }
         let psn = p.hdrs.bth.psn;

@@ -10,7 +10,7 @@ impl<const S: usize> SendQueue<S> {
         if self.error || !self.started || self.rnr_wait {
             return false;
         }
-        let rc = self.cfg.qp_type == QpType::Rc;
+        let rc = self.cfg.qp_type.reliable();
         loop {
             if *left == 0 {
                 return self.has_tx_work();
@@ -69,6 +69,13 @@ impl<const S: usize> SendQueue<S> {
                 return false;
             }
             let (mut pkt, next, last) = self.build(&e, k);
+            if self.cfg.qp_type == QpType::XrcIni {
+                // XRC: the RC request with its XRC opcode and the XRCETH naming the
+                // remote SRQ (IBTA 9.2). Every RC request opcode built here has one.
+                let h = &mut pkt.hdrs;
+                h.bth.opcode = h.bth.opcode.rc_to_xrc().unwrap_or(Opcode::XRC_SEND_ONLY);
+                h.xrceth = Some(e.wqe.xrc_srqn & 0x00ff_ffff);
+            }
             if rc && !read && next.distance_from(self.una) >= self.window() {
                 // The window is full after this packet: ask for the ACK that reopens it.
                 pkt.hdrs.bth.ack_req = true;
@@ -127,7 +134,8 @@ impl<const S: usize> SendQueue<S> {
         let w = &e.wqe;
         let mtu = self.cfg.mtu;
         let tr = match self.cfg.qp_type {
-            QpType::Rc => Transport::Rc,
+            // XRC requests are RC requests until `poll_tx` adds the XRC parts.
+            QpType::Rc | QpType::XrcIni | QpType::XrcTgt => Transport::Rc,
             QpType::Uc => Transport::Uc,
             QpType::Ud => Transport::Ud,
         };

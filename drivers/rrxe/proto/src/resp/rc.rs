@@ -191,7 +191,10 @@ impl<const R: usize> Responder<R> {
                 let seq = self.next_seq();
                 if let Some(s) = self.replies.get_mut(slot) {
                     *s = Some(Reply {
-                        kind: ReplyKind::Read { rkey: r.rkey },
+                        kind: ReplyKind::Read {
+                            rkey: r.rkey,
+                            xrc_srqn: self.xrc_srqn,
+                        },
                         first_psn: psn,
                         npkts: n,
                         exec_psn: psn,
@@ -327,8 +330,13 @@ impl<const R: usize> Responder<R> {
                 };
                 let n = mtu.packets(r.len);
                 let k = psn.distance_from(e.first_psn);
-                let ReplyKind::Read { rkey } = e.kind else {
+                let ReplyKind::Read { rkey, .. } = e.kind else {
                     return RxStatus::Invalid;
+                };
+                // Re-executed as the duplicate names it (an XRC target: its SRQ's PD).
+                e.kind = ReplyKind::Read {
+                    rkey,
+                    xrc_srqn: self.xrc_srqn,
                 };
                 if k.saturating_add(n) > e.npkts || r.rkey != rkey {
                     return RxStatus::Invalid;

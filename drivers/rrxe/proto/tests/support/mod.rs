@@ -122,6 +122,10 @@ pub struct Env {
     pub qp_denied: bool,
     /// Keys invalidated (SEND with Invalidate).
     pub invalidated: Vec<u32>,
+    /// XRC: the SRQ numbers of the target QP's XRC domain.
+    pub xrc_srqs: Vec<u32>,
+    /// XRC: every SRQ number the responder asked for, in order.
+    pub selected: Vec<u32>,
 }
 
 impl ResponderEnv for Env {
@@ -148,6 +152,10 @@ impl ResponderEnv for Env {
     fn recv_head_len(&mut self) -> Option<u32> {
         (self.recvs > 0).then_some(4096)
     }
+    fn select_xrc_srq(&mut self, srqn: u32) -> bool {
+        self.selected.push(srqn);
+        self.xrc_srqs.contains(&srqn)
+    }
     fn invalidate(&mut self, rkey: u32) -> Result<(), AccessError> {
         if rkey == self.bad_rkey {
             return Err(AccessError::BadKey);
@@ -167,6 +175,7 @@ pub fn wqe(id: u64, op: SendOp, len: u32) -> SendWqe {
         solicited: false,
         fence: false,
         ud: None,
+        xrc_srqn: 0,
     }
 }
 
