@@ -41,7 +41,7 @@ impl<const S: usize> SendQueue<S> {
     fn on_progress<A: ActionSink>(&mut self, sink: &mut A) {
         self.retry_left = self.cfg.retry_cnt;
         self.rnr_left = self.cfg.rnr_retry;
-        self.rto.on_progress(self.una, sink.now_us());
+        self.rto.on_progress(self.una, || sink.now_us());
         self.nak_guard = None;
         if self.una == self.next_psn {
             if self.rto_armed {

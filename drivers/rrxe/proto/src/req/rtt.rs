@@ -54,11 +54,13 @@ impl Rto {
         self.srtt
     }
 
-    /// A request packet `psn` went out for the first time at `now`: time it unless another
-    /// one is being timed.
-    pub(crate) fn on_new_packet(&mut self, psn: Psn, now: Option<u64>) {
-        if let (None, Some(t)) = (self.sample, now) {
-            self.sample = Some((psn, t));
+    /// A request packet `psn` went out for the first time, `now()` ago: time it unless
+    /// another one is being timed (the clock is read only then: this runs per packet).
+    pub(crate) fn on_new_packet(&mut self, psn: Psn, now: impl FnOnce() -> Option<u64>) {
+        if self.sample.is_none() {
+            if let Some(t) = now() {
+                self.sample = Some((psn, t));
+            }
         }
     }
 
@@ -81,16 +83,18 @@ impl Rto {
     ///
     /// TCP keeps its backoff until a fresh sample (Karn); here progress clears it, as it
     /// resets the retry counter: with the QP's timeout as the floor (537 ms from rdma_cm,
-    /// 67 ms from perftest) a kept backoff made each loss under netem's 5 % cost seconds
-    /// (kverbs-rrxe-loss's 256 KiB WRITE missed its 20 s), and the spurious timeouts
-    /// Karn guards against are what the READ probe and the estimate already prevent.
-    pub(crate) fn on_progress(&mut self, una: Psn, now: Option<u64>) {
+    /// 67 ms from perftest) a kept backoff can make each loss cost seconds (while it was
+    /// kept, kverbs-rrxe-loss's 256 KiB WRITE under netem's 5 % missed its 20 s once, on a
+    /// loaded machine: not proven to be the cause), and the spurious timeouts Karn guards
+    /// against are what the READ probe and the estimate already prevent. The clock is
+    /// read only when the timed packet is covered.
+    pub(crate) fn on_progress(&mut self, una: Psn, now: impl FnOnce() -> Option<u64>) {
         self.backoff = 0;
-        let Some(now) = now else { return };
         let Some((psn, t)) = self.sample else { return };
         if una.before(psn.next()) {
             return;
         }
+        let Some(now) = now() else { return };
         self.sample = None;
         // A clock that went backwards gives no sample.
         let Some(r) = now.checked_sub(t) else { return };
@@ -138,16 +142,16 @@ mod tests {
     #[test]
     fn samples_raise_the_timeout_and_progress_clears_backoff() {
         let mut r = Rto::NEW;
-        r.on_new_packet(Psn::new(10), Some(1_000));
+        r.on_new_packet(Psn::new(10), || Some(1_000));
         r.on_timeout();
         // Karn: the timed packet was sent again; its ACK gives no sample.
-        r.on_progress(Psn::new(11), Some(9_000));
+        r.on_progress(Psn::new(11), || Some(9_000));
         assert_eq!((r.srtt(), r.backoff), (0, 0));
-        r.on_new_packet(Psn::new(11), Some(10_000));
-        r.on_new_packet(Psn::new(12), Some(10_001)); // one sample at a time
-        r.on_progress(Psn::new(11), Some(14_000)); // does not cover PSN 11 yet
+        r.on_new_packet(Psn::new(11), || Some(10_000));
+        r.on_new_packet(Psn::new(12), || Some(10_001)); // one sample at a time
+        r.on_progress(Psn::new(11), || Some(14_000)); // does not cover PSN 11 yet
         assert_eq!(r.srtt(), 0);
-        r.on_progress(Psn::new(13), Some(18_000));
+        r.on_progress(Psn::new(13), || Some(18_000));
         assert_eq!((r.srtt(), r.backoff), (8_000, 0));
         assert_eq!(r.timeout(1000), 8_000 + 4 * 4_000);
         assert_eq!(r.timeout(100_000), 100_000);
@@ -156,17 +160,17 @@ mod tests {
     #[test]
     fn without_a_clock_progress_clears_backoff() {
         let mut r = Rto::NEW;
-        r.on_new_packet(Psn::new(1), None);
+        r.on_new_packet(Psn::new(1), || None);
         r.on_timeout();
-        r.on_progress(Psn::new(2), None);
+        r.on_progress(Psn::new(2), || None);
         assert_eq!((r.srtt(), r.backoff, r.timeout(500)), (0, 0, 500));
     }
 
     #[test]
     fn psn_wrap_and_huge_samples_stay_in_range() {
         let mut r = Rto::NEW;
-        r.on_new_packet(Psn::new(0x00ff_ffff), Some(0));
-        r.on_progress(Psn::new(0), Some(u64::MAX));
+        r.on_new_packet(Psn::new(0x00ff_ffff), || Some(0));
+        r.on_progress(Psn::new(0), || Some(u64::MAX));
         assert_eq!(r.srtt(), MAX_RTO_ESTIMATE_US);
         for _ in 0..10 {
             r.on_timeout();
@@ -176,8 +180,8 @@ mod tests {
             u64::from(u32::MAX) << MAX_RTO_BACKOFF
         );
         // A clock that goes backwards is ignored.
-        r.on_new_packet(Psn::new(5), Some(100));
-        r.on_progress(Psn::new(6), Some(50));
+        r.on_new_packet(Psn::new(5), || Some(100));
+        r.on_progress(Psn::new(6), || Some(50));
         assert_eq!(r.srtt(), MAX_RTO_ESTIMATE_US);
     }
 }

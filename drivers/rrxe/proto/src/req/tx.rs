@@ -93,7 +93,7 @@ impl<const S: usize> SendQueue<S> {
             if self.send_psn.before(self.high_psn) {
                 self.stats.retransmits = self.stats.retransmits.wrapping_add(1);
             } else if rc {
-                self.rto.on_new_packet(self.send_psn, sink.now_us());
+                self.rto.on_new_packet(self.send_psn, || sink.now_us());
             }
             if next.after(self.high_psn) {
                 self.high_psn = next;
