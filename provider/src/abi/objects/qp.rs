@@ -206,29 +206,14 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         return ptr::null_mut();
     }
     // ibv_cmd_create_qp_ex knows no create flags: what is left is zero anyway.
-    let saved_mask = a.comp_mask;
-    a.comp_mask &= !IBV_QP_INIT_ATTR_CREATE_FLAGS;
-    // SAFETY: as in create_qp.
-    let mut qp: Box<RrxeQp> = unsafe { zeroed_box() };
-    let mut cmd = ibv_create_qp::default();
-    let mut resp = urrxe_create_qp_resp::new();
-    // SAFETY: `ctx` and `attr` are live; buffers as given.
-    let ret = unsafe {
-        ffi::ibv_cmd_create_qp_ex(
-            ctx,
-            &mut qp.vqp,
-            a,
-            &mut cmd,
-            size_of::<ibv_create_qp>(),
-            ptr::addr_of_mut!(resp).cast(),
-            urrxe_create_qp_resp::size(),
-        )
+    // SAFETY: as given.
+    let (mut qp, resp) = match unsafe { cmd_create_qp_ex(ctx, a, !IBV_QP_INIT_ATTR_CREATE_FLAGS) } {
+        Ok(r) => r,
+        Err(e) => {
+            set_errno(e);
+            return ptr::null_mut();
+        }
     };
-    a.comp_mask = saved_mask;
-    if ret != 0 {
-        set_errno(ret);
-        return ptr::null_mut();
-    }
     if send_ops != 0 {
         qp.send_ops = send_ops;
         qp.vqp.comp_mask |= VERBS_QP_EX;
@@ -266,8 +251,29 @@ unsafe fn create_xrc_recv(ctx: *mut ibv_context, a: &mut ibv_qp_init_attr_ex) ->
         set_errno(libc::EOPNOTSUPP);
         return ptr::null_mut();
     }
+    // SAFETY: as given.
+    let (qp, _) = match unsafe { cmd_create_qp_ex(ctx, a, IBV_QP_INIT_ATTR_XRCD) } {
+        Ok(r) => r,
+        Err(e) => {
+            set_errno(e);
+            return ptr::null_mut();
+        }
+    };
+    finish_queueless(qp)
+}
+
+/// `ibv_cmd_create_qp_ex` into a new QP (returned with the kernel's answer), with `a.comp_mask` narrowed to `keep` for the
+/// call (and restored after): the command rejects attributes it does not know.
+///
+/// # Safety
+/// `ctx` and `a` are the caller's live context and attributes.
+unsafe fn cmd_create_qp_ex(
+    ctx: *mut ibv_context,
+    a: &mut ibv_qp_init_attr_ex,
+    keep: u32,
+) -> Result<(Box<RrxeQp>, urrxe_create_qp_resp), i32> {
     let saved_mask = a.comp_mask;
-    a.comp_mask &= IBV_QP_INIT_ATTR_XRCD;
+    a.comp_mask &= keep;
     // SAFETY: as in create_qp.
     let mut qp: Box<RrxeQp> = unsafe { zeroed_box() };
     let mut cmd = ibv_create_qp::default();
@@ -286,10 +292,9 @@ unsafe fn create_xrc_recv(ctx: *mut ibv_context, a: &mut ibv_qp_init_attr_ex) ->
     };
     a.comp_mask = saved_mask;
     if ret != 0 {
-        set_errno(ret);
-        return ptr::null_mut();
+        return Err(ret);
     }
-    finish_queueless(qp)
+    Ok((qp, resp))
 }
 
 /// `ibv_open_qp`: another process's (or this one's) XRC receive QP, by number in a shared
