@@ -15,7 +15,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 mod support;
-use support::{to_rts, Rng, Sink};
+use support::{to_rts, wqe, Rng, Sink};
 
 type TheQp = Qp<64, 16>;
 const MEM: usize = 256 * 1024;
@@ -186,21 +186,11 @@ impl World {
                 if side != 0 {
                     break;
                 }
-                let w = SendWqe {
-                    id: WqeId(id),
-                    op: SendOp::Read {
-                        remote: RemoteAddr {
-                            va: MEM_VA + off as u64,
-                            rkey: RKEY,
-                        },
-                    },
-                    len,
-                    signaled: true,
-                    solicited: false,
-                    fence: false,
-                    ud: None,
-                    xrc_srqn: 0,
+                let remote = RemoteAddr {
+                    va: MEM_VA + off as u64,
+                    rkey: RKEY,
                 };
+                let w = wqe(id, SendOp::Read { remote }, len);
                 let mut s = TSink::new(self);
                 match self.qps[0][pair].post_send(w, &mut s) {
                     Ok(()) => {
