@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The verbs of rrxe devices: what each entry point calls once glue's trampolines
-//! (`glue/verbs.rs`) have converted its raw arguments. One line a verb, into the safe
+//! (`glue/verbs/`) have converted its raw arguments. One line a verb, into the safe
 //! module of its object, where limits, sizing, decoding and unwinding live. Safe code: the
 //! `unsafe` of the C calling convention stays in the glue.
 

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The C side of the verbs: the `struct ib_device_ops` of rrxe devices and its trampolines,
+//! generic over the driver's [`Verbs`].
+//!
+//! A trampoline is a doorway: it converts its raw arguments once, with the views of
+//! [`super::obj`] and [`super::wr`], calls one safe method of [`Verbs`] and turns the
+//! result into an errno or an `ERR_PTR`. The policy lives in the driver's implementation
+//! (its `verbs` module), which needs no `unsafe`.
+//!
+//! Every conversion relies on one fact about the caller, the RDMA core: it passes the
+//! pointers of a live rrxe device and of live objects it allocated with the sizes declared
+//! in [`device_ops`] (or, for MRs, that we returned), for the duration of the call. An
+//! object's data is initialised before its creation callback succeeds: the creation
+//! methods must return the [`Created`] proof that only [`NewObj::init`] gives.
+
+use super::obj::PageSink;
+use super::obj::{destroy, free_boxed, map_mr_sg, Created, DriverObj, DrvObj, NewObj, Obj};
+use super::wr::WrList;
+use super::{bindings as b, CqPtr, IbDev, NetDev, Udata, XrcdId};
+use core::mem::size_of;
+use kernel::prelude::*;
+
+mod ah;
+mod cq;
+mod device;
+mod mr;
+mod qp;
+mod srq;
+use ah::*;
+use cq::*;
+use device::*;
+use mr::*;
+use qp::*;
+use srq::*;
+
+/// The verbs of the driver: what each entry point calls once its arguments are converted.
+pub(crate) trait Verbs: 'static
+where
+    <b::ib_mr as DriverObj>::Data: PageSink,
+{
+    /// `rdma link add`: checks the request and returns the new device's data.
+    fn newlink(
+        name: &CStr,
+        ndev: &NetDev,
+    ) -> Result<impl PinInit<<b::ib_device as DriverObj>::Data>>;
+    /// A netdev notifier event (under RTNL).
+    fn netdev_event(event: core::ffi::c_ulong, ndev: &NetDev);
+    /// The device is registered.
+    fn enable(dev: &IbDev) -> Result;
+    /// `query_device`.
+    fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Udata<'_>) -> Result;
+    /// `query_port`.
+    fn query_port(dev: &IbDev, port: u32, attr: &mut b::ib_port_attr) -> Result;
+    /// `get_port_immutable`.
+    fn port_immutable(dev: &IbDev, port: u32, imm: &mut b::ib_port_immutable) -> Result;
+    /// `query_pkey`.
+    fn query_pkey(dev: &IbDev, port: u32, index: u16) -> Result<u16>;
+    /// `alloc_ucontext`.
+    fn alloc_ucontext<'a>(
+        uctx: NewObj<'a, b::ib_ucontext>,
+        udata: &mut Udata<'_>,
+    ) -> Result<Created<'a, b::ib_ucontext>>;
+    /// `alloc_pd`.
+    fn alloc_pd(pd: NewObj<'_, b::ib_pd>) -> Result<Created<'_, b::ib_pd>>;
+    /// `dealloc_pd`, before the PD's data goes.
+    fn dealloc_pd(pd: &Obj<'_, b::ib_pd>);
+    /// `alloc_xrcd`: an XRC domain, known by its identity.
+    fn alloc_xrcd(xrcd: XrcdId) -> Result;
+    /// `dealloc_xrcd` (the core made sure nothing uses the domain any more).
+    fn dealloc_xrcd(xrcd: XrcdId);
+    /// `alloc_hw_port_stats`: the core owns the result.
+    fn alloc_hw_stats() -> *mut b::rdma_hw_stats;
+    /// The counters' values, in the order of [`Verbs::alloc_hw_stats`]'s descriptors.
+    fn hw_stats(dev: &IbDev) -> impl Iterator<Item = u64>;
+    /// The number of counters.
+    const NUM_STATS: i32;
+
+    /// `create_cq`.
+    fn create_cq<'a>(
+        cq: NewObj<'a, b::ib_cq>,
+        attr: &b::ib_cq_init_attr,
+        udata: &mut Udata<'_>,
+    ) -> Result<Created<'a, b::ib_cq>>;
+    /// `destroy_cq`, once the CQ's data is gone.
+    fn cq_destroyed(dev: &IbDev);
+    /// `poll_cq`: fills `wcs`, returns how many.
+    fn poll_cq(cq: &Obj<'_, b::ib_cq>, wcs: &mut [b::ib_wc]) -> usize;
+    /// `resize_cq`.
+    fn resize_cq(cq: &Obj<'_, b::ib_cq>, cqe: i32, udata: &mut Udata<'_>) -> Result;
+    /// `req_notify_cq`: whether to report missed events.
+    fn req_notify_cq(cq: &Obj<'_, b::ib_cq>, flags: u32) -> bool;
+
+    /// `create_qp`: `srq`, the CQs and the XRC domain are the objects `init` names.
+    fn create_qp<'a>(
+        qp: NewObj<'a, b::ib_qp>,
+        init: &mut b::ib_qp_init_attr,
+        srq: Option<Obj<'_, b::ib_srq>>,
+        cqs: (Option<CqPtr>, Option<CqPtr>),
+        xrcd: Option<XrcdId>,
+        udata: &mut Udata<'_>,
+    ) -> Result<Created<'a, b::ib_qp>>;
+    /// `destroy_qp`, before the QP's data goes.
+    fn shut_down_qp(qp: &Obj<'_, b::ib_qp>);
+    /// `destroy_qp`, once the QP's data is gone.
+    fn qp_destroyed(dev: &IbDev);
+    /// `modify_qp`; `av` is `attr.ah_attr` converted when `mask` has IB_QP_AV.
+    fn modify_qp(
+        qp: &Obj<'_, b::ib_qp>,
+        attr: &b::ib_qp_attr,
+        mask: i32,
+        av: Option<Result<b::rrxe_kav>>,
+    ) -> Result;
+    /// `query_qp`.
+    fn query_qp(qp: &Obj<'_, b::ib_qp>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr);
+    /// `post_send`.
+    fn post_send(qp: &Obj<'_, b::ib_qp>, list: WrList<'_, b::ib_send_wr>) -> Result;
+    /// `post_recv`.
+    fn post_recv(qp: &Obj<'_, b::ib_qp>, list: WrList<'_, b::ib_recv_wr>) -> Result;
+
+    /// `create_srq`; `xrc` is the XRC domain and CQ of an XRC SRQ (`init.ext`).
+    fn create_srq<'a>(
+        srq: NewObj<'a, b::ib_srq>,
+        init: &mut b::ib_srq_init_attr,
+        xrc: Option<(XrcdId, Option<CqPtr>)>,
+        udata: &mut Udata<'_>,
+    ) -> Result<Created<'a, b::ib_srq>>;
+    /// `modify_srq`.
+    fn modify_srq(
+        srq: &Obj<'_, b::ib_srq>,
+        attr: &b::ib_srq_attr,
+        mask: b::ib_srq_attr_mask,
+    ) -> Result;
+    /// `query_srq`.
+    fn query_srq(srq: &Obj<'_, b::ib_srq>, attr: &mut b::ib_srq_attr);
+    /// `destroy_srq`, before the SRQ's data goes.
+    fn shut_down_srq(srq: &Obj<'_, b::ib_srq>);
+    /// `destroy_srq`, once the SRQ's data is gone.
+    fn srq_destroyed(dev: &IbDev);
+    /// `post_srq_recv`.
+    fn post_srq_recv(srq: &Obj<'_, b::ib_srq>, list: WrList<'_, b::ib_recv_wr>) -> Result;
+
+    /// `create_ah` and `create_user_ah`; `av` is the converted `ah_attr`.
+    fn create_ah<'a>(
+        ah: NewObj<'a, b::ib_ah>,
+        av: Result<b::rrxe_kav>,
+        udata: &mut Udata<'_>,
+    ) -> Result<Created<'a, b::ib_ah>>;
+    /// `destroy_ah`, before the AH's data goes.
+    fn destroy_ah(ah: &Obj<'_, b::ib_ah>);
+    /// `query_ah`: the AH's address vector.
+    fn ah_av(ah: &Obj<'_, b::ib_ah>) -> b::rrxe_kav;
+
+    /// `get_dma_mr`.
+    fn get_dma_mr(pd: &Obj<'_, b::ib_pd>, access: i32) -> Result<*mut b::ib_mr>;
+    /// `reg_user_mr`.
+    fn reg_user_mr(
+        pd: &Obj<'_, b::ib_pd>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: i32,
+    ) -> Result<*mut b::ib_mr>;
+    /// `reg_user_mr_dmabuf`: `range` is the offset in the dma-buf, the length and the iova.
+    fn reg_user_mr_dmabuf(
+        pd: &Obj<'_, b::ib_pd>,
+        range: (u64, u64, u64),
+        fd: i32,
+        access: i32,
+    ) -> Result<*mut b::ib_mr>;
+    /// `rereg_user_mr`: a new MR, or `None` for a change made in place. `args` are the
+    /// flags, start, length, iova, access and the new PD's identity.
+    fn rereg_user_mr(
+        mr: &Obj<'_, b::ib_mr>,
+        args: (i32, u64, u64, u64, i32, usize),
+    ) -> Result<Option<*mut b::ib_mr>>;
+    /// `alloc_mr`.
+    fn alloc_mr(
+        pd: &Obj<'_, b::ib_pd>,
+        mr_type: b::ib_mr_type,
+        max_num_sg: u32,
+    ) -> Result<*mut b::ib_mr>;
+    /// `dereg_mr`, before the MR is freed.
+    fn dereg_mr(mr: &Obj<'_, b::ib_mr>);
+    /// `dereg_mr`, once it is freed.
+    fn mr_freed(dev: &IbDev);
+    /// `alloc_mw`.
+    fn alloc_mw(mw: NewObj<'_, b::ib_mw>) -> Result<Created<'_, b::ib_mw>>;
+    /// `dealloc_mw`, before the MW's data goes.
+    fn dealloc_mw(mw: &Obj<'_, b::ib_mw>);
+}
+
+/// The size the core allocates for objects of core type `I`.
+const fn obj_size<I: DriverObj>() -> usize {
+    size_of::<DrvObj<I, I::Data>>()
+}
+
+/// Turns a driver result into the C convention (0 or a negative errno).
+pub(super) fn errno(r: Result) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// A creation's result: the object is kept on success.
+fn created<I: DriverObj>(r: Result<Created<'_, I>>) -> i32 {
+    errno(r.map(Created::keep))
+}
+
+/// Turns a driver result into the `ERR_PTR` convention.
+fn ptr_or_err<T>(r: Result<*mut T>) -> *mut T {
+    match r {
+        Ok(p) => p,
+        Err(e) => e.to_errno() as isize as *mut T,
+    }
+}
+
+/// The ops table copied into each device by `ib_set_device_ops`.
+pub(super) fn device_ops<V: Verbs>() -> b::ib_device_ops
+where
+    <b::ib_mr as DriverObj>::Data: PageSink,
+{
+    let mut ops = b::ib_device_ops::default();
+    ops.owner = crate::glue::this_module();
+    ops.driver_id = b::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
+    ops.uverbs_abi_ver = b::RRXE_UVERBS_ABI_VERSION;
+    ops.dealloc_driver = Some(crate::glue::dealloc_driver);
+    ops.mmap = Some(b::rrxe_glue_mmap);
+    ops.mmap_free = Some(b::rrxe_glue_mmap_free);
+    ops.query_device = Some(query_device::<V>);
+    ops.query_port = Some(query_port::<V>);
+    ops.get_port_immutable = Some(get_port_immutable::<V>);
+    ops.get_link_layer = Some(get_link_layer);
+    ops.query_pkey = Some(query_pkey::<V>);
+    ops.alloc_ucontext = Some(alloc_ucontext::<V>);
+    ops.dealloc_ucontext = Some(dealloc_ucontext);
+    ops.alloc_pd = Some(alloc_pd::<V>);
+    ops.dealloc_pd = Some(dealloc_pd::<V>);
+    ops.alloc_hw_port_stats = Some(alloc_hw_port_stats::<V>);
+    ops.get_hw_stats = Some(get_hw_stats::<V>);
+    ops.enable_driver = Some(enable_driver::<V>);
+    ops.create_cq = Some(create_cq::<V>);
+    ops.destroy_cq = Some(destroy_cq::<V>);
+    ops.poll_cq = Some(poll_cq::<V>);
+    ops.req_notify_cq = Some(req_notify_cq::<V>);
+    ops.resize_cq = Some(resize_cq::<V>);
+    ops.create_qp = Some(create_qp::<V>);
+    ops.destroy_qp = Some(destroy_qp::<V>);
+    ops.modify_qp = Some(modify_qp::<V>);
+    ops.query_qp = Some(query_qp::<V>);
+    ops.post_send = Some(post_send::<V>);
+    ops.post_recv = Some(post_recv::<V>);
+    ops.create_srq = Some(create_srq::<V>);
+    ops.modify_srq = Some(modify_srq::<V>);
+    ops.query_srq = Some(query_srq::<V>);
+    ops.destroy_srq = Some(destroy_srq::<V>);
+    ops.post_srq_recv = Some(post_srq_recv::<V>);
+    ops.create_ah = Some(create_ah::<V>);
+    ops.create_user_ah = Some(create_ah::<V>);
+    ops.destroy_ah = Some(destroy_ah::<V>);
+    ops.query_ah = Some(query_ah::<V>);
+    ops.get_dma_mr = Some(get_dma_mr::<V>);
+    ops.reg_user_mr = Some(reg_user_mr::<V>);
+    ops.reg_user_mr_dmabuf = Some(reg_user_mr_dmabuf::<V>);
+    ops.alloc_mr = Some(alloc_mr::<V>);
+    ops.map_mr_sg = Some(map_mr_sg_op);
+    ops.dereg_mr = Some(dereg_mr::<V>);
+    ops.rereg_user_mr = Some(rereg_user_mr::<V>);
+    ops.alloc_xrcd = Some(alloc_xrcd::<V>);
+    ops.dealloc_xrcd = Some(dealloc_xrcd::<V>);
+    ops.alloc_mw = Some(alloc_mw::<V>);
+    ops.dealloc_mw = Some(dealloc_mw::<V>);
+    ops.size_ib_cq = obj_size::<b::ib_cq>();
+    ops.size_ib_qp = obj_size::<b::ib_qp>();
+    ops.size_ib_srq = obj_size::<b::ib_srq>();
+    ops.size_ib_ah = obj_size::<b::ib_ah>();
+    ops.size_ib_mw = obj_size::<b::ib_mw>();
+    ops.size_ib_ucontext = obj_size::<b::ib_ucontext>();
+    ops.size_ib_pd = obj_size::<b::ib_pd>();
+    // No driver data in an XRC domain: the core's object as it is.
+    ops.size_ib_xrcd = size_of::<b::ib_xrcd>();
+    ops
+}

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Trampolines of the memory regions and memory windows (see the parent module for their contract).
+
+use super::*;
+
+pub(super) unsafe extern "C" fn get_dma_mr<V: Verbs>(
+    pd: *mut b::ib_pd,
+    access: i32,
+) -> *mut b::ib_mr {
+    // SAFETY: the core's contract: a live PD of our device.
+    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
+        return ptr_or_err(Err(EINVAL));
+    };
+    ptr_or_err(V::get_dma_mr(&pd, access))
+}
+
+pub(super) unsafe extern "C" fn reg_user_mr<V: Verbs>(
+    pd: *mut b::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: i32,
+    _udata: *mut b::ib_udata,
+) -> *mut b::ib_mr {
+    // SAFETY: the core's contract: a live PD of our device.
+    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
+        return ptr_or_err(Err(EINVAL));
+    };
+    ptr_or_err(V::reg_user_mr(&pd, start, length, iova, access))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn reg_user_mr_dmabuf<V: Verbs>(
+    pd: *mut b::ib_pd,
+    offset: u64,
+    length: u64,
+    iova: u64,
+    fd: i32,
+    access: i32,
+    _attrs: *mut b::uverbs_attr_bundle,
+) -> *mut b::ib_mr {
+    // SAFETY: the core's contract: a live PD of our device.
+    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
+        return ptr_or_err(Err(EINVAL));
+    };
+    ptr_or_err(V::reg_user_mr_dmabuf(
+        &pd,
+        (offset, length, iova),
+        fd,
+        access,
+    ))
+}
+
+pub(super) unsafe extern "C" fn rereg_user_mr<V: Verbs>(
+    ibmr: *mut b::ib_mr,
+    flags: i32,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: i32,
+    pd: *mut b::ib_pd,
+    _udata: *mut b::ib_udata,
+) -> *mut b::ib_mr {
+    // SAFETY: the core's contract: a live MR of ours (its uobject locked for write).
+    let Some(obj) = (unsafe { Obj::from_raw(ibmr) }) else {
+        return ptr_or_err(Err(EINVAL));
+    };
+    match V::rereg_user_mr(&obj, (flags, start, length, iova, access, pd as usize)) {
+        Ok(Some(p)) => p,
+        Ok(None) => core::ptr::null_mut(),
+        Err(e) => ptr_or_err(Err(e)),
+    }
+}
+
+pub(super) unsafe extern "C" fn alloc_mr<V: Verbs>(
+    pd: *mut b::ib_pd,
+    mr_type: b::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut b::ib_mr {
+    // SAFETY: the core's contract: a live PD of our device.
+    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
+        return ptr_or_err(Err(EINVAL));
+    };
+    ptr_or_err(V::alloc_mr(&pd, mr_type, max_num_sg))
+}
+
+pub(super) unsafe extern "C" fn map_mr_sg_op(
+    ibmr: *mut b::ib_mr,
+    sg: *mut b::scatterlist,
+    nents: i32,
+    sg_offset: *mut u32,
+) -> i32
+where
+    <b::ib_mr as DriverObj>::Data: PageSink,
+{
+    // SAFETY: the core's arguments, passed through: a live MR of ours and the consumer's
+    // scatterlist of nents entries.
+    unsafe { map_mr_sg(ibmr, sg, nents, sg_offset) }
+}
+
+pub(super) unsafe extern "C" fn dereg_mr<V: Verbs>(
+    ibmr: *mut b::ib_mr,
+    _udata: *mut b::ib_udata,
+) -> i32 {
+    // SAFETY: the core's contract: a live MR of ours, never used after this returns.
+    if let Some(obj) = unsafe { Obj::from_raw(ibmr) } {
+        V::dereg_mr(&obj);
+    }
+    // SAFETY: as above; allocated by new_boxed; this is the only release.
+    if let Some(dev) = unsafe { free_boxed(ibmr) } {
+        V::mr_freed(dev);
+    }
+    0
+}
+
+pub(super) unsafe extern "C" fn alloc_mw<V: Verbs>(
+    mw: *mut b::ib_mw,
+    _udata: *mut b::ib_udata,
+) -> i32 {
+    // SAFETY: the core's contract: it allocated mw (size_ib_mw) for this creation and set
+    // device, pd and type.
+    let Some(obj) = (unsafe { NewObj::from_raw(mw) }) else {
+        return EINVAL.to_errno();
+    };
+    created(V::alloc_mw(obj))
+}
+
+pub(super) unsafe extern "C" fn dealloc_mw<V: Verbs>(mw: *mut b::ib_mw) -> i32 {
+    // SAFETY: the core's contract: a live MW of ours, freed by the core after we return.
+    if let Some(obj) = unsafe { Obj::from_raw(mw) } {
+        V::dealloc_mw(&obj);
+    }
+    // SAFETY: as above; nothing refers to it any more.
+    unsafe { destroy(mw) };
+    0
+}
