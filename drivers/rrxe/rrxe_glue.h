@@ -4,7 +4,7 @@
  * patch — static inline helpers, macros, and statically initialised kernel objects
  * (link ops, notifier block). No driver logic lives here.
  *
- * rrxe_glue_* are implemented in rrxe_glue.c and called from Rust;
+ * rrxe_glue_* are implemented in rrxe_glue*.c (by concept) and called from Rust;
  * rrxe_rs_* are implemented in Rust (drivers/rrxe/glue/) and called from C.
  */
 #ifndef RRXE_GLUE_H
@@ -187,7 +187,7 @@ void rrxe_glue_dbg(const char *dev, const char *what, u64 a, u64 b);
 
 /*
  * dma-buf memory regions: a dma-buf an MR is registered over, and the kernel mapping its
- * accesses go through (defined in rrxe_glue.c; opaque to Rust).
+ * accesses go through (defined in rrxe_glue_mem.c; opaque to Rust).
  */
 struct rrxe_dmabuf;
 struct rrxe_dmabuf *rrxe_glue_dmabuf_get(int fd, u64 *size, int *err);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Kernel glue: the only place in rrxe.ko with `unsafe`.
 //!
-//! It turns the raw C interfaces (our bindgen output and the C helpers in `rrxe_glue.c`)
+//! It turns the raw C interfaces (our bindgen output and the C helpers in `rrxe_glue*.c`)
 //! into safe types the driver logic uses:
 //! - [`NetDev`] / [`NetDevRef`]: a borrowed or counted `struct net_device`;
 //! - [`IbDev`]: an rrxe `struct ib_device` together with its [`DeviceData`];
@@ -769,7 +769,7 @@ pub(crate) unsafe fn set_hw_stats(
     }
 }
 
-/// `rdma link add NAME type rrxe netdev NDEV` (called by `rrxe_glue.c`'s link ops).
+/// `rdma link add NAME type rrxe netdev NDEV` (called by `rrxe_glue_net.c`'s link ops).
 #[no_mangle]
 unsafe extern "C" fn rrxe_rs_newlink(
     name: *const kernel::ffi::c_char,
@@ -787,7 +787,7 @@ unsafe extern "C" fn rrxe_rs_newlink(
     verbs::errno((reg.newlink)(name, ndev))
 }
 
-/// Netdev notifier events (called under RTNL by `rrxe_glue.c`'s notifier).
+/// Netdev notifier events (called under RTNL by `rrxe_glue_net.c`'s notifier).
 #[no_mangle]
 unsafe extern "C" fn rrxe_rs_netdev_event(
     event: core::ffi::c_ulong,

@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C glue of rrxe.ko, networking: the link type and netdev notifier registration, the
+ * RoCEv2 UDP sockets of each network namespace, the devices above a netdev (shared mode),
+ * skb access and transmit. See rrxe_glue.h.
+ */
+#include "rrxe_glue_int.h"
+
+static struct rdma_link_ops rrxe_link_ops = {
+	.type = "rrxe",
+	.newlink = rrxe_rs_newlink,
+};
+
+static int rrxe_netdev_notify(struct notifier_block *nb, unsigned long event, void *arg)
+{
+	rrxe_rs_netdev_event(event, netdev_notifier_info_to_dev(arg));
+	return NOTIFY_OK;
+}
+
+static struct notifier_block rrxe_netdev_notifier = {
+	.notifier_call = rrxe_netdev_notify,
+};
+
+static struct pernet_operations rrxe_net_ops;
+
+/*
+ * The receive path given to rrxe_glue_register(): set there, before any socket exists (the
+ * sockets are opened by link add and netdev events, registered below), and never changed.
+ */
+static rrxe_rx_fn rrxe_rx, rrxe_rx_local;
+
+int rrxe_glue_register(rrxe_rx_fn recv, rrxe_rx_fn recv_local)
+{
+	int err;
+
+	rrxe_rx = recv;
+	rrxe_rx_local = recv_local;
+	err = register_pernet_subsys(&rrxe_net_ops);
+	if (err)
+		return err;
+	err = register_netdevice_notifier(&rrxe_netdev_notifier);
+	if (err) {
+		unregister_pernet_subsys(&rrxe_net_ops);
+		return err;
+	}
+	rdma_link_register(&rrxe_link_ops);
+	return 0;
+}
+
+void rrxe_glue_unregister(void)
+{
+	rdma_link_unregister(&rrxe_link_ops);
+}
+
+/*
+ * Called last on module exit, after every device is gone: no more netdev events, then every
+ * namespace's sockets are closed (the pernet exit of each namespace).
+ */
+void rrxe_glue_unregister_notifier(void)
+{
+	unregister_netdevice_notifier(&rrxe_netdev_notifier);
+	unregister_pernet_subsys(&rrxe_net_ops);
+}
+
+/* --- UDP tunnel sockets (RoCEv2, port 4791), one pair per network namespace --- */
+
+static int rrxe_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	rrxe_rx(skb);
+	return 0;
+}
+
+static struct socket *rrxe_udp_open(struct net *net, bool ipv6, u16 port, int *err)
+{
+	struct udp_port_cfg udp_cfg = {};
+	struct udp_tunnel_sock_cfg tnl_cfg = {};
+	struct socket *sock;
+
+	udp_cfg.family = ipv6 ? AF_INET6 : AF_INET;
+	udp_cfg.ipv6_v6only = ipv6;
+	udp_cfg.local_udp_port = htons(port);
+	*err = udp_sock_create(net, &udp_cfg, &sock);
+	if (*err < 0)
+		return NULL;
+	tnl_cfg.encap_type = 1;
+	tnl_cfg.encap_rcv = rrxe_udp_encap_recv;
+	setup_udp_tunnel_sock(net, sock, &tnl_cfg);
+	return sock;
+}
+
+/*
+ * The sockets of one namespace (net_generic storage, zeroed by the core when the namespace
+ * or the module appears). Kernel sockets do not hold their namespace: they are released by
+ * the namespace's exit below, which runs after every netdev has left it.
+ */
+struct rrxe_net {
+	struct socket *sock4;
+	struct socket *sock6;	/* NULL while the namespace has no IPv6 */
+};
+
+static unsigned int rrxe_net_id;
+/* Guards sock4/sock6 of every namespace; process context only (link add, netdev notifier, pernet exit). */
+static DEFINE_MUTEX(rrxe_net_mutex);
+
+/*
+ * Opens whichever of ndev's namespace's sockets (IPv4, then IPv6) it does not have yet.
+ * Returns 0, or a negative errno with *v6 telling which family failed. A namespace on its
+ * way out (no reference can be taken any more) gets none: -ENODEV.
+ */
+int rrxe_glue_net_open(struct net_device *ndev, u16 port, bool *v6)
+{
+	struct net *net = maybe_get_net(dev_net(ndev));
+	struct rrxe_net *rn;
+	int err = 0;
+
+	*v6 = false;
+	if (!net)
+		return -ENODEV;
+	mutex_lock(&rrxe_net_mutex);
+	rn = net_generic(net, rrxe_net_id);
+	if (!rn->sock4)
+		rn->sock4 = rrxe_udp_open(net, false, port, &err);
+	if (!err && !rn->sock6) {
+		*v6 = true;
+		rn->sock6 = rrxe_udp_open(net, true, port, &err);
+	}
+	mutex_unlock(&rrxe_net_mutex);
+	put_net(net);
+	return err;
+}
+
+static void rrxe_net_exit(struct net *net)
+{
+	struct rrxe_net *rn = net_generic(net, rrxe_net_id);
+
+	mutex_lock(&rrxe_net_mutex);
+	if (rn->sock6)
+		udp_tunnel_sock_release(rn->sock6);
+	if (rn->sock4)
+		udp_tunnel_sock_release(rn->sock4);
+	rn->sock4 = NULL;
+	rn->sock6 = NULL;
+	mutex_unlock(&rrxe_net_mutex);
+}
+
+/*
+ * A subsystem (not device) pernet: its exit runs after the namespace's netdevs are
+ * unregistered or sent back to init_net, so no device of ours receives through it any more.
+ */
+static struct pernet_operations rrxe_net_ops = {
+	.exit = rrxe_net_exit,
+	.id = &rrxe_net_id,
+	.size = sizeof(struct rrxe_net),
+};
+
+/*
+ * ndev leaving its namespace: dev_change_net_namespace() sends NETDEV_UNREGISTER with
+ * reg_state still NETREG_REGISTERED ("the device is just moving", as macvlan and 8021q
+ * check), a real unregistration has it at NETREG_UNREGISTERING.
+ */
+bool rrxe_glue_netdev_moving(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->reg_state) == NETREG_REGISTERED;
+}
+
+/*
+ * Exclusive mode: puts a device that is not registered yet into ndev's namespace for the
+ * RDMA core (its rdma_net, init_net since ib_alloc_device): created inside a namespace, it
+ * belongs there and is visible only there. In shared mode it stays in init_net, from where
+ * the core shows it in every namespace (compat devices exist only outside init_net);
+ * rdma_dev_access_netns() answers for the mode. The caller's netlink socket holds the
+ * namespace for the whole `rdma link add`; once registered, the core moves the device back
+ * to init_net when the namespace dies.
+ */
+void rrxe_glue_set_dev_net(struct ib_device *ibdev, const struct net_device *ndev)
+{
+	struct net *net = dev_net(ndev);
+
+	if (!rdma_dev_access_netns(ibdev, net))
+		write_pnet(&ibdev->coredev.rdma_net, net);
+}
+
+/* Whether ibdev's RDMA namespace is ndev's network namespace. */
+bool rrxe_glue_dev_net_is_ndev(struct ib_device *ibdev, const struct net_device *ndev)
+{
+	return net_eq(read_pnet(&ibdev->coredev.rdma_net), dev_net(ndev));
+}
+
+/* Whether ibdev's RDMA namespace is init_net. */
+bool rrxe_glue_dev_net_is_init(struct ib_device *ibdev)
+{
+	return net_eq(read_pnet(&ibdev->coredev.rdma_net), &init_net);
+}
+
+/* --- shared mode: devices above a device's netdev (macvlan, ipvlan, vlan in pods) --- */
+
+static int rrxe_lower_match(struct net_device *lower, struct netdev_nested_priv *priv)
+{
+	struct ib_device **found = priv->data;
+	struct ib_device *ibdev = ib_device_get_by_netdev(lower, RDMA_DRIVER_UNKNOWN);
+
+	if (!ibdev)
+		return 0;
+	if (ibdev->ops.owner == THIS_MODULE) {
+		*found = ibdev;
+		return 1;
+	}
+	ib_device_put(ibdev);
+	return 0;
+}
+
+/*
+ * Our device on one of the devices below ndev (the eth0 of a pod's macvlan or ipvlan), with
+ * a reference held for the caller; NULL if there is none.
+ */
+struct ib_device *rrxe_glue_ib_device_below(struct net_device *ndev)
+{
+	struct ib_device *found = NULL;
+	struct netdev_nested_priv priv = { .data = &found };
+
+	rcu_read_lock();
+	netdev_walk_all_lower_dev_rcu(ndev, rrxe_lower_match, &priv);
+	rcu_read_unlock();
+	return found;
+}
+
+struct rrxe_upper_walk {
+	struct net_device **out;
+	u32 n, max;
+};
+
+static int rrxe_upper_collect(struct net_device *upper, struct netdev_nested_priv *priv)
+{
+	struct rrxe_upper_walk *w = priv->data;
+
+	if (w->n >= w->max)
+		return 1;
+	dev_hold(upper);
+	w->out[w->n++] = upper;
+	return 0;
+}
+
+/*
+ * Up to max devices above ndev (all levels), each with a reference held for the caller, in
+ * out[]; returns how many.
+ */
+u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 max)
+{
+	struct rrxe_upper_walk w = { .out = out, .max = max };
+	struct netdev_nested_priv priv = { .data = &w };
+
+	rcu_read_lock();
+	netdev_walk_all_upper_dev_rcu(ndev, rrxe_upper_collect, &priv);
+	rcu_read_unlock();
+	return w.n;
+}
+
+/*
+ * The netdev of GID index of ibdev's port 1, with a reference held for the caller, if the
+ * entry still holds the source address addr (IPv4: 4 bytes, in a v4-mapped GID); NULL if it
+ * is gone or changed. rdma_rxe's rxe_init_packet sends every packet through the netdev of
+ * its source GID the same way: in shared mode that is a pod's macvlan or ipvlan, in the
+ * pod's namespace.
+ */
+struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool ipv6,
+					const u8 *addr)
+{
+	const struct ib_gid_attr *attr = rdma_get_gid_attr(ibdev, 1, index);
+	struct net_device *ndev = NULL;
+	bool same;
+
+	if (IS_ERR(attr))
+		return NULL;
+	if (ipv6)
+		same = !memcmp(attr->gid.raw, addr, 16);
+	else
+		same = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) &&
+		       !memcmp(attr->gid.raw + 12, addr, 4);
+	if (same) {
+		rcu_read_lock();
+		ndev = rdma_read_gid_attr_ndev_rcu(attr);
+		if (IS_ERR(ndev))
+			ndev = NULL;
+		else
+			dev_hold(ndev);
+		rcu_read_unlock();
+	}
+	rdma_put_gid_attr(attr);
+	return ndev;
+}
+
+/* --- sk_buff access --- */
+
+struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+int rrxe_glue_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+/*
+ * The IP packet of a received, linearised skb: from the network header to the end of the
+ * linear data, and the length of the network header (where the UDP header starts).
+ */
+const u8 *rrxe_glue_skb_ip_packet(const struct sk_buff *skb, u32 *len, u32 *l3_len)
+{
+	const u8 *nh = skb_network_header(skb);
+	const u8 *th = skb_transport_header(skb);
+	const u8 *tail = skb_tail_pointer(skb);
+
+	if (!skb_transport_header_was_set(skb) || th < nh || tail < th)
+		return NULL;
+	*len = tail - nh;
+	*l3_len = th - nh;
+	return nh;
+}
+
+void rrxe_glue_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+void rrxe_glue_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac)
+{
+	if (skb_mac_header_was_set(skb) && skb_mac_header_len(skb) >= ETH_HLEN)
+		memcpy(mac, eth_hdr(skb)->h_source, ETH_ALEN);
+	else
+		memset(mac, 0, ETH_ALEN);
+}
+
+/*
+ * The device that owns the local address addr (IPv4: 4 bytes) in ndev's namespace, with a
+ * reference held for the caller (NULL if the address is not local). For a packet one of our
+ * QPs sends to an address of this host: it arrives at the device that owns the destination.
+ */
+struct net_device *rrxe_glue_local_addr_dev(struct net_device *ndev, bool ipv6, const u8 *addr)
+{
+	struct net *net = dev_net(ndev);
+	struct net_device *dev = NULL;
+
+	if (!ipv6) {
+		__be32 a;
+
+		memcpy(&a, addr, 4);
+		return __ip_dev_find(net, a, true);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	rcu_read_lock();
+	dev = ipv6_stub->ipv6_dev_find(net, (const struct in6_addr *)addr, NULL);
+	if (IS_ERR(dev))
+		dev = NULL;
+	if (dev)
+		dev_hold(dev);
+	rcu_read_unlock();
+#endif
+	return dev;
+}
+
+/*
+ * Whether gid is a RoCE v2 GID of ibdev's port 1 on ndev: the lookup rdma_rxe's
+ * rxe_chk_dgid makes for every received packet.
+ */
+bool rrxe_glue_has_roce_gid(struct ib_device *ibdev, const u8 *gid, struct net_device *ndev)
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(ibdev, (const union ib_gid *)gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, 1, ndev);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
+}
+
+/* Stops the timer for good (it cannot be re-armed) and frees it. */
+
+/* --- transmit --- */
+
+/*
+ * An skb for an IP packet of ip_len bytes on ndev (headroom for the link layer); *data
+ * points at the IP header the caller writes. NULL if no memory.
+ */
+struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data)
+{
+	struct sk_buff *skb = alloc_skb(LL_RESERVED_SPACE(ndev) + ip_len + ndev->needed_tailroom,
+					GFP_ATOMIC);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, LL_RESERVED_SPACE(ndev));
+	skb_reset_network_header(skb);
+	*data = skb_put(skb, ip_len);
+	skb_set_transport_header(skb, ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	skb->protocol = htons(ipv6 ? ETH_P_IPV6 : ETH_P_IP);
+	skb->dev = ndev;
+	skb->ip_summed = CHECKSUM_NONE;
+	return skb;
+}
+
+/*
+ * Routes and sends a fully built IP packet (headers and ICRC written by the caller).
+ * Consumes the skb. Returns 0 or a negative errno (no route, ...).
+ */
+int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip)
+{
+	struct net_device *ndev = skb->dev;
+	struct net *net = dev_net(ndev);
+	struct dst_entry *dst;
+	int ret;
+
+	if (!ipv6) {
+		struct flowi4 fl = {};
+		struct rtable *rt;
+
+		fl.flowi4_oif = ndev->ifindex;
+		memcpy(&fl.saddr, sip, 4);
+		memcpy(&fl.daddr, dip, 4);
+		fl.flowi4_proto = IPPROTO_UDP;
+		rt = ip_route_output_key(net, &fl);
+		if (IS_ERR(rt)) {
+			kfree_skb(skb);
+			return PTR_ERR(rt);
+		}
+		dst = &rt->dst;
+	} else {
+#if IS_ENABLED(CONFIG_IPV6)
+		struct flowi6 fl6 = {};
+
+		fl6.flowi6_oif = ndev->ifindex;
+		memcpy(&fl6.saddr, sip, 16);
+		memcpy(&fl6.daddr, dip, 16);
+		fl6.flowi6_proto = IPPROTO_UDP;
+		dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+		if (IS_ERR(dst)) {
+			kfree_skb(skb);
+			return PTR_ERR(dst);
+		}
+#else
+		kfree_skb(skb);
+		return -EAFNOSUPPORT;
+#endif
+	}
+	if (dst->dev->flags & IFF_LOOPBACK) {
+		/*
+		 * Both ends on this host (the destination is one of our addresses): the packet
+		 * goes straight to our receive path, as if it had arrived on the netdev. The IP
+		 * layer would drop it there as a martian (a local source on a non-loopback
+		 * device). Receive runs with bottom halves off, as in softirq.
+		 */
+		dst_release(dst);
+		skb->pkt_type = PACKET_HOST;
+		local_bh_disable();
+		rrxe_rx_local(skb);
+		local_bh_enable();
+		return 0;
+	}
+	skb_dst_set(skb, dst);
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	if (!ipv6)
+		ret = ip_local_out(net, NULL, skb);
+	else
+		ret = ip6_local_out(net, NULL, skb);
+	/* A positive NET_XMIT_DROP is a drop by the qdisc (full queue): report it. */
+	ret = net_xmit_eval(ret);
+	return ret > 0 ? -ENOBUFS : ret;
+}

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C glue of rrxe.ko, deferred work and timers calling back into Rust with a context
+ * pointer. See rrxe_glue.h.
+ */
+#include "rrxe_glue_int.h"
+
+/* --- deferred work and timers, calling back into Rust with a context pointer --- */
+
+struct rrxe_work {
+	struct work_struct work;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+struct rrxe_timer {
+	struct timer_list timer;
+	void (*fn)(void *ctx, unsigned long id);
+	void *ctx;
+	unsigned long id;
+};
+
+static void rrxe_work_fn(struct work_struct *w)
+{
+	struct rrxe_work *rw = container_of(w, struct rrxe_work, work);
+
+	rw->fn(rw->ctx);
+}
+
+static void rrxe_timer_fn(struct timer_list *t)
+{
+	struct rrxe_timer *rt = from_timer(rt, t, timer);
+
+	rt->fn(rt->ctx, rt->id);
+}
+
+struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx)
+{
+	struct rrxe_work *w = kzalloc(sizeof(*w), GFP_KERNEL);
+
+	if (!w)
+		return NULL;
+	INIT_WORK(&w->work, rrxe_work_fn);
+	w->fn = fn;
+	w->ctx = ctx;
+	return w;
+}
+
+/*
+ * The high-priority pool: a QP's work preempts the (often busy-polling) process that
+ * woke it instead of waiting for that process's time slice to end.
+ */
+void rrxe_glue_work_queue(struct rrxe_work *w)
+{
+	queue_work(system_highpri_wq, &w->work);
+}
+
+/* Waits for a running instance and frees; the caller made sure nothing queues it again. */
+void rrxe_glue_work_free(struct rrxe_work *w)
+{
+	cancel_work_sync(&w->work);
+	kfree(w);
+}
+
+struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), void *ctx,
+				       unsigned long id)
+{
+	struct rrxe_timer *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	timer_setup(&t->timer, rrxe_timer_fn, 0);
+	t->fn = fn;
+	t->ctx = ctx;
+	t->id = id;
+	return t;
+}
+
+void rrxe_glue_timer_arm(struct rrxe_timer *t, u64 usecs)
+{
+	mod_timer(&t->timer, jiffies + max(1UL, usecs_to_jiffies(usecs)));
+}
+
+void rrxe_glue_timer_cancel(struct rrxe_timer *t)
+{
+	timer_delete(&t->timer);
+}
+
+void rrxe_glue_work_cancel_sync(struct rrxe_work *w)
+{
+	cancel_work_sync(&w->work);
+}
+
+void rrxe_glue_timer_shutdown(struct rrxe_timer *t)
+{
+	timer_shutdown_sync(&t->timer);
+}
+
+void rrxe_glue_timer_free(struct rrxe_timer *t)
+{
+	timer_shutdown_sync(&t->timer);
+	kfree(t);
+}
