@@ -142,6 +142,33 @@ fn range(p: &Packet) -> PktRange {
     }
 }
 
+/// The successful receive completion of the message `p` ends (a SEND's last packet, or a
+/// WRITE with immediate's): its immediate and solicited event come from `p`.
+fn recv_done(kind: RecvKind, byte_len: u32, p: &Packet, src_qp: u32) -> Action {
+    Action::RecvComplete(RecvCompletion {
+        status: WcStatus::Success,
+        kind,
+        byte_len,
+        imm: p.hdrs.imm,
+        inv_rkey: None,
+        src_qp,
+        solicited: p.hdrs.bth.se,
+    })
+}
+
+/// A failed receive completion: no data, no immediate, no event.
+fn recv_error(status: WcStatus, kind: RecvKind, src_qp: u32) -> Action {
+    Action::RecvComplete(RecvCompletion {
+        status,
+        kind,
+        byte_len: 0,
+        imm: None,
+        inv_rkey: None,
+        src_qp,
+        solicited: false,
+    })
+}
+
 impl<const R: usize> Responder<R> {
     /// A stopped responder (started by the transition to RTR).
     pub const fn new(cfg: &QpConfig) -> Self {
@@ -286,15 +313,7 @@ impl<const R: usize> Responder<R> {
             PlaceError::Protection => (WcStatus::LocProtErr, NakCode::RemoteOperational),
             PlaceError::Length => (WcStatus::LocLenErr, NakCode::InvalidRequest),
         };
-        sink.push(Action::RecvComplete(RecvCompletion {
-            status,
-            kind,
-            byte_len: 0,
-            imm: None,
-            inv_rkey: None,
-            src_qp,
-            solicited: false,
-        }));
+        sink.push(recv_error(status, kind, src_qp));
         self.cur = Cur::Idle;
         if self.cfg.qp_type.reliable() {
             return self.fatal(psn, code, sink);

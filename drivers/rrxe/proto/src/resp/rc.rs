@@ -50,15 +50,11 @@ impl<const R: usize> Responder<R> {
                 let end = match off.checked_add(len) {
                     Some(e) if e <= recv_len => e,
                     _ => {
-                        sink.push(Action::RecvComplete(RecvCompletion {
-                            status: WcStatus::LocLenErr,
-                            kind: RecvKind::Send,
-                            byte_len: 0,
-                            imm: None,
-                            inv_rkey: None,
-                            src_qp: self.cfg.dest_qpn,
-                            solicited: false,
-                        }));
+                        sink.push(recv_error(
+                            WcStatus::LocLenErr,
+                            RecvKind::Send,
+                            self.cfg.dest_qpn,
+                        ));
                         return self.fatal(psn, NakCode::InvalidRequest, sink);
                     }
                 };
@@ -153,15 +149,7 @@ impl<const R: usize> Responder<R> {
                     self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
                     self.cur = Cur::Idle;
                     if imm {
-                        sink.push(Action::RecvComplete(RecvCompletion {
-                            status: WcStatus::Success,
-                            kind: RecvKind::WriteImm,
-                            byte_len: total,
-                            imm: p.hdrs.imm,
-                            inv_rkey: None,
-                            src_qp: self.cfg.dest_qpn,
-                            solicited: p.hdrs.bth.se,
-                        }));
+                        sink.push(recv_done(RecvKind::WriteImm, total, p, self.cfg.dest_qpn));
                     }
                 } else {
                     self.cur = Cur::Write {

@@ -60,15 +60,7 @@ impl<const R: usize> Responder<R> {
                 if pos.ends() {
                     self.cur = Cur::Idle;
                     self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
-                    sink.push(Action::RecvComplete(RecvCompletion {
-                        status: WcStatus::Success,
-                        kind: RecvKind::Send,
-                        byte_len: end,
-                        imm: p.hdrs.imm,
-                        inv_rkey: None,
-                        src_qp: self.cfg.dest_qpn,
-                        solicited: p.hdrs.bth.se,
-                    }));
+                    sink.push(recv_done(RecvKind::Send, end, p, self.cfg.dest_qpn));
                 } else {
                     self.cur = Cur::Send { recv_len, off: end };
                 }
@@ -118,15 +110,7 @@ impl<const R: usize> Responder<R> {
                         if env.recv_head_len().is_none() {
                             return RxStatus::NoRecv;
                         }
-                        sink.push(Action::RecvComplete(RecvCompletion {
-                            status: WcStatus::Success,
-                            kind: RecvKind::WriteImm,
-                            byte_len: total,
-                            imm: p.hdrs.imm,
-                            inv_rkey: None,
-                            src_qp: self.cfg.dest_qpn,
-                            solicited: p.hdrs.bth.se,
-                        }));
+                        sink.push(recv_done(RecvKind::WriteImm, total, p, self.cfg.dest_qpn));
                     }
                 } else {
                     self.cur = Cur::Write {

@@ -40,15 +40,7 @@ impl<const R: usize> Responder<R> {
         if let Err(e) = placed {
             return self.recv_failed(psn, e, RecvKind::Send, deth.src_qp, sink);
         }
-        sink.push(Action::RecvComplete(RecvCompletion {
-            status: WcStatus::Success,
-            kind: RecvKind::Send,
-            byte_len: total,
-            imm: p.hdrs.imm,
-            inv_rkey: None,
-            src_qp: deth.src_qp,
-            solicited: p.hdrs.bth.se,
-        }));
+        sink.push(recv_done(RecvKind::Send, total, p, deth.src_qp));
         RxStatus::Ok
     }
 }
