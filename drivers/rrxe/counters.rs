@@ -78,6 +78,15 @@ counters! {
     UserWrRefused = c"user_wr_refused",
     /// Link down events.
     LinkDowned = c"link_downed",
+    /// On-demand-paging page faults handled (ranges of an ODP region mapped because an
+    /// access found them not present).
+    OdpFaults = c"odp_page_faults",
+    /// On-demand-paging page faults that failed (the memory is not mapped in the process):
+    /// the next access to the range fails as an access error.
+    OdpFaultErrors = c"odp_page_fault_errors",
+    /// READ responses and atomic acknowledgements dropped because their on-demand-paging
+    /// destination was not present (asked for again by the retransmission logic).
+    OdpUnplaced = c"odp_unplaced_responses",
 }
 
 /// The number of counters.

@@ -161,6 +161,9 @@ pub struct SqStats {
     pub timeouts: u64,
     /// Times the congestion window was halved (once per loss episode).
     pub cwnd_cuts: u64,
+    /// READ responses and atomic acknowledgements dropped because their destination was
+    /// not present yet (on-demand paging; asked for again).
+    pub unplaced: u64,
 }
 
 impl SqStats {
@@ -170,6 +173,7 @@ impl SqStats {
         seq_naks: 0,
         timeouts: 0,
         cwnd_cuts: 0,
+        unplaced: 0,
     };
 }
 

@@ -275,8 +275,14 @@ impl<const R: usize> Responder<R> {
     /// The NAK for a failed access check: the QP not enabling the operation is an
     /// unsupported request (rdma_rxe: `check_qp_attr_access` → invalid request), anything
     /// about the key or its region an R_Key violation (remote access error).
+    ///
+    /// Memory not present yet (on-demand paging, the driver has started the fault) is no
+    /// error: RNR NAK at `psn`, nothing executed and no state changed, so the requester's
+    /// RNR retry repeats the request once the pages are in (mlx5's answer to a responder
+    /// page fault).
     fn access_nak<A: ActionSink>(&mut self, psn: Psn, e: AccessError, sink: &mut A) -> RxStatus {
         let code = match e {
+            AccessError::NotPresent => return self.rnr(psn, sink),
             AccessError::QpDenied => NakCode::InvalidRequest,
             _ => NakCode::RemoteAccess,
         };
@@ -301,6 +307,10 @@ impl<const R: usize> Responder<R> {
     ///   L_Key violation (rdma_rxe reports `LOC_QP_OP_ERR` here; the NAK is the same).
     /// * Length: IBTA class C, "invalid request" NAK; the receive completes with
     ///   `LocLenErr` (rdma_rxe reports `REM_INV_REQ_ERR`).
+    /// * Not present (an on-demand-paging buffer whose pages the driver is faulting in):
+    ///   no error. RC answers RNR NAK at `psn` with the message's state unchanged (the
+    ///   receive WQE stays claimed, the bytes of this packet are placed again on the
+    ///   retry); UC and UD drop the message and keep the WQE for the next one.
     fn recv_failed<A: ActionSink>(
         &mut self,
         psn: Psn,
@@ -312,6 +322,11 @@ impl<const R: usize> Responder<R> {
         let (status, code) = match e {
             PlaceError::Protection => (WcStatus::LocProtErr, NakCode::RemoteOperational),
             PlaceError::Length => (WcStatus::LocLenErr, NakCode::InvalidRequest),
+            PlaceError::NotPresent if self.cfg.qp_type.reliable() => return self.rnr(psn, sink),
+            PlaceError::NotPresent => {
+                self.cur = Cur::Idle;
+                return RxStatus::NoRecv;
+            }
         };
         sink.push(recv_error(status, kind, src_qp));
         self.cur = Cur::Idle;
@@ -445,6 +460,12 @@ impl<const R: usize> Responder<R> {
                 payload,
                 ud_wqe: None,
             });
+            if sent == Err(PlaceError::NotPresent) {
+                // The READ's memory is being faulted in (on-demand paging): the response
+                // waits, unsent and still pending; the driver runs the QP again once the
+                // fault is done.
+                return false;
+            }
             if sent.is_err() {
                 // The MR of a READ was invalidated or deregistered while its responses
                 // were going out: an R_Key violation, IBTA class C (rdma_rxe's

@@ -1326,3 +1326,204 @@ fn read_timeout_probe_answered_alone_requests_the_rest_again() {
     assert_eq!(again[0].hdrs.bth.psn, Psn::new(101));
     assert_eq!(again[0].hdrs.reth.map(|r| r.len), Some(256));
 }
+
+/// On-demand paging, responder: a WRITE, READ or atomic whose memory is not present is
+/// answered RNR NAK at its PSN with nothing executed and no state changed; the same
+/// request once the pages are in is executed as new.
+#[test]
+fn odp_not_present_request_is_rnr_naked() {
+    for op in [
+        Opcode::RC_WRITE_ONLY,
+        Opcode::RC_READ_REQUEST,
+        Opcode::RC_FETCH_ADD,
+    ] {
+        let mut b = qp(QpType::Rc, 2, 1);
+        let mut env = Env {
+            absent_rkey: 5,
+            ..Default::default()
+        };
+        let len = if op == Opcode::RC_FETCH_ADD { 0 } else { 8 };
+        let (_, p) = req(op, 100, true, len);
+        let mut s = Sink::default();
+        assert_eq!(
+            b.on_packet(&p, &mut env, &mut s),
+            RxStatus::NoRecv,
+            "{op:?}"
+        );
+        let sent = s.sent();
+        assert_eq!(sent.len(), 1, "{op:?}: one NAK");
+        assert_eq!(aeth_of(&sent[0]), AethKind::RnrNak { timer: 5 }, "{op:?}");
+        assert_eq!(sent[0].hdrs.bth.psn, Psn::new(100));
+        assert!(!s.0.iter().any(|a| matches!(a, Action::PlaceMr { .. })));
+        assert_eq!(env.atomics, 0, "{op:?}: the atomic was not executed");
+        assert_eq!(
+            b.responder().epsn(),
+            Psn::new(100),
+            "{op:?}: epsn unchanged"
+        );
+        assert_eq!(b.state(), QpState::Rts, "{op:?}");
+        let mut s = Sink::default();
+        b.poll_tx(16, &mut s);
+        assert!(s.sent().is_empty(), "{op:?}: no response queued");
+
+        env.absent_rkey = 0;
+        let mut s = Sink::default();
+        assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Ok, "{op:?}");
+        b.poll_tx(16, &mut s);
+        let sent = s.sent();
+        assert_eq!(sent.len(), 1, "{op:?}: the response");
+        assert_eq!(aeth_of(&sent[0]), AethKind::Ack { credits: 31 }, "{op:?}");
+        assert_eq!(b.responder().epsn(), Psn::new(101), "{op:?}");
+    }
+}
+
+/// On-demand paging, responder: a placement that finds its memory gone after the check
+/// (pages invalidated mid-message) is never acknowledged: RNR NAK at that packet, the
+/// message stays where it was, and the resent packet continues it.
+#[test]
+fn odp_placement_not_present_mid_write() {
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let (_, mut first) = req(Opcode::RC_WRITE_FIRST, 100, false, 256);
+    first.hdrs.reth.as_mut().unwrap().len = 768;
+    let (_, middle) = req(Opcode::RC_WRITE_MIDDLE, 101, false, 256);
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&first, &mut env, &mut s), RxStatus::Ok);
+    // The FIRST carried the RETH (768 bytes: three packets).
+    let mut s = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::PlaceMr { .. }).then_some(PlaceError::NotPresent)),
+    );
+    assert_eq!(b.on_packet(&middle, &mut env, &mut s), RxStatus::NoRecv);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(aeth_of(&sent[0]), AethKind::RnrNak { timer: 5 });
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(101));
+    assert_eq!(b.responder().epsn(), Psn::new(101));
+    assert_eq!(b.state(), QpState::Rts);
+    let (_, last) = req(Opcode::RC_WRITE_LAST, 102, true, 256);
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&middle, &mut env, &mut s), RxStatus::Ok);
+    assert_eq!(b.on_packet(&last, &mut env, &mut s), RxStatus::Ok);
+    let placed = s.pick(|a| match a {
+        Action::PlaceMr { va, .. } => Some(*va),
+        _ => None,
+    });
+    assert_eq!(placed, vec![0x1000 + 256, 0x1000 + 512]);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(102));
+    assert_eq!(aeth_of(&sent[0]), AethKind::Ack { credits: 31 });
+}
+
+/// On-demand paging, responder: a SEND whose receive buffer is not present is RNR NAKed
+/// (RC; no completion, the WQE kept) or dropped (UC; the QP stays usable).
+#[test]
+fn odp_recv_buffer_not_present() {
+    let absent: fn(&Action) -> Option<PlaceError> =
+        |a| matches!(a, Action::PlaceRecv { .. }).then_some(PlaceError::NotPresent);
+    for t in [QpType::Rc, QpType::Uc] {
+        let mut b = qp(t, 2, 1);
+        let mut env = Env {
+            recvs: 1,
+            ..Default::default()
+        };
+        let op = if t == QpType::Rc {
+            Opcode::RC_SEND_ONLY
+        } else {
+            Opcode::UC_SEND_ONLY
+        };
+        let (_, p) = req(op, 100, true, 8);
+        let mut s = Sink(vec![], Some(absent));
+        assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::NoRecv, "{t:?}");
+        assert!(s.recv_completions().is_empty(), "{t:?}");
+        assert_eq!(b.state(), QpState::Rts, "{t:?}");
+        let naks = s.sent();
+        if t == QpType::Rc {
+            assert_eq!(naks.len(), 1);
+            assert_eq!(aeth_of(&naks[0]), AethKind::RnrNak { timer: 5 });
+        } else {
+            assert!(naks.is_empty());
+        }
+        let (_, p) = req(op, if t == QpType::Rc { 100 } else { 101 }, true, 8);
+        let mut s = Sink::default();
+        assert_eq!(b.on_packet(&p, &mut env, &mut s), RxStatus::Ok, "{t:?}");
+        let c = s.recv_completions();
+        assert_eq!(c.len(), 1, "{t:?}");
+        assert_eq!((c[0].status, c[0].byte_len), (WcStatus::Success, 8));
+    }
+}
+
+/// On-demand paging, requester: a gather list whose pages are not present holds the
+/// packet back with no completion and nothing changed; the next poll sends it.
+#[test]
+fn odp_gather_not_present_waits() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut s = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::Send(_)).then_some(PlaceError::NotPresent)),
+    );
+    let send = SendOp::Send {
+        imm: None,
+        inv_rkey: None,
+    };
+    a.post_send(wqe(3, send, 10), &mut s).unwrap();
+    assert!(!a.poll_tx(16, &mut s));
+    assert!(s.completions().is_empty());
+    assert_eq!(a.state(), QpState::Rts);
+    let mut s = Sink::default();
+    a.poll_tx(16, &mut s);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].hdrs.bth.psn,
+        Psn::new(100),
+        "the PSN was not used up"
+    );
+    assert!(s.completions().is_empty());
+}
+
+/// On-demand paging, requester: a READ response whose destination is not present is
+/// dropped (counted) without completing or failing the WQE; the READ is asked for again
+/// and completes once the response can be placed.
+#[test]
+fn odp_read_response_not_present_dropped() {
+    let mut a = qp(QpType::Rc, 1, 2);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    let read = SendOp::Read { remote: REMOTE };
+    a.post_send(wqe(4, read, 8), &mut s).unwrap();
+    a.poll_tx(16, &mut s);
+    let request = s.sent()[0];
+    let (_, p) = wire(&request, 0);
+    let mut sb = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Ok);
+    b.poll_tx(16, &mut sb);
+    let resp = sb.sent()[0];
+    let (_, rp) = wire(&resp, 7);
+    let mut sa = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::PlaceWqe { .. }).then_some(PlaceError::NotPresent)),
+    );
+    a.on_packet(&rp, &mut env, &mut sa);
+    assert!(sa.completions().is_empty());
+    assert_eq!(a.state(), QpState::Rts);
+    assert_eq!(a.send_queue().stats().unplaced, 1);
+    // The retransmit timer asks again; the duplicate READ is answered from the cache.
+    let mut sa = Sink::default();
+    a.on_timer(TimerKind::Retransmit, &mut sa);
+    a.poll_tx(16, &mut sa);
+    let again = sa.sent();
+    assert_eq!(again.len(), 1);
+    let (_, p) = wire(&again[0], 0);
+    let mut sb = Sink::default();
+    b.on_packet(&p, &mut env, &mut sb);
+    b.poll_tx(16, &mut sb);
+    let (_, rp) = wire(&sb.sent()[0], 7);
+    let mut sa = Sink::default();
+    a.on_packet(&rp, &mut env, &mut sa);
+    let c = sa.completions();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].status, WcStatus::Success);
+}

@@ -141,6 +141,12 @@ pub enum PlaceError {
     Protection,
     /// The data does not fit the local buffer.
     Length,
+    /// The buffer is valid but some of its memory is not mapped yet (an on-demand-paging
+    /// region; the driver has started the page fault): nothing that follows may count the
+    /// bytes as moved. The state machine waits or asks for a retry instead of failing: an
+    /// RC responder answers RNR NAK, a requester sends the packet later, a response that
+    /// cannot be placed is dropped (the retransmission logic asks again).
+    NotPresent,
 }
 
 /// Receiver of actions.

@@ -27,6 +27,12 @@ pub enum AccessError {
     /// The QP's own access flags do not enable the operation (rdma_rxe's
     /// `check_qp_attr_access`: an unsupported operation, NAKed as an invalid request).
     QpDenied,
+    /// The key and range are valid but some of the memory is not mapped yet (an
+    /// on-demand-paging region whose pages must be faulted in, which the driver has
+    /// started): an RC responder answers RNR NAK and changes no state, so that the
+    /// requester's RNR retry finds the pages present (as mlx5 answers a responder page
+    /// fault); UC and UD drop the message.
+    NotPresent,
 }
 
 /// Atomic operation performed by the driver.

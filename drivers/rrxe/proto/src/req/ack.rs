@@ -234,10 +234,21 @@ impl<const S: usize> SendQueue<S> {
                             len: p.payload_len,
                         },
                     };
-                    if sink.place(place).is_err() {
-                        // rdma_rxe's do_read: LOC_PROT_ERR, QP to error.
-                        self.fail(WcStatus::LocProtErr, sink);
-                        return RxStatus::Ok;
+                    match sink.place(place) {
+                        Ok(()) => {}
+                        // The destination's pages are being faulted in (on-demand paging):
+                        // the response is dropped like a lost one, nothing changed; the
+                        // next response finds a gap (or the retransmit timer fires) and
+                        // the rest of the READ is asked for again.
+                        Err(PlaceError::NotPresent) => {
+                            self.stats.unplaced = self.stats.unplaced.wrapping_add(1);
+                            return RxStatus::Busy;
+                        }
+                        Err(_) => {
+                            // rdma_rxe's do_read: LOC_PROT_ERR, QP to error.
+                            self.fail(WcStatus::LocProtErr, sink);
+                            return RxStatus::Ok;
+                        }
                     }
                 }
                 if last {
@@ -263,11 +274,20 @@ impl<const S: usize> SendQueue<S> {
                     id: e.wqe.id,
                     value: a.orig,
                 };
-                if sink.place(place).is_err() {
-                    // rdma_rxe's do_atomic: LOC_PROT_ERR, QP to error; the buffer is
-                    // untouched (the driver checks the whole destination first).
-                    self.fail(WcStatus::LocProtErr, sink);
-                    return RxStatus::Ok;
+                match sink.place(place) {
+                    Ok(()) => {}
+                    // Being faulted in: dropped, the retransmitted request is answered from
+                    // the responder's cache (an atomic is never executed twice).
+                    Err(PlaceError::NotPresent) => {
+                        self.stats.unplaced = self.stats.unplaced.wrapping_add(1);
+                        return RxStatus::Busy;
+                    }
+                    Err(_) => {
+                        // rdma_rxe's do_atomic: LOC_PROT_ERR, QP to error; the buffer is
+                        // untouched (the driver checks the whole destination first).
+                        self.fail(WcStatus::LocProtErr, sink);
+                        return RxStatus::Ok;
+                    }
                 }
                 self.complete_head(WcStatus::Success, sink);
             }

@@ -85,6 +85,9 @@ impl<const S: usize> SendQueue<S> {
                 let status = match e {
                     PlaceError::Protection => WcStatus::LocProtErr,
                     PlaceError::Length => WcStatus::LocLenErr,
+                    // Its pages are being faulted in (on-demand paging): the packet waits,
+                    // nothing changed; the driver runs the QP again once they are in.
+                    PlaceError::NotPresent => return false,
                 };
                 self.fail_at(i, status, sink);
                 return false;

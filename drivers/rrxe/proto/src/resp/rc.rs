@@ -140,9 +140,15 @@ impl<const R: usize> Responder<R> {
                     // The MR was valid at the FIRST packet; it may have been invalidated or
                     // deregistered since: an R_Key violation, IBTA class C (rdma_rxe
                     // re-checks the rkey on every packet: RESPST_ERR_RKEY_VIOLATION).
-                    if sink.place(place).is_err() {
-                        self.cur = Cur::Idle;
-                        return self.fatal(psn, NakCode::RemoteAccess, sink);
+                    // Pages of an on-demand-paging MR unmapped since the check: RNR NAK at
+                    // this packet, the message's state unchanged (never acknowledged).
+                    match sink.place(place) {
+                        Ok(()) => {}
+                        Err(PlaceError::NotPresent) => return self.rnr(psn, sink),
+                        Err(_) => {
+                            self.cur = Cur::Idle;
+                            return self.fatal(psn, NakCode::RemoteAccess, sink);
+                        }
                     }
                 }
                 if pos.ends() {
@@ -280,7 +286,7 @@ impl<const R: usize> Responder<R> {
         RxStatus::Ok
     }
 
-    fn rnr<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) -> RxStatus {
+    pub(super) fn rnr<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) -> RxStatus {
         let syn = Aeth::syndrome_of(AethKind::RnrNak {
             timer: self.cfg.min_rnr_timer,
         });
@@ -339,6 +345,11 @@ impl<const R: usize> Responder<R> {
                 e.seq = seq;
                 if len > 0 {
                     if let Err(err) = env.check_access(rkey, va, len, Access::RemoteRead) {
+                        e.pending = false;
+                        if err == AccessError::NotPresent {
+                            // Being faulted in: dropped, the requester asks again.
+                            return RxStatus::Duplicate;
+                        }
                         // The MR went away (invalidated, deregistered) since the original
                         // request: an R_Key violation, as for the original (rdma_rxe's
                         // duplicate READ goes through read_reply → RESPST_ERR_RKEY_VIOLATION).

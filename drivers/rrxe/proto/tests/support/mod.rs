@@ -120,6 +120,9 @@ pub struct Env {
     pub bad_rkey: u32,
     /// Access checks fail as "the QP does not enable it".
     pub qp_denied: bool,
+    /// This key's memory is not present (on-demand paging): its checks and atomics fail
+    /// with `NotPresent` (0: none).
+    pub absent_rkey: u32,
     /// Keys invalidated (SEND with Invalidate).
     pub invalidated: Vec<u32>,
     /// XRC: the SRQ numbers of the target QP's XRC domain.
@@ -133,6 +136,9 @@ impl ResponderEnv for Env {
         if self.qp_denied {
             return Err(AccessError::QpDenied);
         }
+        if rkey != 0 && rkey == self.absent_rkey {
+            return Err(AccessError::NotPresent);
+        }
         if rkey == self.bad_rkey {
             Err(AccessError::BadKey)
         } else {
@@ -140,6 +146,9 @@ impl ResponderEnv for Env {
         }
     }
     fn atomic(&mut self, rkey: u32, _: u64, _: AtomicOp) -> Result<u64, AccessError> {
+        if rkey != 0 && rkey == self.absent_rkey {
+            return Err(AccessError::NotPresent);
+        }
         if rkey == self.bad_rkey {
             return Err(AccessError::BadKey);
         }
