@@ -205,7 +205,17 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     // Any power-of-two page size from the kernel's own up (FRMR blocks, ib_umem pages).
     attr.page_size_cap = !(kernel::page::PAGE_SIZE as u64 - 1) & 0xffff_ffff;
     attr.vendor_id = VENDOR_ID;
-    attr.kernel_cap_flags = u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+    attr.kernel_cap_flags = u64::from(
+        b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG | b::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING,
+    );
+    // On-demand paging (crate::mr::odp): explicit ODP MRs for RC sends, receives, RDMA
+    // WRITE, READ and atomics, as tested; not UC, UD, XRC, SRQ receives or implicit ODP.
+    attr.odp_caps.general_caps = u64::from(b::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+    attr.odp_caps.per_transport_caps.rc_odp_caps = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND
+        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV
+        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
+        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
+        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
     attr.max_pkeys = 1;
     attr.local_ca_ack_delay = 15;
     // The object maxima, enforced by crate::limits.

@@ -153,6 +153,16 @@ void rrxe_glue_umem_release(struct ib_umem *umem);
 u32 rrxe_glue_umem_offset(struct ib_umem *umem);
 u64 rrxe_glue_umem_address(struct ib_umem *umem);
 size_t rrxe_glue_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
+struct rrxe_odp;
+struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, int access,
+				   int *err);
+void rrxe_glue_odp_release(struct rrxe_odp *o);
+u64 rrxe_glue_odp_address(struct rrxe_odp *o);
+int rrxe_glue_odp_present(struct rrxe_odp *o, u64 addr, u64 len, bool write);
+int rrxe_glue_odp_copy(struct rrxe_odp *o, u64 addr, void *buf, u64 len, bool to_mem);
+u64 *rrxe_glue_odp_lock_u64(struct rrxe_odp *o, u64 addr, int *err);
+void rrxe_glue_odp_unlock(struct rrxe_odp *o);
+int rrxe_glue_odp_map(struct rrxe_odp *o, u64 addr, u64 len, bool write, bool fault);
 void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to_page);
 u64 *rrxe_glue_page_map_u64(struct page *page, u32 off);
 bool rrxe_glue_kva_valid(u64 addr, u64 len);

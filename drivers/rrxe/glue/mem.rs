@@ -7,10 +7,12 @@
 //! an access fail, never reach outside the region.
 
 use super::bindings;
+use super::odp::OdpUmem;
 use super::IbDev;
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// The kernel's page size (an ib_umem's pages are this size).
 const PAGE_SIZE: u64 = kernel::page::PAGE_SIZE as u64;
@@ -222,6 +224,10 @@ pub(crate) enum Backing {
     KernelVa,
     /// Pinned user pages.
     User(Umem),
+    /// User memory on demand (nothing pinned; see [`super::odp`]): an access to pages not
+    /// mapped fails with [`super::odp::NOT_PRESENT`]. Shared with the page faults that map
+    /// it, which run outside the region's lock.
+    Odp(Arc<OdpUmem>),
     /// A user MR over a dma-buf, reached through the kernel mapping of the buffer (see
     /// [`super::dmabuf`]).
     Mapped(super::dmabuf::DmabufMap),
@@ -267,6 +273,7 @@ impl Backing {
                 Ok(())
             }
             Backing::User(u) => u.copy(off, buf),
+            Backing::Odp(o) => o.copy(off, buf),
             Backing::Mapped(m) => m.copy(off, buf),
             Backing::KernelPages {
                 pages,
@@ -318,6 +325,7 @@ impl Backing {
                 Ok(f(unsafe { &*(off as usize as *const AtomicU64) }))
             }
             Backing::User(u) => u.atomic(off, f),
+            Backing::Odp(o) => o.atomic(off, f),
             Backing::Mapped(m) => m.atomic(off, f),
             Backing::KernelPages {
                 pages,

@@ -25,6 +25,7 @@ pub(crate) mod dmabuf;
 pub(crate) mod mem;
 mod net;
 pub(crate) mod obj;
+pub(crate) mod odp;
 mod queue;
 pub(crate) mod sync;
 pub(crate) mod task;

@@ -35,6 +35,9 @@ impl AccessFlags {
     pub(crate) const FLUSH_GLOBAL: Self = Self(b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL);
     /// FLUSH to persistence.
     pub(crate) const FLUSH_PERSISTENT: Self = Self(b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT);
+    /// On-demand paging: the memory is mapped when accessed, not pinned (user MRs only,
+    /// see [`check_user_access`]).
+    pub(crate) const ON_DEMAND: Self = Self(b::ib_access_flags_IB_ACCESS_ON_DEMAND);
     /// The optional flags (IB_ACCESS_OPTIONAL, bits 20..=29): hints a device may ignore,
     /// accepted as rdma_rxe accepts them.
     pub(crate) const OPTIONAL: Self = Self(b::ib_access_flags_IB_ACCESS_OPTIONAL);
@@ -88,6 +91,11 @@ impl AccessFlags {
         self.0 & other.0 != 0
     }
 
+    /// These flags without those of `other`.
+    pub(crate) const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+
     /// Whether no flag is set.
     pub(crate) const fn is_empty(self) -> bool {
         self.0 == 0
@@ -126,4 +134,11 @@ pub(crate) fn check_dmabuf_access(flags: AccessFlags) -> Result {
         return Err(EINVAL);
     }
     check_access_flags(flags)
+}
+
+/// The access flags of a user MR (reg_user_mr, rereg): those of [`check_access_flags`],
+/// plus on-demand paging (the one verb that may ask for it: DMA, fast-registration and
+/// dma-buf MRs refuse it, as the core and rdma_rxe do).
+pub(crate) fn check_user_access(flags: AccessFlags) -> Result {
+    check_access_flags(flags.without(AccessFlags::ON_DEMAND))
 }

@@ -2,7 +2,7 @@
 //! Memory regions and memory windows: the key table and access checks.
 //!
 //! Files: `access` (the access flags and their checks), `region` (one region's checks and
-//! copies, constructors), `window`
+//! copies, constructors), `odp` (page faults of on-demand-paging regions), `window`
 //! (binding and unbinding windows), `fastreg` (REG_MR and invalidation), `reg` (the MR and
 //! MW verbs' policy); this file: the key table.
 //!
@@ -17,15 +17,17 @@
 
 pub(crate) mod access;
 mod fastreg;
+mod odp;
 mod reg;
 mod region;
 mod window;
 
-pub(crate) use access::{check_access_flags, check_dmabuf_access, AccessFlags};
+pub(crate) use access::{check_access_flags, check_dmabuf_access, check_user_access, AccessFlags};
 pub(crate) use fastreg::FastReg;
+pub(crate) use odp::Fault;
 pub(crate) use region::{
-    check_user_range, dma_region, dmabuf_region, fast_region, user_extent, user_region,
-    AccessError, Region, Remote,
+    check_user_range, dma_region, dmabuf_region, fast_region, odp_region, user_extent, user_region,
+    writes, AccessError, Region, Remote,
 };
 pub(crate) use window::{BindReq, Window};
 

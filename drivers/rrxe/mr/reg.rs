@@ -2,12 +2,14 @@
 //! The MR and MW verbs' policy: registration (DMA, user, fast-registration), re-registration,
 //! the page list `ib_map_mr_sg` records, deregistration, and window allocation.
 
-use super::{check_access_flags, check_user_range, dma_region, fast_region, user_extent};
-use super::{check_dmabuf_access, dmabuf_region, user_region, AccessFlags, Region};
+use super::{check_dmabuf_access, check_user_access, dmabuf_region, odp_region, user_region};
+use super::{check_user_range, dma_region, fast_region, user_extent};
+use super::{AccessFlags, Region};
 use crate::glue::bindings as b;
 use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::Umem;
 use crate::glue::obj::{new_boxed, Created, NewObj, PageSink};
+use crate::glue::odp::OdpUmem;
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::IbDev;
 use crate::limits;
@@ -95,10 +97,20 @@ pub(crate) fn reg_user(
     iova: u64,
     access: AccessFlags,
 ) -> Result<*mut b::ib_mr> {
-    check_access_flags(access)?;
+    check_user_access(access)?;
     check_user_range(start, length, iova)?;
-    let umem = Umem::get(dev, start, length, access.bits() as i32)?;
-    let r = user_region(pd, access, iova, length, umem)?;
+    let r = if access.contains(AccessFlags::ON_DEMAND) {
+        // Implicit ODP (the whole address space: start 0, length U64_MAX) is not offered
+        // (odp_caps has no IB_ODP_SUPPORT_IMPLICIT): EINVAL, as rdma_rxe refuses it.
+        if start == 0 && length == u64::MAX {
+            return Err(EINVAL);
+        }
+        let umem = OdpUmem::get(dev, start, length, access.bits() as i32)?;
+        odp_region(pd, access, iova, length, umem)?
+    } else {
+        let umem = Umem::get(dev, start, length, access.bits() as i32)?;
+        user_region(pd, access, iova, length, umem)?
+    };
     new_mr(dev, r, 0)
 }
 

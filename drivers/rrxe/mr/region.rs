@@ -5,8 +5,10 @@
 use super::{check_access_flags, AccessFlags};
 use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::{Backing, Umem, Xfer};
+use crate::glue::odp::{OdpUmem, NOT_PRESENT};
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Why an access was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +19,28 @@ pub(crate) enum AccessError {
     OutOfBounds,
     /// The region does not grant the access.
     NoPermission,
+    /// On-demand paging: some of the range is not mapped now (a page fault is needed;
+    /// see [`crate::mr::odp`]).
+    NotPresent,
+}
+
+/// The error of a backing's access: memory not present, or anything else (outside what
+/// the backing covers).
+fn backing_err(e: Error) -> AccessError {
+    if e == NOT_PRESENT {
+        AccessError::NotPresent
+    } else {
+        AccessError::OutOfBounds
+    }
+}
+
+/// Whether an access needing `need` writes the memory.
+pub(crate) fn writes(need: AccessFlags) -> bool {
+    need.intersects(
+        AccessFlags::LOCAL_WRITE
+            .union(AccessFlags::REMOTE_WRITE)
+            .union(AccessFlags::REMOTE_ATOMIC),
+    )
 }
 
 /// A registered region.
@@ -76,8 +100,38 @@ impl Region {
 
     /// Checks `[va, va + len)` for `need` ([`AccessFlags::NONE`] for a local read) and
     /// returns the byte offset of `va` in the region.
+    /// An on-demand-paging region's range must be mapped too ([`AccessError::NotPresent`]
+    /// if not; advisory, the copy checks again).
     pub(crate) fn check(&self, va: u64, len: u64, need: AccessFlags) -> Result<u64, AccessError> {
-        self.check_as(self.access, va, len, need)
+        let off = self.check_as(self.access, va, len, need)?;
+        self.check_present(off, len, need)?;
+        Ok(off)
+    }
+
+    /// For an on-demand-paging region: whether bytes `[off, off + len)` are mapped for
+    /// `need` now.
+    fn check_present(&self, off: u64, len: u64, need: AccessFlags) -> Result<(), AccessError> {
+        match &self.backing {
+            Backing::Odp(o) if !o.present(off, len, writes(need)) => Err(AccessError::NotPresent),
+            _ => Ok(()),
+        }
+    }
+
+    /// For a page fault: the on-demand-paging memory of `[va, va + len)` with the rights
+    /// `granted` for `need`, and the byte offset of `va` in it. `NoPermission` for a region
+    /// that is not on demand.
+    pub(super) fn odp_at(
+        &self,
+        granted: AccessFlags,
+        va: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(Arc<OdpUmem>, u64), AccessError> {
+        let off = self.check_as(granted, va, len, need)?;
+        match &self.backing {
+            Backing::Odp(o) => Ok((o.clone(), off)),
+            _ => Err(AccessError::NoPermission),
+        }
     }
 
     /// [`Region::check`] with the rights `granted` (the region's own, or those of a window
@@ -144,9 +198,7 @@ impl Region {
         need: AccessFlags,
     ) -> Result<(), AccessError> {
         let off = self.check_as(granted, va, buf.len() as u64, need)?;
-        self.backing
-            .copy(off, buf)
-            .map_err(|_| AccessError::OutOfBounds)
+        self.backing.copy(off, buf).map_err(backing_err)
     }
 
     pub(super) fn atomic_as(
@@ -168,7 +220,7 @@ impl Region {
                 }
                 crate::proto::AtomicOp::FetchAdd { add } => a.fetch_add(add, Ordering::SeqCst),
             })
-            .map_err(|_| AccessError::OutOfBounds)
+            .map_err(backing_err)
     }
 
     pub(super) fn atomic_write_as(
@@ -184,7 +236,7 @@ impl Region {
         let v = u64::from_ne_bytes(value.to_be_bytes());
         self.backing
             .atomic(off, |a| a.store(v, Ordering::SeqCst))
-            .map_err(|_| AccessError::OutOfBounds)
+            .map_err(backing_err)
     }
 }
 
@@ -200,6 +252,19 @@ pub(crate) struct Remote<'a> {
 impl Remote<'_> {
     /// As [`Region::check`], with the rights of this access path.
     pub(crate) fn check(&self, va: u64, len: u64, need: AccessFlags) -> Result<u64, AccessError> {
+        let off = self.region.check_as(self.granted, va, len, need)?;
+        self.region.check_present(off, len, need)?;
+        Ok(off)
+    }
+
+    /// As [`Remote::check`], whether the memory is mapped or not (FLUSH: memory not
+    /// mapped has nothing to flush).
+    pub(crate) fn check_range(
+        &self,
+        va: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<u64, AccessError> {
         self.region.check_as(self.granted, va, len, need)
     }
 
@@ -288,11 +353,24 @@ pub(crate) fn dmabuf_region(
     registered_region(pd, flags, iova, length, Backing::Mapped(map))
 }
 
-/// What a re-registration needs of a user region: its access flags, iova, length and the
-/// user address it was registered at. `None` for other regions.
+/// A user MR on demand (nothing pinned).
+pub(crate) fn odp_region(
+    pd: usize,
+    flags: AccessFlags,
+    iova: u64,
+    length: u64,
+    umem: OdpUmem,
+) -> Result<Region> {
+    let umem = Arc::new(umem, GFP_KERNEL)?;
+    registered_region(pd, flags, iova, length, Backing::Odp(umem))
+}
+
+/// What a re-registration needs of a user region (pinned or on demand): its access flags,
+/// iova, length and the user address it was registered at. `None` for other regions.
 pub(crate) fn user_extent(r: &Region) -> Option<(AccessFlags, u64, u64, u64)> {
     match &r.backing {
         Backing::User(u) => Some((r.access, r.iova, r.length, u.address())),
+        Backing::Odp(o) => Some((r.access, r.iova, r.length, o.address())),
         _ => None,
     }
 }

@@ -2,7 +2,7 @@
 //! The responder environment: proto's view of memory regions and receive buffers.
 
 use super::Qp;
-use crate::mr::AccessFlags;
+use crate::mr::{AccessError, AccessFlags, Fault};
 use crate::proto::{self, ResponderEnv};
 use kernel::prelude::*;
 
@@ -27,6 +27,32 @@ fn map_err(e: crate::mr::AccessError) -> proto::AccessError {
         crate::mr::AccessError::BadKey => proto::AccessError::BadKey,
         crate::mr::AccessError::OutOfBounds => proto::AccessError::OutOfBounds,
         crate::mr::AccessError::NoPermission => proto::AccessError::NoPermission,
+        crate::mr::AccessError::NotPresent => proto::AccessError::NotPresent,
+    }
+}
+
+impl Env<'_> {
+    /// The error proto sees for a failed remote access with `rkey` to `(va, len, need)`:
+    /// memory not present asks for its page fault first (see [`Qp::not_present`]).
+    fn fail(
+        &self,
+        e: AccessError,
+        rkey: u32,
+        (va, len, need): (u64, u64, AccessFlags),
+    ) -> proto::AccessError {
+        let e = if e == AccessError::NotPresent {
+            self.qp.not_present(Fault {
+                key: rkey,
+                remote_qpn: Some(self.qp.qpn),
+                pd: self.qp.resp_pd(),
+                va,
+                len,
+                need,
+            })
+        } else {
+            e
+        };
+        map_err(e)
     }
 }
 
@@ -50,7 +76,7 @@ impl ResponderEnv for Env<'_> {
             r.check(va, u64::from(len), need)
         }) {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+            Ok(Err(e)) | Err(e) => Err(self.fail(e, rkey, (va, u64::from(len), need))),
         }
     }
 
@@ -70,7 +96,7 @@ impl ResponderEnv for Env<'_> {
         });
         match r {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+            Ok(Err(e)) | Err(e) => Err(self.fail(e, rkey, need)),
         }
     }
 
@@ -85,7 +111,7 @@ impl ResponderEnv for Env<'_> {
         });
         match r {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) | Err(e) => Err(map_err(e)),
+            Ok(Err(e)) | Err(e) => Err(self.fail(e, rkey, need)),
         }
     }
 
@@ -140,7 +166,7 @@ impl ResponderEnv for Env<'_> {
             mrs.with_remote(rkey, pd, qpn, (0, 0, need), |r| r.check_whole(need))
         } else {
             mrs.with_remote(rkey, pd, qpn, (va, u64::from(len), need), |r| {
-                r.check(va, u64::from(len), need).map(|_| ())
+                r.check_range(va, u64::from(len), need).map(|_| ())
             })
         };
         match r {

@@ -23,13 +23,15 @@
 //! queues shared with a process), `run` (posting into the rings, the received-packet ring,
 //! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
 //! transmits, places and completes), `env` (the [`ResponderEnv`](proto::ResponderEnv):
-//! keys and receive buffers), `table` (a device's QPs by number), `xrc` (an XRC target's
+//! keys and receive buffers), `odp` (page faults the engine's accesses ask for), `table` (a
+//! device's QPs by number), `xrc` (an XRC target's
 //! receive side: the XRC SRQ each request names). This file: the [`Qp`]
 //! itself, its creation, shutdown and event sources.
 
 mod create;
 mod env;
 mod modify;
+mod odp;
 mod post;
 mod run;
 mod sink;
@@ -258,6 +260,10 @@ pub(crate) struct Qp {
     /// the engine's run.
     #[pin]
     rx: IrqSpinLock<RxRing>,
+    /// Page faults (on-demand paging) asked for by the engine's accesses. IRQs off: the
+    /// engine's run (under `engine`, no ring lock held) and the work item (alone).
+    #[pin]
+    faults: IrqSpinLock<odp::Faults>,
     /// The protocol state ([`Engine`]). Bottom halves off: the work item and the doorbell
     /// (process context), the receive softirq, `modify`, `attrs` and `shutdown` (process
     /// context). Never taken with an interrupts-off lock held.
@@ -353,6 +359,7 @@ impl Qp {
             },
             "rrxe_qp_rx"
         );
+        let faults_init = new_irq_spinlock!(odp::Faults::default(), "rrxe_qp_faults");
         let engine_init = new_bh_spinlock!(engine, "rrxe_qp_engine");
         let qp = try_pin_init!(Qp {
             timers: [t0, t1],
@@ -381,6 +388,7 @@ impl Qp {
             rq <- rq_init,
             claim <- claim_init,
             rx <- rx_init,
+            faults <- faults_init,
             engine <- engine_init,
         }? Error);
         new_arc_bound(qp, |qp| (&qp.work, &qp.timers))
@@ -417,6 +425,8 @@ impl Qp {
 
 impl WorkTarget for Qp {
     fn run_work(&self) {
+        // Page faults first (they may sleep), then the engine, which retries what waited.
+        self.run_faults();
         self.run();
     }
 }

@@ -10,7 +10,7 @@ use crate::glue::bindings as b;
 use crate::glue::mem::Xfer;
 use crate::glue::NetDev;
 use crate::ib::{WcOpcode, WcStatus};
-use crate::mr::AccessFlags;
+use crate::mr::{AccessError, AccessFlags, Fault};
 use crate::proto::{self, Action, ActionSink};
 use kernel::prelude::*;
 
@@ -342,24 +342,51 @@ impl Qp {
         // Pass 1: check, and find that the list holds all of the bytes.
         let mut covered = 0usize;
         for (sge, va, at, n) in sge_chunks(sges, offset, total) {
-            let r = mrs.with(sge.lkey, pd, |r| r.check(va, n as u64, need));
-            if !matches!(r, Ok(Ok(_))) {
-                return Err(proto::PlaceError::Protection);
+            match mrs.with(sge.lkey, pd, |r| r.check(va, n as u64, need)) {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) | Err(e) => return Err(self.local_fail(e, sge.lkey, pd, (va, n, need))),
             }
             covered = at + n;
         }
         if covered != total {
             return Err(proto::PlaceError::Length);
         }
-        // Pass 2: copy.
+        // Pass 2: copy. On-demand-paging memory may have been unmapped since pass 1: the
+        // copy fails as not present (proto then places it all again, or never counts it).
         for (sge, va, at, n) in sge_chunks(sges, offset, total) {
             let mut chunk = buf.sub(at, n).ok_or(proto::PlaceError::Length)?;
-            let r = mrs.with(sge.lkey, pd, |r| r.copy(va, &mut chunk, need));
-            if !matches!(r, Ok(Ok(()))) {
-                return Err(proto::PlaceError::Protection);
+            match mrs.with(sge.lkey, pd, |r| r.copy(va, &mut chunk, need)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) | Err(e) => return Err(self.local_fail(e, sge.lkey, pd, (va, n, need))),
             }
         }
         Ok(())
+    }
+
+    /// The placement error of a failed access to a local buffer (lkey `lkey` in PD `pd`):
+    /// memory not present asks for its page fault first (see [`Qp::not_present`]).
+    fn local_fail(
+        &self,
+        e: AccessError,
+        lkey: u32,
+        pd: usize,
+        (va, n, need): (u64, usize, AccessFlags),
+    ) -> proto::PlaceError {
+        let f = Fault {
+            key: lkey,
+            remote_qpn: None,
+            pd,
+            va,
+            len: n as u64,
+            need,
+        };
+        match e {
+            AccessError::NotPresent => match self.not_present(f) {
+                AccessError::NotPresent => proto::PlaceError::NotPresent,
+                _ => proto::PlaceError::Protection,
+            },
+            _ => proto::PlaceError::Protection,
+        }
     }
 
     /// Copies between `buf` and what `rkey` reaches at `va` (a region, or one through a
@@ -377,6 +404,20 @@ impl Qp {
         let mrs = &self.dev.get().data().mrs;
         match mrs.with_remote(rkey, pd, self.qpn, range, |r| r.copy(va, &mut buf, need)) {
             Ok(Ok(())) => Ok(()),
+            Ok(Err(AccessError::NotPresent)) | Err(AccessError::NotPresent) => {
+                let f = Fault {
+                    key: rkey,
+                    remote_qpn: Some(self.qpn),
+                    pd,
+                    va,
+                    len: range.1,
+                    need,
+                };
+                match self.not_present(f) {
+                    AccessError::NotPresent => Err(proto::PlaceError::NotPresent),
+                    _ => Err(proto::PlaceError::Protection),
+                }
+            }
             _ => Err(proto::PlaceError::Protection),
         }
     }

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C glue of rrxe.ko, on-demand paging: an ib_umem_odp with rrxe's MMU notifier, the
+ * access path's locked copies and the page faults. See rrxe_glue.h and glue/odp.rs.
+ */
+#include "rrxe_glue_int.h"
+#include <rdma/ib_umem_odp.h>
+
+/*
+ * An on-demand-paging umem and the lock of rrxe's access path. The access path runs under
+ * spinlocks (a region's, a QP's engine), in softirq or process context, so it cannot take
+ * umem_mutex: it takes `lock` (bottom halves off) to read dma_list and copy through the
+ * pages it names. The invalidation callback takes umem_mutex, then `lock`, and unmaps, so
+ * an access that found a page mapped finishes with it before the page goes. Faults
+ * (ib_umem_odp_map_dma_and_lock, which may sleep) run in process context with no rrxe
+ * lock held; they only add mappings (dma_list entries become non-zero or gain the write
+ * bit, one aligned word store each), which the access path reads with READ_ONCE.
+ */
+struct rrxe_odp {
+	struct ib_umem_odp *umem;
+	/* Guards dma_list entries against unmapping; BH-off, never with IRQs off. */
+	spinlock_t lock;
+};
+
+static bool rrxe_odp_invalidate(struct mmu_interval_notifier *mni,
+				const struct mmu_notifier_range *range, unsigned long cur_seq)
+{
+	struct ib_umem_odp *umem_odp = container_of(mni, struct ib_umem_odp, notifier);
+	struct rrxe_odp *o;
+	u64 start, end;
+
+	/* As mlx5 and rdma_rxe: unmapping waits for the access path (it spins on `lock`). */
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&umem_odp->umem_mutex);
+	/* NULL until rrxe_glue_odp_get has set it (under umem_mutex): no access yet. */
+	o = umem_odp->private;
+	if (o)
+		spin_lock_bh(&o->lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	start = max_t(u64, ib_umem_start(umem_odp), range->start);
+	end = min_t(u64, ib_umem_end(umem_odp), range->end);
+	if (start < end)
+		ib_umem_odp_unmap_dma_pages(umem_odp, start, end);
+	if (o)
+		spin_unlock_bh(&o->lock);
+	mutex_unlock(&umem_odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops rrxe_odp_ops = {
+	.invalidate = rrxe_odp_invalidate,
+};
+
+/* [start, start + len) of the calling process, on demand (access has IB_ACCESS_ON_DEMAND). */
+struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, int access,
+				   int *err)
+{
+	struct rrxe_odp *o = kzalloc(sizeof(*o), GFP_KERNEL);
+	struct ib_umem_odp *u;
+
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	spin_lock_init(&o->lock);
+	/* rrxe does not take IB_ACCESS_HUGETLB: pages are PAGE_SIZE (page_shift). */
+	u = ib_umem_odp_get(dev, start, len, access & ~IB_ACCESS_HUGETLB, &rrxe_odp_ops);
+	if (IS_ERR(u)) {
+		*err = PTR_ERR(u);
+		kfree(o);
+		return NULL;
+	}
+	o->umem = u;
+	mutex_lock(&u->umem_mutex);
+	u->private = o;
+	mutex_unlock(&u->umem_mutex);
+	return o;
+}
+
+/* Process context: no access may be running (the region is out of the MR table). */
+void rrxe_glue_odp_release(struct rrxe_odp *o)
+{
+	ib_umem_odp_release(o->umem);
+	kfree(o);
+}
+
+u64 rrxe_glue_odp_address(struct rrxe_odp *o)
+{
+	return o->umem->umem.address;
+}
+
+/* Under o->lock: 0 if every page of [addr, addr + len) is mapped for the access. */
+static int rrxe_odp_check(struct rrxe_odp *o, u64 addr, u64 len, bool write)
+{
+	struct ib_umem_odp *u = o->umem;
+	u64 need = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	u64 start = ib_umem_start(u), end = ib_umem_end(u), a;
+
+	lockdep_assert_held(&o->lock);
+	if (addr < start || addr > end || len > end - addr)
+		return -EINVAL;
+	for (a = ALIGN_DOWN(addr, 1ULL << u->page_shift); a < addr + len;
+	     a += 1ULL << u->page_shift) {
+		u64 dma = READ_ONCE(u->dma_list[(a - start) >> u->page_shift]);
+
+		if ((dma & need) != need)
+			return -EAGAIN;
+	}
+	return 0;
+}
+
+/* 0 if [addr, addr + len) is mapped for the access now (-EAGAIN if not): advisory. */
+int rrxe_glue_odp_present(struct rrxe_odp *o, u64 addr, u64 len, bool write)
+{
+	int ret;
+
+	spin_lock_bh(&o->lock);
+	ret = rrxe_odp_check(o, addr, len, write);
+	spin_unlock_bh(&o->lock);
+	return ret;
+}
+
+/* Kernel address of addr's byte in its mapped page (under o->lock, after the check). */
+static void *rrxe_odp_kva(struct rrxe_odp *o, u64 addr)
+{
+	struct ib_umem_odp *u = o->umem;
+	u64 dma = READ_ONCE(u->dma_list[(addr - ib_umem_start(u)) >> u->page_shift]);
+
+	/* A virtual-DMA device's "DMA address" is the page's kernel address (ib_dma_map_page). */
+	return (void *)(uintptr_t)((dma & ODP_DMA_ADDR_MASK) +
+				   (addr & ((1ULL << u->page_shift) - 1)));
+}
+
+/*
+ * Copies len bytes between buf and [addr, addr + len) if every page is mapped (for writing
+ * when to_mem): 0, -EAGAIN (not present, nothing copied) or -EINVAL (outside the umem).
+ */
+int rrxe_glue_odp_copy(struct rrxe_odp *o, u64 addr, void *buf, u64 len, bool to_mem)
+{
+	u64 psize = 1ULL << o->umem->page_shift, done = 0;
+	int ret;
+
+	spin_lock_bh(&o->lock);
+	ret = rrxe_odp_check(o, addr, len, to_mem);
+	while (!ret && done < len) {
+		u64 a = addr + done;
+		u64 n = min_t(u64, psize - (a & (psize - 1)), len - done);
+		void *p = rrxe_odp_kva(o, a);
+
+		if (to_mem)
+			memcpy(p, buf + done, n);
+		else
+			memcpy(buf + done, p, n);
+		done += n;
+	}
+	spin_unlock_bh(&o->lock);
+	return ret;
+}
+
+/*
+ * The 8-aligned word at addr, mapped for writing, with o->lock held (release it with
+ * rrxe_glue_odp_unlock); NULL with *err = -EAGAIN (not present) or -EINVAL, unlocked.
+ */
+u64 *rrxe_glue_odp_lock_u64(struct rrxe_odp *o, u64 addr, int *err)
+{
+	if (addr & 7) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	spin_lock_bh(&o->lock);
+	*err = rrxe_odp_check(o, addr, 8, true);
+	if (*err) {
+		spin_unlock_bh(&o->lock);
+		return NULL;
+	}
+	return rrxe_odp_kva(o, addr);
+}
+
+void rrxe_glue_odp_unlock(struct rrxe_odp *o)
+{
+	spin_unlock_bh(&o->lock);
+}
+
+/*
+ * Process context, no spinlock held (may sleep): maps [addr, addr + len) for the access,
+ * faulting the pages in when fault is set (else only what is already present). 0 or the
+ * core's error (-EFAULT, -EPERM: not mapped for it in the process).
+ */
+int rrxe_glue_odp_map(struct rrxe_odp *o, u64 addr, u64 len, bool write, bool fault)
+{
+	u64 mask = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	int ret;
+
+	if (!len)
+		return 0;
+	ret = ib_umem_odp_map_dma_and_lock(o->umem, addr, len, mask, fault);
+	if (ret < 0)
+		return ret;
+	mutex_unlock(&o->umem->umem_mutex);
+	return 0;
+}
+
