@@ -4,7 +4,7 @@
 # append: kmemleak=on
 # Leak check: with kmemleak on, both VMs run user-level traffic over rrxe (RC/UD ping-pong,
 # rping, perftest with rdma_cm), the hostile-ring test (error paths: QPs and CQs killed by
-# garbage), dma-buf MRs (tests/user/dmabuf) and link delete, then rmmod. kmemleak must
+# garbage), dma-buf MRs (tests/user/dmabuf), on-demand-paging MRs (tests/user/odp) and link delete, then rmmod. kmemleak must
 # report no unreferenced object from after the boot (its report is cleared once the VM is
 # up), neither with the module loaded nor after it is gone.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
@@ -31,6 +31,8 @@ ring_garbage() { timeout 200 "$RRXE_ROOT/tests/user/ring_garbage" -d "$DEV" -g "
 check "ring_garbage (local, error paths)" ring_garbage
 dmabuf() { timeout 200 "$RRXE_ROOT/tests/user/dmabuf" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
 check "dmabuf (local, dma-buf MRs and their refusals)" dmabuf
+odp() { timeout 200 "$RRXE_ROOT/tests/user/odp" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+check "odp (local, on-demand-paging MRs: faults, invalidations, implicit ODP)" odp
 check "rdma link delete $DEV" rdma link delete "$DEV"
 kml_check "after the traffic and link delete (rrxe loaded)"
 check "rmmod rrxe" rmmod rrxe

@@ -124,7 +124,15 @@ pub struct verbs_device {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct verbs_context_ops {
-    pub advise_mr: OpaqueFn,
+    pub advise_mr: Option<
+        unsafe extern "C" fn(
+            *mut ibv_pd,
+            c_int, // enum ibv_advise_mr_advice
+            u32,
+            *mut super::verbs::ibv_sge,
+            u32,
+        ) -> c_int,
+    >,
     pub alloc_dm: OpaqueFn,
     pub alloc_mw: Option<unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut super::verbs::ibv_mw>,
     pub alloc_null_mr: OpaqueFn,

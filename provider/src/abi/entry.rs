@@ -86,6 +86,7 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     alloc_pd: Some(objects::pd::alloc_pd),
     dealloc_pd: Some(objects::pd::dealloc_pd),
     reg_mr: Some(objects::mr::reg_mr),
+    advise_mr: Some(objects::mr::advise_mr),
     reg_dmabuf_mr: Some(objects::mr::reg_dmabuf_mr),
     dereg_mr: Some(objects::mr::dereg_mr),
     create_cq: Some(objects::cq::create_cq),

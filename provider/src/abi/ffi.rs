@@ -102,6 +102,16 @@ extern "C" {
         resp_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_dereg_mr(vmr: *mut verbs_mr) -> c_int;
+    /// `ibv_advise_mr` (UVERBS_METHOD_ADVISE_MR): prefetch the ranges of on-demand-paging MRs
+    /// named by `num_sge` SGEs. Returns 0 or a positive errno. Exported by rdma-core 44 as by
+    /// 56.
+    pub fn ibv_cmd_advise_mr(
+        pd: *mut ibv_pd,
+        advice: c_int,
+        flags: u32,
+        sg_list: *mut ibv_sge,
+        num_sge: u32,
+    ) -> c_int;
     /// Registers a dma-buf MR (UVERBS_METHOD_REG_DMABUF_MR); `driver` is an optional
     /// `struct ibv_command_buffer` of driver attributes (rrxe passes none). Exported by
     /// rdma-core 44 (Debian 12) as by 56.

@@ -88,6 +88,21 @@ pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     ret
 }
 
+/// `ibv_advise_mr`: the kernel checks the advice, flags, keys and ranges (on-demand-paging
+/// MRs of this PD only) and faults the ranges in; the result is 0 or a positive errno, as
+/// `ibv_advise_mr` returns it.
+pub(crate) unsafe extern "C" fn advise_mr(
+    pd: *mut ibv_pd,
+    advice: c_int,
+    flags: u32,
+    sg_list: *mut ibv_sge,
+    num_sge: u32,
+) -> c_int {
+    // SAFETY: libibverbs passes a live PD of ours and the caller's array of num_sge SGEs,
+    // which the command only reads.
+    unsafe { ffi::ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge) }
+}
+
 pub(crate) unsafe extern "C" fn rereg_mr(
     vmr: *mut verbs_mr,
     flags: c_int,

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * On-demand-paging memory regions over rrxe (TAP output, one host, RC QPs of this process
+ * connected to each other). An ODP MR pins nothing: the kernel faults its pages in when the
+ * wire or the send queue reaches them, and drops them when the process unmaps them.
+ *   - query_device_ex advertises ODP (explicit and implicit) for RC SEND, RECV, WRITE, READ
+ *     and atomics; registering pins no page (VmPin unchanged, where a plain MR of the same
+ *     size raises it);
+ *   - explicit ODP over never-touched anonymous memory: RDMA WRITE into it, READ out of it
+ *     (of touched and untouched pages), SEND received into it, FETCH_ADD and CMP_SWP on it,
+ *     and as the local side: WRITE and SEND sourced from it, READ responses placed into it;
+ *     each checked byte for byte;
+ *   - the mapping changes under the MR: after munmap + mmap of the same addresses a READ
+ *     returns the new pages' bytes and a WRITE lands in the new pages; after
+ *     MADV_DONTNEED a READ returns zeros (the old pages were invalidated, not kept);
+ *   - an unmapped page is an error, not a hang: a remote WRITE to it completes with
+ *     REM_ACCESS_ERR, a local SGE on it with LOC_PROT_ERR;
+ *   - ibv_advise_mr: PREFETCH / PREFETCH_WRITE (synchronous with FLAG_FLUSH) and
+ *     PREFETCH_NO_FAULT succeed on an ODP MR; a key that is not an ODP MR is refused
+ *     (EINVAL), an advice out of range too (EINVAL);
+ *   - implicit ODP (address 0, length SIZE_MAX): WRITE/READ/SEND/FETCH_ADD at addresses
+ *     spread over a 1 GiB sparse mapping, and as the local side; an unmapped address through
+ *     it is REM_ACCESS_ERR;
+ *   - refused: ODP with remote write but no local write (EINVAL, as for any MR).
+ * The QPs retry RNR without limit (rnr_retry 7): a responder that must fault a page first
+ * answers RNR NAK, as mlx5 does, and the requester comes back.
+ *
+ *   odp -d DEV -g GIDX
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "loop.h"
+
+#define PAGE 4096
+#define SIZE (16 * PAGE)
+#define BIG (1ull << 30)
+
+#define RW (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define ALL (RW | IBV_ACCESS_REMOTE_ATOMIC)
+#define PAIR_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static uint8_t src[SIZE], dst[SIZE];
+static struct ibv_mr *src_mr, *dst_mr;
+
+/* A connected pair whose QPs retry RNR without limit (see the header). */
+static void pair_new(struct loop_pair *p)
+{
+	struct ibv_qp_attr at = { .qp_access_flags = PAIR_ACCESS };
+
+	p->cqa = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	p->cqb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	if (!p->cqa || !p->cqb)
+		die("ibv_create_cq");
+	p->a = loop_rc_qp(p->cqa, NULL, 1, 0);
+	p->b = loop_rc_qp(p->cqb, NULL, 1, 0);
+	if (ibv_modify_qp(p->a, &at, IBV_QP_ACCESS_FLAGS) ||
+	    ibv_modify_qp(p->b, &at, IBV_QP_ACCESS_FLAGS))
+		die("INIT -> INIT access flags");
+	to_rts_opts(p->a, p->b->qp_num, &gid, 1, 14, 7, 7);
+	to_rts_opts(p->b, p->a->qp_num, &gid, 1, 14, 7, 7);
+}
+
+/* Work request op by QP A with one local SGE (laddr, len, lkey) and remote (raddr, rkey);
+ * the completion's status (-2: post failed, -1: no completion). */
+static int post_a(struct loop_pair *c, enum ibv_wr_opcode op, uint64_t laddr, uint32_t len,
+		  uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge s = { laddr, len, lkey };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { raddr, rkey } }, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(c->a, &w, &bad))
+		return -2;
+	return wait_wc(c->cqa, &wc);
+}
+
+/* An atomic by QP A on (raddr, rkey), the old value landing in src[0..8]; the status. */
+static int atomic_a(struct loop_pair *c, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
+		    uint64_t cmp_add, uint64_t swap)
+{
+	struct ibv_sge s = { (uintptr_t)src, 8, src_mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 8, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	w.wr.atomic.remote_addr = raddr;
+	w.wr.atomic.rkey = rkey;
+	w.wr.atomic.compare_add = cmp_add;
+	w.wr.atomic.swap = swap;
+	if (ibv_post_send(c->a, &w, &bad))
+		return -2;
+	return wait_wc(c->cqa, &wc);
+}
+
+/* SEND of len bytes from (laddr, lkey) by A into B's receive buffer (raddr, rlkey); both
+ * statuses packed as send * 100 + recv (negative: a post failed or nothing completed). */
+static int send_recv(struct loop_pair *c, uint64_t laddr, uint32_t lkey, uint64_t raddr,
+		     uint32_t rlkey, uint32_t len, uint32_t *got)
+{
+	struct ibv_sge s = { raddr, len, rlkey };
+	struct ibv_recv_wr r = { .wr_id = 3, .sg_list = &s, .num_sge = 1 }, *bad;
+	struct ibv_wc wc = { 0 };
+	int st, rst;
+
+	if (ibv_post_recv(c->b, &r, &bad))
+		return -3;
+	st = post_a(c, IBV_WR_SEND, laddr, len, lkey, 0, 0);
+	if (st != IBV_WC_SUCCESS)
+		return st < 0 ? st : st * 100;
+	rst = wait_wc(c->cqb, &wc);
+	*got = wc.byte_len;
+	return rst < 0 ? -4 : rst;
+}
+
+static void pattern(uint8_t *p, size_t len, uint8_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 13 + (i >> 8));
+}
+
+static int all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* VmPin of this process in kB (pages pinned by MRs), or -1. */
+static long vm_pin_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Fresh anonymous pages at addr (MAP_FIXED when addr is given): never touched. */
+static uint8_t *anon(void *addr, size_t len)
+{
+	void *p = mmap(addr, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (addr ? MAP_FIXED : 0), -1, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	return p;
+}
+
+static int advise(struct ibv_mr *m, enum ibv_advise_mr_advice advice, uint32_t flags,
+		  uint64_t addr, uint32_t len)
+{
+	struct ibv_sge s = { addr, len, m->lkey };
+
+	return ibv_advise_mr(pd, advice, flags, &s, 1);
+}
+
+static void caps(void)
+{
+	struct ibv_device_attr_ex a;
+	const uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+			    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	r = ibv_query_device_ex(ctx, NULL, &a);
+	ok(!r && (a.odp_caps.general_caps & IBV_ODP_SUPPORT) &&
+	   (a.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT) &&
+	   (a.odp_caps.per_transport_caps.rc_odp_caps & rc) == rc,
+	   "query_device_ex: ODP, implicit ODP, RC send/recv/write/read/atomic (general 0x%llx rc 0x%x uc 0x%x ud 0x%x)",
+	   (unsigned long long)a.odp_caps.general_caps, a.odp_caps.per_transport_caps.rc_odp_caps,
+	   a.odp_caps.per_transport_caps.uc_odp_caps, a.odp_caps.per_transport_caps.ud_odp_caps);
+}
+
+static void explicit_odp(void)
+{
+	uint8_t *m = anon(NULL, SIZE);
+	long pin0 = vm_pin_kb(), pin1, pin2;
+	struct ibv_mr *mr, *plain;
+	struct loop_pair c;
+	uint64_t v, base;
+	uint32_t got = 0;
+	int st;
+
+	mr = ibv_reg_mr(pd, m, SIZE, ALL | IBV_ACCESS_ON_DEMAND);
+	ok(mr != NULL, "ibv_reg_mr ODP over %d never-touched bytes (errno %d)", SIZE,
+	   mr ? 0 : errno);
+	if (!mr)
+		die("ibv_reg_mr ODP");
+	base = (uintptr_t)m;
+	pin1 = vm_pin_kb();
+	plain = ibv_reg_mr(pd, anon(NULL, SIZE), SIZE, RW);
+	pin2 = vm_pin_kb();
+	ok(pin0 >= 0 && pin1 == pin0 && plain && pin2 == pin1 + SIZE / 1024,
+	   "the ODP MR pins nothing (VmPin %ld -> %ld kB), a plain one of the same size does (-> %ld kB)",
+	   pin0, pin1, pin2);
+	if (plain)
+		ibv_dereg_mr(plain);
+
+	pair_new(&c);
+	pattern(src, 6000, 1);
+	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 6000, src_mr->lkey, base + 1000,
+		    mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(m + 1000, src, 6000) && m[999] == 0 && m[7000] == 0,
+	   "RDMA WRITE of 6000 B into untouched ODP pages (offset 1000) lands exactly (status %d)",
+	   st);
+	pattern(m + 12000, 3000, 2);
+	memset(dst, 0xee, 3000);
+	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey, base + 12000,
+		    mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(dst, m + 12000, 3000),
+	   "RDMA READ of 3000 B out of it returns the CPU's bytes (status %d)", st);
+	memset(dst, 0xee, PAGE);
+	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, PAGE, dst_mr->lkey, base + 10 * PAGE,
+		    mr->rkey);
+	ok(st == IBV_WC_SUCCESS && all_zero(dst, PAGE),
+	   "RDMA READ of an untouched page returns zeros (status %d)", st);
+	pattern(src, 2000, 3);
+	st = send_recv(&c, (uintptr_t)src, src_mr->lkey, base + 5 * PAGE + 100, mr->lkey, 2000,
+		       &got);
+	ok(st == IBV_WC_SUCCESS && got == 2000 && !memcmp(m + 5 * PAGE + 100, src, 2000),
+	   "SEND of 2000 B received into untouched ODP pages (status %d, %u B)", st, got);
+	st = atomic_a(&c, IBV_WR_ATOMIC_FETCH_AND_ADD, base + 8 * PAGE + 64, mr->rkey, 5, 0);
+	memcpy(&v, m + 8 * PAGE + 64, 8);
+	ok(st == IBV_WC_SUCCESS && *(uint64_t *)src == 0 && v == 5,
+	   "FETCH_ADD on an untouched ODP word returns 0 and adds 5 (status %d, now %llu)", st,
+	   (unsigned long long)v);
+	st = atomic_a(&c, IBV_WR_ATOMIC_CMP_AND_SWP, base + 8 * PAGE + 64, mr->rkey, 5, 77);
+	memcpy(&v, m + 8 * PAGE + 64, 8);
+	ok(st == IBV_WC_SUCCESS && *(uint64_t *)src == 5 && v == 77,
+	   "CMP_SWP on it swaps 5 for 77 (status %d, now %llu)", st, (unsigned long long)v);
+
+	/* The ODP MR as the local side. */
+	memset(dst, 0, SIZE);
+	st = post_a(&c, IBV_WR_RDMA_WRITE, base + 1000, 6000, mr->lkey, (uintptr_t)dst + 100,
+		    dst_mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(dst + 100, m + 1000, 6000),
+	   "RDMA WRITE sourced from the ODP MR (status %d)", st);
+	memset(dst, 0, SIZE);
+	st = send_recv(&c, base + 12000, mr->lkey, (uintptr_t)dst, dst_mr->lkey, 3000, &got);
+	ok(st == IBV_WC_SUCCESS && got == 3000 && !memcmp(dst, m + 12000, 3000),
+	   "SEND sourced from the ODP MR (status %d, %u B)", st, got);
+	pattern(src, 5000, 4);
+	st = post_a(&c, IBV_WR_RDMA_READ, base + 13 * PAGE + 10, 5000, mr->lkey, (uintptr_t)src,
+		    src_mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(m + 13 * PAGE + 10, src, 5000),
+	   "RDMA READ responses placed into untouched ODP pages (status %d)", st);
+
+	/* The mapping changes under the MR. */
+	anon(m, SIZE);
+	pattern(m + 12000, 3000, 5);
+	memset(dst, 0xee, 3000);
+	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey, base + 12000,
+		    mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(dst, m + 12000, 3000),
+	   "after munmap+mmap of the range, READ returns the new pages' bytes (status %d)", st);
+	pattern(src, 6000, 6);
+	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 6000, src_mr->lkey, base + 1000,
+		    mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(m + 1000, src, 6000),
+	   "after the remap, WRITE lands in the new pages (status %d)", st);
+	if (madvise(m, 4 * PAGE, MADV_DONTNEED))
+		die("madvise");
+	memset(dst, 0xee, 6000);
+	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 6000, dst_mr->lkey, base + 1000,
+		    mr->rkey);
+	ok(st == IBV_WC_SUCCESS && all_zero(dst, 6000),
+	   "after MADV_DONTNEED, READ returns zeros, not the dropped pages (status %d)", st);
+
+	/* ibv_advise_mr. */
+	st = advise(mr, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, base, SIZE);
+	ok(st == 0, "ibv_advise_mr PREFETCH_WRITE, FLUSH over the MR: %d", st);
+	st = advise(mr, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, base + PAGE, PAGE);
+	ok(st == 0, "ibv_advise_mr PREFETCH (queued) of a page: %d", st);
+	st = advise(mr, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH, base,
+		    SIZE);
+	ok(st == 0, "ibv_advise_mr PREFETCH_NO_FAULT: %d", st);
+	st = advise(src_mr, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH,
+		    (uintptr_t)src, PAGE);
+	ok(st == EINVAL, "ibv_advise_mr on a pinned MR: EINVAL (%d)", st);
+	st = advise(mr, (enum ibv_advise_mr_advice)7, IBV_ADVISE_MR_FLAG_FLUSH, base, PAGE);
+	ok(st == EINVAL, "ibv_advise_mr with advice 7: EINVAL (%d)", st);
+
+	/* An unmapped page: an error completion, not an endless RNR. */
+	if (munmap(m + 6 * PAGE, PAGE))
+		die("munmap");
+	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 100, src_mr->lkey, base + 6 * PAGE,
+		    mr->rkey);
+	ok(st == IBV_WC_REM_ACCESS_ERR, "WRITE to an unmapped page of the MR: REM_ACCESS_ERR (%d)",
+	   st);
+	loop_pair_free(&c);
+	pair_new(&c);
+	st = post_a(&c, IBV_WR_RDMA_WRITE, base + 6 * PAGE, 100, mr->lkey, (uintptr_t)dst,
+		    dst_mr->rkey);
+	ok(st == IBV_WC_LOC_PROT_ERR, "a local SGE on an unmapped page: LOC_PROT_ERR (%d)", st);
+	loop_pair_free(&c);
+	ok(!ibv_dereg_mr(mr), "ibv_dereg_mr of the ODP MR");
+	munmap(m, SIZE);
+}
+
+static void implicit_odp(void)
+{
+	uint8_t *big = anon(NULL, BIG);
+	uint64_t offs[3] = { 0, BIG / 2 + 100, BIG - PAGE };
+	struct ibv_mr *mr;
+	struct loop_pair c;
+	uint32_t got = 0;
+	uint64_t v;
+	int st, good = 1;
+
+	mr = ibv_reg_mr(pd, NULL, SIZE_MAX, ALL | IBV_ACCESS_ON_DEMAND);
+	ok(mr != NULL, "implicit ODP: ibv_reg_mr(NULL, SIZE_MAX) (errno %d)", mr ? 0 : errno);
+	if (!mr)
+		return;
+	pair_new(&c);
+	for (int i = 0; i < 3; i++) {
+		pattern(src, PAGE, (uint8_t)(10 + i));
+		st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, PAGE, src_mr->lkey,
+			    (uintptr_t)big + offs[i], mr->rkey);
+		if (st != IBV_WC_SUCCESS || memcmp(big + offs[i], src, PAGE)) {
+			good = 0;
+			printf("# WRITE at +%llu: status %d\n", (unsigned long long)offs[i], st);
+		}
+	}
+	ok(good, "implicit ODP: WRITEs at 0, 512 MiB + 100 and 1 GiB - 4 KiB of a sparse 1 GiB mapping");
+	pattern(big + BIG / 4, 3000, 20);
+	memset(dst, 0, 3000);
+	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey,
+		    (uintptr_t)big + BIG / 4, mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(dst, big + BIG / 4, 3000),
+	   "implicit ODP: READ at 256 MiB returns the CPU's bytes (status %d)", st);
+	pattern(src, 2000, 21);
+	st = send_recv(&c, (uintptr_t)src, src_mr->lkey, (uintptr_t)big + BIG / 8, mr->lkey, 2000,
+		       &got);
+	ok(st == IBV_WC_SUCCESS && got == 2000 && !memcmp(big + BIG / 8, src, 2000),
+	   "implicit ODP: SEND received at 128 MiB (status %d)", st);
+	st = atomic_a(&c, IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)big + 3 * (BIG / 4), mr->rkey,
+		      9, 0);
+	memcpy(&v, big + 3 * (BIG / 4), 8);
+	ok(st == IBV_WC_SUCCESS && *(uint64_t *)src == 0 && v == 9,
+	   "implicit ODP: FETCH_ADD at 768 MiB (status %d)", st);
+	memset(dst, 0, SIZE);
+	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)big + BIG / 4, 3000, mr->lkey,
+		    (uintptr_t)dst, dst_mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(dst, big + BIG / 4, 3000),
+	   "implicit ODP: WRITE sourced through its lkey (status %d)", st);
+	munmap(big + BIG / 2, BIG / 2);
+	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 100, src_mr->lkey,
+		    (uintptr_t)big + BIG / 2 + 100, mr->rkey);
+	ok(st == IBV_WC_REM_ACCESS_ERR,
+	   "implicit ODP: WRITE to an unmapped address: REM_ACCESS_ERR (%d)", st);
+	loop_pair_free(&c);
+	ok(!ibv_dereg_mr(mr), "ibv_dereg_mr of the implicit ODP MR");
+	munmap(big, BIG / 2);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_mr *m;
+
+	loop_open(argc, argv);
+	src_mr = ibv_reg_mr(pd, src, sizeof(src), RW);
+	dst_mr = ibv_reg_mr(pd, dst, sizeof(dst), RW);
+	if (!src_mr || !dst_mr)
+		die("ibv_reg_mr");
+	caps();
+	m = ibv_reg_mr(pd, src, PAGE, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
+	ok(!m && errno == EINVAL, "ODP with remote write but no local write: EINVAL (errno %d)",
+	   m ? 0 : errno);
+	explicit_odp();
+	implicit_odp();
+	return tap_end();
+}
