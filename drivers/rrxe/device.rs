@@ -208,9 +208,13 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.kernel_cap_flags = u64::from(
         b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG | b::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING,
     );
-    // On-demand paging (crate::mr::odp): explicit ODP MRs for RC sends, receives, RDMA
-    // WRITE, READ and atomics, as tested; not UC, UD, XRC, SRQ receives or implicit ODP.
-    attr.odp_caps.general_caps = u64::from(b::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+    // On-demand paging (crate::mr::odp), explicit and implicit, for RC sends, receives,
+    // RDMA WRITE, READ and atomics, as tests/user/odp.c shows; not advertised for UC, UD,
+    // XRC or SRQ receives (they work the same way but are not tested).
+    attr.odp_caps.general_caps = u64::from(
+        b::ib_odp_general_cap_bits_IB_ODP_SUPPORT
+            | b::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT,
+    );
     attr.odp_caps.per_transport_caps.rc_odp_caps = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE

@@ -156,6 +156,8 @@ size_t rrxe_glue_umem_pages(struct ib_umem *umem, struct page **pages, size_t ma
 struct rrxe_odp;
 struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, int access,
 				   int *err);
+struct rrxe_odp *rrxe_glue_odp_implicit(struct ib_device *dev, int access, int *err);
+struct rrxe_odp *rrxe_glue_odp_child(struct rrxe_odp *root, u64 addr, u64 len, int *err);
 void rrxe_glue_odp_release(struct rrxe_odp *o);
 u64 rrxe_glue_odp_address(struct rrxe_odp *o);
 int rrxe_glue_odp_present(struct rrxe_odp *o, u64 addr, u64 len, bool write);

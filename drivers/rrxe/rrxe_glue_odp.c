@@ -5,6 +5,7 @@
  */
 #include "rrxe_glue_int.h"
 #include <rdma/ib_umem_odp.h>
+#include <linux/sched/mm.h>
 
 /*
  * An on-demand-paging umem and the lock of rrxe's access path. The access path runs under
@@ -20,6 +21,11 @@ struct rrxe_odp {
 	struct ib_umem_odp *umem;
 	/* Guards dma_list entries against unmapping; BH-off, never with IRQs off. */
 	spinlock_t lock;
+	/*
+	 * An implicit root: the process's mm, held (mmgrab) so that children can be created
+	 * from it until the root is released (the core's root does not hold it).
+	 */
+	struct mm_struct *mm;
 };
 
 static bool rrxe_odp_invalidate(struct mmu_interval_notifier *mni,
@@ -78,10 +84,65 @@ struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, in
 	return o;
 }
 
-/* Process context: no access may be running (the region is out of the MR table). */
+/*
+ * Implicit ODP: the root of the calling process's whole address space, from which
+ * rrxe_glue_odp_child makes the umems of the ranges accesses reach.
+ */
+struct rrxe_odp *rrxe_glue_odp_implicit(struct ib_device *dev, int access, int *err)
+{
+	struct rrxe_odp *o = kzalloc(sizeof(*o), GFP_KERNEL);
+	struct ib_umem_odp *u;
+
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	spin_lock_init(&o->lock);
+	u = ib_umem_odp_alloc_implicit(dev, access & ~IB_ACCESS_HUGETLB);
+	if (IS_ERR(u)) {
+		*err = PTR_ERR(u);
+		kfree(o);
+		return NULL;
+	}
+	o->umem = u;
+	o->mm = current->mm;
+	mmgrab(o->mm);
+	return o;
+}
+
+/* Process context: the child of implicit root at [addr, addr + len), on demand. */
+struct rrxe_odp *rrxe_glue_odp_child(struct rrxe_odp *root, u64 addr, u64 len, int *err)
+{
+	struct rrxe_odp *o = kzalloc(sizeof(*o), GFP_KERNEL);
+	struct ib_umem_odp *u;
+
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	spin_lock_init(&o->lock);
+	u = ib_umem_odp_alloc_child(root->umem, addr, len, &rrxe_odp_ops);
+	if (IS_ERR(u)) {
+		*err = PTR_ERR(u);
+		kfree(o);
+		return NULL;
+	}
+	o->umem = u;
+	mutex_lock(&u->umem_mutex);
+	u->private = o;
+	mutex_unlock(&u->umem_mutex);
+	return o;
+}
+
+/*
+ * Process context: no access may be running (the region is out of the MR table); an
+ * implicit root's children are released first.
+ */
 void rrxe_glue_odp_release(struct rrxe_odp *o)
 {
 	ib_umem_odp_release(o->umem);
+	if (o->mm)
+		mmdrop(o->mm);
 	kfree(o);
 }
 

@@ -7,7 +7,7 @@
 //! an access fail, never reach outside the region.
 
 use super::bindings;
-use super::odp::OdpUmem;
+use super::odp::{OdpImplicit, OdpUmem};
 use super::IbDev;
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
@@ -228,6 +228,9 @@ pub(crate) enum Backing {
     /// mapped fails with [`super::odp::NOT_PRESENT`]. Shared with the page faults that map
     /// it, which run outside the region's lock.
     Odp(Arc<OdpUmem>),
+    /// All of a process's address space on demand (implicit ODP; region offsets are user
+    /// addresses), as [`Backing::Odp`].
+    OdpImplicit(Arc<OdpImplicit>),
     /// A user MR over a dma-buf, reached through the kernel mapping of the buffer (see
     /// [`super::dmabuf`]).
     Mapped(super::dmabuf::DmabufMap),
@@ -274,6 +277,7 @@ impl Backing {
             }
             Backing::User(u) => u.copy(off, buf),
             Backing::Odp(o) => o.copy(off, buf),
+            Backing::OdpImplicit(o) => o.copy(off, buf),
             Backing::Mapped(m) => m.copy(off, buf),
             Backing::KernelPages {
                 pages,
@@ -326,6 +330,7 @@ impl Backing {
             }
             Backing::User(u) => u.atomic(off, f),
             Backing::Odp(o) => o.atomic(off, f),
+            Backing::OdpImplicit(o) => o.atomic(off, f),
             Backing::Mapped(m) => m.atomic(off, f),
             Backing::KernelPages {
                 pages,

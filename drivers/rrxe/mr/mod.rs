@@ -24,10 +24,10 @@ mod window;
 
 pub(crate) use access::{check_access_flags, check_dmabuf_access, check_user_access, AccessFlags};
 pub(crate) use fastreg::FastReg;
-pub(crate) use odp::Fault;
+pub(crate) use odp::{advise, Fault};
 pub(crate) use region::{
-    check_user_range, dma_region, dmabuf_region, fast_region, odp_region, user_extent, user_region,
-    writes, AccessError, Region, Remote,
+    check_user_range, dma_region, dmabuf_region, fast_region, odp_implicit_region, odp_region,
+    user_extent, user_region, writes, AccessError, Region, Remote,
 };
 pub(crate) use window::{BindReq, Window};
 

@@ -9,9 +9,10 @@
 //! answers RNR NAK (responder), see `proto`'s `PlaceError::NotPresent`.
 
 use super::{writes, AccessError, AccessFlags, MrTable};
-use crate::glue::odp::{OdpUmem, MAX_FAULT};
+use crate::glue::bindings as b;
+use crate::glue::odp::{OdpRef, MAX_FAULT};
+use crate::glue::IbDev;
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
 /// A range of a region that an access needed and found not mapped.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -42,7 +43,7 @@ impl Fault {
 impl MrTable {
     /// The on-demand-paging memory `f` reaches (checked as the access was: key, PD,
     /// window, range, rights) and the offset of `f.va` in it.
-    fn odp_of(&self, f: &Fault) -> Result<(Arc<OdpUmem>, u64), AccessError> {
+    fn odp_of(&self, f: &Fault) -> Result<(OdpRef, u64), AccessError> {
         match f.remote_qpn {
             Some(qpn) => self.with_remote(f.key, f.pd, qpn, (f.va, f.len, f.need), |r| {
                 r.region.odp_at(r.granted, f.va, f.len, f.need)
@@ -60,4 +61,62 @@ impl MrTable {
         // `umem` may be the last reference (a deregistration since): released here, in
         // process context.
     }
+}
+
+/// Maps `len` bytes of `umem` from byte `off`, [`MAX_FAULT`] bytes at a time.
+fn map_range(umem: &OdpRef, off: u64, len: u64, write: bool, fault: bool) -> Result {
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(MAX_FAULT);
+        umem.map(off.checked_add(done).ok_or(EINVAL)?, n, write, fault)?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// `advise_mr` (`ibv_advise_mr`, `ib_advise_mr`) in PD `pd`: maps the ranges of `sges`,
+/// each an lkey of an on-demand-paging MR of the PD, for reading (PREFETCH), for writing
+/// (PREFETCH_WRITE), or only what the process has present (PREFETCH_NO_FAULT, no fault).
+/// Every SGE is checked before anything is mapped: an unknown key or one of another PD
+/// is ENOENT, a key that is not an ODP MR, a range outside it or without Local Write for
+/// PREFETCH_WRITE is EINVAL (rdma_rxe's `rxe_ib_advise_mr` answers the same two errnos).
+/// The mapping is done before returning, with or without IB_UVERBS_ADVISE_MR_FLAG_FLUSH
+/// (without it the verb may return earlier; it need not). Process context.
+pub(crate) fn advise(
+    dev: &IbDev,
+    pd: usize,
+    advice: u32,
+    flags: u32,
+    sges: &[b::ib_sge],
+) -> Result {
+    let (need, fault) = match advice {
+        b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+            (AccessFlags::NONE, true)
+        }
+        b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+            (AccessFlags::LOCAL_WRITE, true)
+        }
+        b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+            (AccessFlags::NONE, false)
+        }
+        _ => return Err(EINVAL),
+    };
+    if flags & !b::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0 {
+        return Err(EINVAL);
+    }
+    let mrs = &dev.data().mrs;
+    let mut ranges = KVec::with_capacity(sges.len(), GFP_KERNEL)?;
+    for s in sges {
+        let len = u64::from(s.length);
+        let (umem, off) = match mrs.with(s.lkey, pd, |r| r.odp_at(r.access, s.addr, len, need)) {
+            Err(_) => return Err(ENOENT),
+            Ok(Err(_)) => return Err(EINVAL),
+            Ok(Ok(x)) => x,
+        };
+        ranges.push((umem, off, len), GFP_KERNEL)?;
+    }
+    for (umem, off, len) in ranges.iter() {
+        map_range(umem, *off, *len, writes(need), fault)?;
+    }
+    Ok(())
 }

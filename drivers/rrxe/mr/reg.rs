@@ -2,14 +2,15 @@
 //! The MR and MW verbs' policy: registration (DMA, user, fast-registration), re-registration,
 //! the page list `ib_map_mr_sg` records, deregistration, and window allocation.
 
-use super::{check_dmabuf_access, check_user_access, dmabuf_region, odp_region, user_region};
+use super::{check_dmabuf_access, check_user_access, dmabuf_region, odp_implicit_region};
 use super::{check_user_range, dma_region, fast_region, user_extent};
+use super::{odp_region, user_region};
 use super::{AccessFlags, Region};
 use crate::glue::bindings as b;
 use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::Umem;
 use crate::glue::obj::{new_boxed, Created, NewObj, PageSink};
-use crate::glue::odp::OdpUmem;
+use crate::glue::odp::{OdpImplicit, OdpUmem};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::IbDev;
 use crate::limits;
@@ -100,10 +101,14 @@ pub(crate) fn reg_user(
     check_user_access(access)?;
     check_user_range(start, length, iova)?;
     let r = if access.contains(AccessFlags::ON_DEMAND) {
-        // Implicit ODP (the whole address space: start 0, length U64_MAX) is not offered
-        // (odp_caps has no IB_ODP_SUPPORT_IMPLICIT): EINVAL, as rdma_rxe refuses it.
+        // Implicit ODP: the whole address space (start 0, length U64_MAX), seen at IOVA 0
+        // only (mlx5 refuses another IOVA with EINVAL too).
         if start == 0 && length == u64::MAX {
-            return Err(EINVAL);
+            if iova != 0 {
+                return Err(EINVAL);
+            }
+            let mem = OdpImplicit::new(dev, access.bits() as i32)?;
+            return new_mr(dev, odp_implicit_region(pd, access, mem)?, 0);
         }
         let umem = OdpUmem::get(dev, start, length, access.bits() as i32)?;
         odp_region(pd, access, iova, length, umem)?

@@ -5,7 +5,7 @@
 use super::{check_access_flags, AccessFlags};
 use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::{Backing, Umem, Xfer};
-use crate::glue::odp::{OdpUmem, NOT_PRESENT};
+use crate::glue::odp::{OdpImplicit, OdpRef, OdpUmem, NOT_PRESENT};
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -111,9 +111,15 @@ impl Region {
     /// For an on-demand-paging region: whether bytes `[off, off + len)` are mapped for
     /// `need` now.
     fn check_present(&self, off: u64, len: u64, need: AccessFlags) -> Result<(), AccessError> {
-        match &self.backing {
-            Backing::Odp(o) if !o.present(off, len, writes(need)) => Err(AccessError::NotPresent),
-            _ => Ok(()),
+        let present = match &self.backing {
+            Backing::Odp(o) => o.present(off, len, writes(need)),
+            Backing::OdpImplicit(o) => o.present(off, len, writes(need)),
+            _ => true,
+        };
+        if present {
+            Ok(())
+        } else {
+            Err(AccessError::NotPresent)
         }
     }
 
@@ -126,10 +132,11 @@ impl Region {
         va: u64,
         len: u64,
         need: AccessFlags,
-    ) -> Result<(Arc<OdpUmem>, u64), AccessError> {
+    ) -> Result<(OdpRef, u64), AccessError> {
         let off = self.check_as(granted, va, len, need)?;
         match &self.backing {
-            Backing::Odp(o) => Ok((o.clone(), off)),
+            Backing::Odp(o) => Ok((OdpRef::Explicit(o.clone()), off)),
+            Backing::OdpImplicit(o) => Ok((OdpRef::Implicit(o.clone()), off)),
             _ => Err(AccessError::NoPermission),
         }
     }
@@ -365,12 +372,23 @@ pub(crate) fn odp_region(
     registered_region(pd, flags, iova, length, Backing::Odp(umem))
 }
 
+/// A user MR over all of the process's address space on demand (implicit ODP: IOVA 0,
+/// length `u64::MAX`, offsets are user addresses).
+pub(crate) fn odp_implicit_region(
+    pd: usize,
+    flags: AccessFlags,
+    mem: Arc<OdpImplicit>,
+) -> Result<Region> {
+    registered_region(pd, flags, 0, u64::MAX, Backing::OdpImplicit(mem))
+}
+
 /// What a re-registration needs of a user region (pinned or on demand): its access flags,
 /// iova, length and the user address it was registered at. `None` for other regions.
 pub(crate) fn user_extent(r: &Region) -> Option<(AccessFlags, u64, u64, u64)> {
     match &r.backing {
         Backing::User(u) => Some((r.access, r.iova, r.length, u.address())),
         Backing::Odp(o) => Some((r.access, r.iova, r.length, o.address())),
+        Backing::OdpImplicit(_) => Some((r.access, r.iova, r.length, 0)),
         _ => None,
     }
 }

@@ -287,6 +287,10 @@ impl Verbs for Rrxe {
         mr::alloc_fast(pd.dev(), pd.addr() as usize, mr_type, max_num_sg)
     }
 
+    fn advise_mr(pd: &Obj<'_, b::ib_pd>, advice: u32, flags: u32, sges: &[b::ib_sge]) -> Result {
+        mr::advise(pd.dev(), pd.addr() as usize, advice, flags, sges)
+    }
+
     fn dereg_mr(obj: &Obj<'_, b::ib_mr>) {
         mr::dereg(obj.dev(), obj.ib().lkey)
     }

@@ -179,6 +179,8 @@ where
         mr_type: b::ib_mr_type,
         max_num_sg: u32,
     ) -> Result<*mut b::ib_mr>;
+    /// `advise_mr`: `advice` and `flags` as passed, the SGEs naming the ranges.
+    fn advise_mr(pd: &Obj<'_, b::ib_pd>, advice: u32, flags: u32, sges: &[b::ib_sge]) -> Result;
     /// `dereg_mr`, before the MR is freed.
     fn dereg_mr(mr: &Obj<'_, b::ib_mr>);
     /// `dereg_mr`, once it is freed.
@@ -266,6 +268,7 @@ where
     ops.map_mr_sg = Some(map_mr_sg_op);
     ops.dereg_mr = Some(dereg_mr::<V>);
     ops.rereg_user_mr = Some(rereg_user_mr::<V>);
+    ops.advise_mr = Some(advise_mr::<V>);
     ops.alloc_xrcd = Some(alloc_xrcd::<V>);
     ops.dealloc_xrcd = Some(dealloc_xrcd::<V>);
     ops.alloc_mw = Some(alloc_mw::<V>);

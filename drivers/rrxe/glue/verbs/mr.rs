@@ -113,6 +113,29 @@ pub(super) unsafe extern "C" fn dereg_mr<V: Verbs>(
     0
 }
 
+pub(super) unsafe extern "C" fn advise_mr<V: Verbs>(
+    pd: *mut b::ib_pd,
+    advice: b::ib_uverbs_advise_mr_advice,
+    flags: u32,
+    sg_list: *mut b::ib_sge,
+    num_sge: u32,
+    _attrs: *mut b::uverbs_attr_bundle,
+) -> i32 {
+    // SAFETY: the core's contract: a live PD of our device.
+    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
+        return EINVAL.to_errno();
+    };
+    let sges = if sg_list.is_null() || num_sge == 0 {
+        &[][..]
+    } else {
+        // SAFETY: the core's contract: sg_list holds num_sge entries (the command's
+        // attribute, copied into the kernel, or a kernel consumer's array), live for the
+        // call.
+        unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) }
+    };
+    errno(V::advise_mr(&pd, advice, flags, sges))
+}
+
 pub(super) unsafe extern "C" fn alloc_mw<V: Verbs>(
     mw: *mut b::ib_mw,
     _udata: *mut b::ib_udata,
