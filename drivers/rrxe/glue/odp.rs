@@ -27,8 +27,8 @@ use kernel::sync::Arc;
 /// error of the access path, which is EINVAL).
 pub(crate) const NOT_PRESENT: Error = EAGAIN;
 
-/// Most bytes one fault maps: a larger range is mapped by the faults its later accesses
-/// ask for (as mlx5 bounds a fault), so one request cannot keep a work item busy for long.
+/// Most bytes one call of the core's fault path maps (a larger range is mapped in steps
+/// of this size, each bounded by the core's HMM timeout).
 pub(crate) const MAX_FAULT: u64 = 4 << 20;
 
 /// Converts a C return value (0 or a negative errno) to a `Result`.

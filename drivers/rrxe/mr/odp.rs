@@ -52,14 +52,14 @@ impl MrTable {
         }
     }
 
-    /// Maps the range of `f` (at most [`MAX_FAULT`] bytes from its start; an access to
-    /// the rest asks again), faulting its pages in. Process context, no lock held. The
-    /// region may be deregistered meanwhile: the mapping then goes with it.
+    /// Maps the range of `f`, faulting its pages in, [`MAX_FAULT`] bytes at a time (all
+    /// of it: the access checks the whole range again, so mapping only its start would
+    /// never let a larger one through). Process context, no lock held. The region may be
+    /// deregistered meanwhile: the mapping then goes with it, and `umem`, maybe the last
+    /// reference, is released here.
     pub(crate) fn fault(&self, f: &Fault) -> Result {
         let (umem, off) = self.odp_of(f).map_err(|_| EINVAL)?;
-        umem.map(off, f.len.min(MAX_FAULT), writes(f.need), true)
-        // `umem` may be the last reference (a deregistration since): released here, in
-        // process context.
+        map_range(&umem, off, f.len, writes(f.need), true)
     }
 }
 
