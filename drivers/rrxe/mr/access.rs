@@ -44,7 +44,8 @@ impl AccessFlags {
     /// The remote rights that need Local Write on the region too (IBA o10-35.2.1).
     pub(crate) const NEEDS_LOCAL_WRITE: Self = Self::REMOTE_WRITE.union(Self::REMOTE_ATOMIC);
     /// The flags a QP's access may hold (as rdma_rxe's RXE_ACCESS_SUPPORTED_QP, less
-    /// on-demand paging, which rrxe does not offer): any other bit is refused by modify_qp.
+    /// on-demand paging, a property of regions, not of QPs): any other bit is refused by
+    /// modify_qp.
     pub(crate) const QP_SUPPORTED: Self = Self::LOCAL_WRITE
         .union(Self::REMOTE_WRITE)
         .union(Self::REMOTE_READ)
@@ -53,7 +54,8 @@ impl AccessFlags {
         .union(Self::FLUSH_GLOBAL)
         .union(Self::FLUSH_PERSISTENT)
         .union(Self::OPTIONAL);
-    /// Every flag rrxe supports on a region (no on-demand paging, no huge-page hint).
+    /// Every flag rrxe supports on a region (no huge-page hint; on-demand paging only on
+    /// user MRs, see [`check_user_access`]).
     pub(crate) const SUPPORTED: Self = Self::OPTIONAL
         .union(Self::LOCAL_WRITE)
         .union(Self::REMOTE_WRITE)
@@ -107,7 +109,8 @@ impl AccessFlags {
     }
 }
 
-/// Refuses IB_ACCESS_* flags rrxe does not implement (e.g. on-demand paging).
+/// Refuses IB_ACCESS_* flags rrxe does not implement (e.g. huge pages), and on-demand
+/// paging (allowed on user MRs only, [`check_user_access`]).
 pub(crate) fn check_access_flags(flags: AccessFlags) -> Result {
     if !flags.within(AccessFlags::SUPPORTED) {
         return Err(crate::glue::eopnotsupp());

@@ -125,7 +125,10 @@ fn key_tag() -> u32 {
 /// under it, and no other lock of the table is taken inside it. Each region and window has
 /// its own bottom-half lock, held for one access (check and copy, with interrupts on):
 /// callers must not hold an interrupts-off lock. Nesting, outermost first: window →
-/// region → the region's `staged`; the table lock is taken and released on its own.
+/// region → the region's `staged`; the table lock is taken and released on its own. An
+/// on-demand-paging region's memory has its own bottom-half locks, inside the region's:
+/// region → an implicit region's `children` → a umem's lock (`glue::odp`), held for one
+/// copy; its page faults take none of the table's locks while they map (`mr::odp`).
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]

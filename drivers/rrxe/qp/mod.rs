@@ -208,7 +208,9 @@ pub(crate) struct UserRings {
 /// (placement, fast registration, invalidation, binding), a CQ's lock (completions; the
 /// consumer's completion handler is called after the CQ lock is released, still under
 /// `engine`), the device's QP table (local delivery to a QP of this host, whose `rx` nests
-/// in the table lock). The core's netdev lookup is done before `engine` is taken.
+/// in the table lock). `faults` is taken alone or under `engine` (after an access found
+/// on-demand-paging memory not present; no ring or MR lock held), never around another.
+/// The core's netdev lookup is done before `engine` is taken.
 #[pin_data]
 pub(crate) struct Qp {
     // Event sources first: on drop they are shut down (timers, then work) before the state
