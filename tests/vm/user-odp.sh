@@ -3,7 +3,7 @@
 # timeout: 400
 # On-demand-paging MRs through librrxe (tests/user/odp.c, loopback RC QPs on one host): the
 # advertised ODP caps, nothing pinned, WRITE/READ/SEND/atomics into and out of never-touched
-# pages (remote and local side), munmap+mmap and MADV_DONTNEED under a live MR, unmapped
+# pages (remote and local side), munmap+mmap and a punched hole under a live MR, unmapped
 # pages as error completions, ibv_advise_mr, implicit ODP over a sparse 1 GiB mapping.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
