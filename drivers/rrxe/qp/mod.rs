@@ -242,6 +242,8 @@ pub(crate) struct Qp {
     in_error: AtomicBool,
     /// A user queue was found corrupt: the work moves the QP to the error state.
     want_error: AtomicBool,
+    /// A page fault was taken (`odp`): the next run tells proto (`fault_done`).
+    fault_done: AtomicBool,
     /// Timers that fired (bit per proto::TimerKind).
     fired: AtomicU32,
     /// Send WRs between the posters and the engine (the ring, its indices, the user queue's
@@ -385,6 +387,7 @@ impl Qp {
             dead: AtomicBool::new(false),
             in_error: AtomicBool::new(false),
             want_error: AtomicBool::new(false),
+            fault_done: AtomicBool::new(false),
             fired: AtomicU32::new(0),
             sq <- sq_init,
             rq <- rq_init,

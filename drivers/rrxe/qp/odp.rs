@@ -6,6 +6,7 @@
 use super::Qp;
 use crate::counters::Counter;
 use crate::mr::{AccessError, Fault};
+use core::sync::atomic::Ordering;
 
 /// The QP's page faults to take.
 #[derive(Default)]
@@ -53,5 +54,7 @@ impl Qp {
                 self.faults.lock().failed = Some(f);
             }
         }
+        // Either way what waited for it tries again (and fails for good if it failed).
+        self.fault_done.store(true, Ordering::Release);
     }
 }

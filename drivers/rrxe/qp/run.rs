@@ -420,6 +420,12 @@ impl Qp {
             }
         }
 
+        // A page fault was taken since the last run: a response dropped for it is asked
+        // for again.
+        if self.fault_done.swap(false, Ordering::AcqRel) {
+            proto.fault_done();
+        }
+
         // 4. Transmit.
         let more = proto.poll_tx(TX_BUDGET, &mut sink);
 

@@ -278,6 +278,12 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         &self.cfg
     }
 
+    /// The driver has mapped memory a response could not be placed into (on-demand
+    /// paging): the requester asks again for what it dropped (see `PlaceError::NotPresent`).
+    pub fn fault_done(&mut self) {
+        self.sq.fault_done();
+    }
+
     /// Requester/completer half (read-only, for diagnostics).
     pub const fn send_queue(&self) -> &SendQueue<S> {
         &self.sq

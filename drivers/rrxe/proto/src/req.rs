@@ -244,6 +244,10 @@ pub struct SendQueue<const S: usize> {
     retry_left: u8,
     rnr_left: u8,
     rnr_wait: bool,
+    /// A response could not be placed (its destination is being faulted in, on-demand
+    /// paging): nothing is (re)requested until the driver says the fault is done
+    /// ([`SendQueue::fault_done`]) or the retransmit timer fires.
+    fault_wait: bool,
     rto_armed: bool,
     /// The retransmit timeout: round-trip estimate and backoff.
     rto: Rto,
@@ -272,6 +276,7 @@ impl<const S: usize> SendQueue<S> {
             retry_left: cfg.retry_cnt,
             rnr_left: cfg.rnr_retry,
             rnr_wait: false,
+            fault_wait: false,
             rto_armed: false,
             rto: Rto::NEW,
             rd_atomic: 0,
@@ -300,6 +305,7 @@ impl<const S: usize> SendQueue<S> {
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
         self.rnr_wait = false;
+        self.fault_wait = false;
         self.rto_armed = false;
         self.rto.reset();
         self.rd_atomic = 0;
@@ -543,8 +549,15 @@ impl<const S: usize> SendQueue<S> {
         None
     }
 
+    /// The driver has mapped the memory a response could not be placed into (on-demand
+    /// paging): what was dropped is asked for again from the next [`SendQueue::poll_tx`].
+    pub fn fault_done(&mut self) {
+        self.fault_wait = false;
+    }
+
     fn has_tx_work(&self) -> bool {
         !self.rnr_wait
+            && !self.fault_wait
             && !self.window_full()
             && (self.send_psn != self.next_psn || self.assigned < self.len)
     }

@@ -1485,7 +1485,7 @@ fn odp_gather_not_present_waits() {
 
 /// On-demand paging, requester: a READ response whose destination is not present is
 /// dropped (counted) without completing or failing the WQE; the READ is asked for again
-/// and completes once the response can be placed.
+/// once the driver says the fault is done (not before), and completes.
 #[test]
 fn odp_read_response_not_present_dropped() {
     let mut a = qp(QpType::Rc, 1, 2);
@@ -1510,12 +1510,16 @@ fn odp_read_response_not_present_dropped() {
     assert!(sa.completions().is_empty());
     assert_eq!(a.state(), QpState::Rts);
     assert_eq!(a.send_queue().stats().unplaced, 1);
-    // The retransmit timer asks again; the duplicate READ is answered from the cache.
+    // Nothing is asked for while the fault is taken...
     let mut sa = Sink::default();
-    a.on_timer(TimerKind::Retransmit, &mut sa);
+    assert!(!a.poll_tx(16, &mut sa));
+    assert!(sa.sent().is_empty());
+    // ...then the READ goes again at once; the duplicate is answered from the cache.
+    a.fault_done();
     a.poll_tx(16, &mut sa);
     let again = sa.sent();
     assert_eq!(again.len(), 1);
+    assert_eq!(again[0].hdrs.bth.psn, Psn::new(100));
     let (_, p) = wire(&again[0], 0);
     let mut sb = Sink::default();
     b.on_packet(&p, &mut env, &mut sb);

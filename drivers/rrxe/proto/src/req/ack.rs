@@ -237,13 +237,10 @@ impl<const S: usize> SendQueue<S> {
                     match sink.place(place) {
                         Ok(()) => {}
                         // The destination's pages are being faulted in (on-demand paging):
-                        // the response is dropped like a lost one, nothing changed; the
-                        // next response finds a gap (or the retransmit timer fires) and
-                        // the rest of the READ is asked for again.
-                        Err(PlaceError::NotPresent) => {
-                            self.stats.unplaced = self.stats.unplaced.wrapping_add(1);
-                            return RxStatus::Busy;
-                        }
+                        // the response is dropped, and the READ is asked for again from it
+                        // once the driver says the fault is done (or the retransmit timer
+                        // fires); later responses meanwhile find a gap.
+                        Err(PlaceError::NotPresent) => return self.unplaced(psn),
                         Err(_) => {
                             // rdma_rxe's do_read: LOC_PROT_ERR, QP to error.
                             self.fail(WcStatus::LocProtErr, sink);
@@ -276,12 +273,10 @@ impl<const S: usize> SendQueue<S> {
                 };
                 match sink.place(place) {
                     Ok(()) => {}
-                    // Being faulted in: dropped, the retransmitted request is answered from
-                    // the responder's cache (an atomic is never executed twice).
-                    Err(PlaceError::NotPresent) => {
-                        self.stats.unplaced = self.stats.unplaced.wrapping_add(1);
-                        return RxStatus::Busy;
-                    }
+                    // Being faulted in: dropped, the atomic is sent again once the fault
+                    // is done and answered from the responder's cache (an atomic is never
+                    // executed twice).
+                    Err(PlaceError::NotPresent) => return self.unplaced(psn),
                     Err(_) => {
                         // rdma_rxe's do_atomic: LOC_PROT_ERR, QP to error; the buffer is
                         // untouched (the driver checks the whole destination first).
@@ -297,6 +292,15 @@ impl<const S: usize> SendQueue<S> {
         RxStatus::Ok
     }
 
+    /// The response at `psn` (= `una`) could not be placed (on-demand paging): dropped;
+    /// requesting resumes from it after [`SendQueue::fault_done`].
+    fn unplaced(&mut self, psn: Psn) -> RxStatus {
+        self.stats.unplaced = self.stats.unplaced.wrapping_add(1);
+        self.fault_wait = true;
+        self.rewind(psn);
+        RxStatus::Busy
+    }
+
     /// Handles a timer expiry.
     pub fn on_timer<A: ActionSink>(&mut self, t: TimerKind, sink: &mut A) {
         if self.error || !self.started {
@@ -308,6 +312,8 @@ impl<const S: usize> SendQueue<S> {
                     return;
                 }
                 self.rto_armed = false;
+                // The driver never said a fault was done: retry as after a loss.
+                self.fault_wait = false;
                 if self.una == self.next_psn || self.rnr_wait {
                     return;
                 }

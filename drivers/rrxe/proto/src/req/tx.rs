@@ -7,7 +7,7 @@ impl<const S: usize> SendQueue<S> {
     /// Emits up to `*left` request packets (decrementing it). Returns `true`
     /// if more could be sent right away.
     pub fn poll_tx<A: ActionSink>(&mut self, left: &mut u32, sink: &mut A) -> bool {
-        if self.error || !self.started || self.rnr_wait {
+        if self.error || !self.started || self.rnr_wait || self.fault_wait {
             return false;
         }
         let rc = self.cfg.qp_type.reliable();
