@@ -110,12 +110,34 @@ struct rrxe_odp *rrxe_glue_odp_implicit(struct ib_device *dev, int access, int *
 	return o;
 }
 
-/* Process context: the child of implicit root at [addr, addr + len), on demand. */
+/* Whether [addr, addr + len) meets a mapping of mm (0, or -EFAULT). Process context. */
+static int rrxe_odp_mapped(struct mm_struct *mm, u64 addr, u64 len)
+{
+	struct vm_area_struct *vma;
+
+	if (addr >= TASK_SIZE_MAX || len > TASK_SIZE_MAX - addr || !mmget_not_zero(mm))
+		return -EFAULT;
+	mmap_read_lock(mm);
+	vma = find_vma_intersection(mm, addr, addr + len);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return vma ? 0 : -EFAULT;
+}
+
+/*
+ * Process context: the child of implicit root at [addr, addr + len), on demand. Only over
+ * memory the process has mapped (-EFAULT otherwise): the addresses may come from the wire,
+ * and a child costs memory until the region goes.
+ */
 struct rrxe_odp *rrxe_glue_odp_child(struct rrxe_odp *root, u64 addr, u64 len, int *err)
 {
-	struct rrxe_odp *o = kzalloc(sizeof(*o), GFP_KERNEL);
+	struct rrxe_odp *o;
 	struct ib_umem_odp *u;
 
+	*err = rrxe_odp_mapped(root->mm, addr, len);
+	if (*err)
+		return NULL;
+	o = kzalloc(sizeof(*o), GFP_KERNEL);
 	if (!o) {
 		*err = -ENOMEM;
 		return NULL;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! On-demand-paging user memory (`ib_umem_odp`): nothing is pinned at registration; pages
 //! are mapped when a fault asks for them and unmapped when the process's mappings change
-//! (the MMU notifier in `rrxe_glue.c`).
+//! (the MMU notifier in `rrxe_glue_odp.c`).
 //!
 //! The access path ([`OdpUmem::copy`], [`OdpUmem::atomic`]) runs in any context under
 //! spinlocks, so it never faults: it copies only when every page of the range is mapped
@@ -42,7 +42,7 @@ fn to_result(ret: i32) -> Result {
 
 /// An on-demand-paging umem over `len` bytes of a process from user address `address`.
 pub(crate) struct OdpUmem {
-    // INVARIANT: from rrxe_glue_odp_get, released only by Drop.
+    // INVARIANT: from rrxe_glue_odp_get or rrxe_glue_odp_child, released only by Drop.
     raw: NonNull<bindings::rrxe_odp>,
     address: u64,
     len: u64,
@@ -139,8 +139,9 @@ impl OdpUmem {
     /// spinlock held: it may sleep.
     pub(crate) fn map(&self, off: u64, n: u64, write: bool, fault: bool) -> Result {
         let addr = self.user_addr(off, n)?;
-        // SAFETY: live umem; process context with no spinlock held (the caller's contract,
-        // the driver calls it from work items and verbs only).
+        // SAFETY: live umem (INVARIANT). The helper may sleep: calling it from atomic
+        // context would be a bug the kernel reports (might_sleep), not a memory error; the
+        // driver calls it from work items and verbs only.
         to_result(unsafe { bindings::rrxe_glue_odp_map(self.raw.as_ptr(), addr, n, write, fault) })
     }
 }
