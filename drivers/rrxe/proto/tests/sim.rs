@@ -5,6 +5,12 @@
 //! `RRXE_SIM_SEEDS=n` (number of seeds), `RRXE_SIM_START=s` (first seed),
 //! `RRXE_SIM_SEED=s` (exactly one seed, verbose; add `RRXE_SIM_TRACE=1` for a
 //! packet trace).
+//!
+//! On-demand paging: in half of the seeds of three scenarios (lossy RC, UC, UD) memory is
+//! "not present" at random (`World::odp_ppm`): access checks, atomics, placements and
+//! gathers fail with `NotPresent` for one packet or one transmit round, and a "fault"
+//! event (`Ev::Fault`) a little later tells the QP it is done, as the driver's work item
+//! does. The checks are unchanged: every message exactly once and intact.
 
 #![allow(clippy::needless_range_loop)]
 
@@ -60,6 +66,10 @@ enum Ev {
     PostRecvs {
         node: usize,
     },
+    /// On-demand paging: the "page fault" a NotPresent asked for is done.
+    Fault {
+        node: usize,
+    },
 }
 
 struct Item {
@@ -109,6 +119,31 @@ struct Env<'a> {
     mem: &'a mut Vec<u8>,
     rkey: u32,
     recvs: &'a VecDeque<Recv>,
+    /// On-demand paging: the memory is not present for this packet.
+    absent: bool,
+}
+
+/// Placements that find their memory not present (on-demand paging).
+fn absent_place(a: &Action) -> Option<PlaceError> {
+    matches!(
+        a,
+        Action::PlaceMr { .. }
+            | Action::PlaceRecv { .. }
+            | Action::PlaceGrh
+            | Action::PlaceWqe { .. }
+            | Action::AtomicResult { .. }
+    )
+    .then_some(PlaceError::NotPresent)
+}
+
+/// Transmissions whose payload (a gather list, a READ's MR) is not present.
+fn absent_payload(a: &Action) -> Option<PlaceError> {
+    match a {
+        Action::Send(p) if matches!(p.payload, Payload::Wqe { .. } | Payload::Mr { .. }) => {
+            Some(PlaceError::NotPresent)
+        }
+        _ => None,
+    }
 }
 
 fn mem_off(rkey: u32, my: u32, va: u64, len: u64, size: usize) -> Result<usize, AccessError> {
@@ -130,10 +165,17 @@ impl ResponderEnv for Env<'_> {
         len: u32,
         _a: Access,
     ) -> Result<(), AccessError> {
-        mem_off(rkey, self.rkey, va, u64::from(len), self.mem.len()).map(|_| ())
+        mem_off(rkey, self.rkey, va, u64::from(len), self.mem.len())?;
+        if self.absent {
+            return Err(AccessError::NotPresent);
+        }
+        Ok(())
     }
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, AccessError> {
         let o = mem_off(rkey, self.rkey, va, 8, self.mem.len())?;
+        if self.absent {
+            return Err(AccessError::NotPresent);
+        }
         let cur = u64::from_le_bytes(self.mem[o..o + 8].try_into().unwrap());
         let new = match op {
             AtomicOp::CompareSwap { compare, swap } => {
@@ -150,6 +192,9 @@ impl ResponderEnv for Env<'_> {
     }
     fn atomic_write(&mut self, rkey: u32, va: u64, value: u64) -> Result<(), AccessError> {
         let o = mem_off(rkey, self.rkey, va, 8, self.mem.len())?;
+        if self.absent {
+            return Err(AccessError::NotPresent);
+        }
         self.mem[o..o + 8].copy_from_slice(&value.to_le_bytes());
         Ok(())
     }
@@ -197,9 +242,23 @@ struct World {
     trace: bool,
     /// Whether the QPs' sinks read the simulated clock (every other ten seeds: each scenario both ways).
     clock: bool,
+    /// On-demand paging: the chance (ppm) that one packet's or one transmit round's memory
+    /// is not present (0: always present).
+    odp_ppm: u32,
 }
 
 impl World {
+    /// On-demand paging: whether the next access finds its memory not present; if so, the
+    /// fault that maps it is done a little later.
+    fn absent(&mut self, node: usize) -> bool {
+        if self.odp_ppm == 0 || !self.rng.ppm(self.odp_ppm) {
+            return false;
+        }
+        let dt = self.rng.range(1, 50);
+        self.schedule(dt, Ev::Fault { node });
+        true
+    }
+
     fn schedule(&mut self, dt: u64, ev: Ev) {
         self.seq += 1;
         self.heap.push(Item {
@@ -377,7 +436,8 @@ impl World {
                     Err(e) => return Err(format!("post_send {e:?}")),
                 }
             }
-            let mut s = Sink::default();
+            let absent = self.absent(node);
+            let mut s = Sink(vec![], absent.then_some(absent_payload as fn(&Action) -> _));
             let more = self.nodes[node].qp.poll_tx(8, &mut s);
             let progressed = !s.0.is_empty();
             self.apply(node, s.0, None)?;
@@ -400,12 +460,17 @@ impl World {
         let Ok(p) = parse_packet(ib) else {
             return Err("valid ICRC but unparsable packet".into());
         };
+        let (absent, absent_places) = (self.absent(to), self.absent(to));
         let n = &mut self.nodes[to];
-        let mut s = Sink::default();
+        let mut s = Sink(
+            vec![],
+            absent_places.then_some(absent_place as fn(&Action) -> _),
+        );
         let mut env = Env {
             mem: &mut n.mem,
             rkey: n.rkey,
             recvs: &n.recvs,
+            absent,
         };
         let st = n.qp.on_packet(&p, &mut env, &mut s);
         if self.trace {
@@ -463,6 +528,10 @@ impl World {
                         });
                     }
                     n.late_recvs = 0;
+                    self.pump(node)?;
+                }
+                Ev::Fault { node } => {
+                    self.nodes[node].qp.fault_done();
                     self.pump(node)?;
                 }
             }
@@ -777,7 +846,11 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
         stats_pkts: 0,
         trace: verbose && std::env::var("RRXE_SIM_TRACE").is_ok(),
         clock: (seed / 10) % 2 == 1,
+        odp_ppm: 0,
     };
+    if matches!(seed % 10, 3 | 8 | 9) && (seed / 10) % 2 == 0 {
+        w.odp_ppm = rng.range(20_000, 300_000) as u32;
+    }
     set_clock(None);
     let _ = w.ud;
     // Bring both QPs up.
@@ -844,9 +917,10 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
     w.run(60_000_000)?;
     if verbose {
         eprintln!(
-            "seed {seed}: {sc:?} mtu {:?} link {:?} pkts {} t={}us ops {}/{}",
+            "seed {seed}: {sc:?} mtu {:?} link {:?} odp {} ppm pkts {} t={}us ops {}/{}",
             mtu,
             w.link,
+            w.odp_ppm,
             w.stats_pkts,
             w.now,
             plans[0].wqes.len(),
