@@ -848,7 +848,7 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
         clock: (seed / 10) % 2 == 1,
         odp_ppm: 0,
     };
-    if matches!(seed % 10, 3 | 8 | 9) && (seed / 10) % 2 == 0 {
+    if matches!(seed % 10, 3 | 8 | 9) && (seed / 10).is_multiple_of(2) {
         w.odp_ppm = rng.range(20_000, 300_000) as u32;
     }
     set_clock(None);
