@@ -59,6 +59,14 @@
 //!
 //! Any forward progress resets both retry counters.
 //!
+//! # On-demand paging (`PlaceError::NotPresent`)
+//!
+//! Memory the driver must fault in first is no error: a packet whose gather list is not
+//! present is not sent (nothing changes; the driver runs the QP again after the fault); a
+//! READ response or atomic ACK that cannot be placed is dropped, the requester rewinds to
+//! it and waits for [`SendQueue::fault_done`] (or the retransmit timer) before asking
+//! again (counted in [`SqStats::unplaced`]).
+//!
 //! # Local buffer errors
 //!
 //! The driver reports a gather list it cannot read ([`ActionSink::transmit`]) and a READ

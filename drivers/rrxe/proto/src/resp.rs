@@ -24,6 +24,13 @@
 //!
 //! Placement is reported back by [`ActionSink::place`] and acted on here:
 //!
+//! * memory not present yet (on-demand paging: `AccessError::NotPresent` from a key check
+//!   or an atomic, `PlaceError::NotPresent` from a placement; the driver has started the
+//!   page fault): no error. RC answers RNR NAK at the packet's PSN with nothing executed
+//!   and the message's state unchanged, so the requester's RNR retry resends it once the
+//!   pages are in (mlx5's answer to a responder page fault); a placement that fails this
+//!   way after its check passed is therefore never acknowledged. UC and UD drop the
+//!   message. A READ response whose source is not present waits, still pending;
 //! * a receive buffer that cannot take the data (bad L_Key, no Local Write, range):
 //!   the receive completes with `LocProtErr` (`LocLenErr` if it is too short), an RC
 //!   responder NAKs "remote operational error" (invalid request for a length error) and
