@@ -208,9 +208,9 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.kernel_cap_flags = u64::from(
         b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG | b::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING,
     );
-    // On-demand paging (crate::mr::odp), explicit and implicit, for RC sends, receives,
-    // RDMA WRITE, READ and atomics, as tests/user/odp.c shows; not advertised for UC, UD,
-    // XRC or SRQ receives (they work the same way but are not tested).
+    // On-demand paging (crate::mr::odp), explicit and implicit, for RC sends, receives
+    // (also through an SRQ), RDMA WRITE, READ and atomics, as tests/user/odp.c and
+    // odp_srq.c show; not advertised for UC, UD or XRC (the same code paths, untested).
     attr.odp_caps.general_caps = u64::from(
         b::ib_odp_general_cap_bits_IB_ODP_SUPPORT
             | b::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT,
@@ -219,7 +219,8 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
-        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
+        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
+        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
     attr.max_pkeys = 1;
     attr.local_ca_ack_delay = 15;
     // The object maxima, enforced by crate::limits.
