@@ -191,6 +191,8 @@ impl Qp {
         }
         if proto.state() == proto::QpState::Reset {
             self.reset_rings();
+            // A new connection starts with no page fault waiting or remembered as failed.
+            self.reset_faults();
         }
         drop(eng);
         self.kick();

@@ -17,7 +17,9 @@ pub(super) struct Faults {
     /// The last range whose fault failed (not mapped in the process, or not for the
     /// access): the next access to it fails for good instead of asking again, so a
     /// request to unmapped memory ends in an access error, not in RNR NAKs forever (mlx5
-    /// answers a failed responder fault with a remote access error).
+    /// answers a failed responder fault with a remote access error). That access, the
+    /// retry of the one that asked (the requester's RNR retry, or the QP's own next run),
+    /// consumes it; a reset of the QP forgets it.
     failed: Option<Fault>,
 }
 
@@ -38,6 +40,13 @@ impl Qp {
         }
         self.kick();
         AccessError::NotPresent
+    }
+
+    /// Forgets the pending and the failed fault (the QP was reset).
+    pub(super) fn reset_faults(&self) {
+        let mut s = self.faults.lock();
+        s.pending = None;
+        s.failed = None;
     }
 
     /// The work item, before it runs the QP (process context, no lock held): maps the
