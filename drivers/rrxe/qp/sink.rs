@@ -372,19 +372,25 @@ impl Qp {
         pd: usize,
         (va, n, need): (u64, usize, AccessFlags),
     ) -> proto::PlaceError {
-        let f = Fault {
-            key: lkey,
-            remote_qpn: None,
-            pd,
-            va,
-            len: n as u64,
-            need,
-        };
         match e {
-            AccessError::NotPresent => match self.not_present(f) {
-                AccessError::NotPresent => proto::PlaceError::NotPresent,
-                _ => proto::PlaceError::Protection,
-            },
+            AccessError::NotPresent => self.absent(Fault {
+                key: lkey,
+                remote_qpn: None,
+                pd,
+                va,
+                len: n as u64,
+                need,
+            }),
+            _ => proto::PlaceError::Protection,
+        }
+    }
+
+    /// The placement error of an access that found the memory of `f` not present: asks
+    /// for its page fault, or a protection error if that range's last fault failed (see
+    /// [`Qp::not_present`]).
+    fn absent(&self, f: Fault) -> proto::PlaceError {
+        match self.not_present(f) {
+            AccessError::NotPresent => proto::PlaceError::NotPresent,
             _ => proto::PlaceError::Protection,
         }
     }
@@ -405,18 +411,14 @@ impl Qp {
         match mrs.with_remote(rkey, pd, self.qpn, range, |r| r.copy(va, &mut buf, need)) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(AccessError::NotPresent)) | Err(AccessError::NotPresent) => {
-                let f = Fault {
+                Err(self.absent(Fault {
                     key: rkey,
                     remote_qpn: Some(self.qpn),
                     pd,
                     va,
                     len: range.1,
                     need,
-                };
-                match self.not_present(f) {
-                    AccessError::NotPresent => Err(proto::PlaceError::NotPresent),
-                    _ => Err(proto::PlaceError::Protection),
-                }
+                }))
             }
             _ => Err(proto::PlaceError::Protection),
         }
