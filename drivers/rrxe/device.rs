@@ -210,7 +210,7 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     );
     // On-demand paging (crate::mr::odp), explicit and implicit, for RC sends, receives
     // (also through an SRQ), RDMA WRITE, READ and atomics, as tests/user/odp.c and
-    // odp_srq.c show; not advertised for UC, UD or XRC (the same code paths, untested).
+    // odp_srq.c show; UD sends (odp_ud.c); not UC or XRC (the same code paths, untested).
     attr.odp_caps.general_caps = u64::from(
         b::ib_odp_general_cap_bits_IB_ODP_SUPPORT
             | b::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT,
@@ -221,6 +221,10 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+    // UD: sends from ODP memory (the sender waits for the fault, as RC's). Not receives:
+    // a datagram whose buffer is not present is dropped (UD is unreliable), as mlx5
+    // offers UD ODP for sends only.
+    attr.odp_caps.per_transport_caps.ud_odp_caps = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
     attr.max_pkeys = 1;
     attr.local_ca_ack_delay = 15;
     // The object maxima, enforced by crate::limits.
