@@ -79,7 +79,8 @@ fn map_range(umem: &OdpRef, off: u64, len: u64, write: bool, fault: bool) -> Res
 /// (PREFETCH_WRITE), or only what the process has present (PREFETCH_NO_FAULT, no fault).
 /// Every SGE is checked before anything is mapped: an unknown key or one of another PD
 /// is ENOENT, a key that is not an ODP MR, a range outside it or without Local Write for
-/// PREFETCH_WRITE is EINVAL (rdma_rxe's `rxe_ib_advise_mr` answers the same two errnos).
+/// PREFETCH_WRITE is EINVAL. (The two errnos are those reported for rdma_rxe's
+/// `rxe_ib_advise_mr` of Linux 6.15, which the kernel tree rrxe builds against predates.)
 /// The mapping is done before returning, with or without IB_UVERBS_ADVISE_MR_FLAG_FLUSH
 /// (without it the verb may return earlier; it need not). Process context.
 pub(crate) fn advise(
