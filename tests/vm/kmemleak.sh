@@ -3,10 +3,11 @@
 # timeout: 600
 # append: kmemleak=on
 # Leak check: with kmemleak on, both VMs run user-level traffic over rrxe (RC/UD ping-pong,
-# rping, perftest with rdma_cm, XRC: ibv_xsrq_pingpong and tests/user/xrc), the hostile-ring test (error paths: QPs and CQs killed by
-# garbage), dma-buf MRs (tests/user/dmabuf), on-demand-paging MRs (tests/user/odp) and link delete, then rmmod. kmemleak must
-# report no unreferenced object from after the boot (its report is cleared once the VM is
-# up), neither with the module loaded nor after it is gone.
+# rping, perftest with rdma_cm, XRC: ibv_xsrq_pingpong and tests/user/xrc), the hostile-ring
+# test (error paths: QPs and CQs killed by garbage), dma-buf MRs (tests/user/dmabuf),
+# on-demand-paging MRs (tests/user/odp) and link delete, then rmmod. kmemleak must report no
+# unreferenced object from after the boot (its report is cleared once the VM is up),
+# neither with the module loaded nor after it is gone.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 . "$RRXE_ROOT/tests/vm/lib/kmemleak.sh"
