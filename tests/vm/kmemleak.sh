@@ -3,10 +3,11 @@
 # timeout: 600
 # append: kmemleak=on
 # Leak check: with kmemleak on, both VMs run user-level traffic over rrxe (RC/UD ping-pong,
-# rping, perftest with rdma_cm), the hostile-ring test (error paths: QPs and CQs killed by
-# garbage), dma-buf MRs (tests/user/dmabuf), on-demand-paging MRs (tests/user/odp) and link delete, then rmmod. kmemleak must
-# report no unreferenced object from after the boot (its report is cleared once the VM is
-# up), neither with the module loaded nor after it is gone.
+# rping, perftest with rdma_cm, XRC: ibv_xsrq_pingpong and tests/user/xrc), the hostile-ring
+# test (error paths: QPs and CQs killed by garbage), dma-buf MRs (tests/user/dmabuf),
+# on-demand-paging MRs (tests/user/odp) and link delete, then rmmod. kmemleak must report no
+# unreferenced object from after the boot (its report is cleared once the VM is up),
+# neither with the module loaded nor after it is gone.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 . "$RRXE_ROOT/tests/vm/lib/kmemleak.sh"
@@ -27,6 +28,11 @@ pair "rping -V -C 20" 120 -- \
 pair "ib_read_bw -R 64 KiB x50" 120 -- \
   ib_read_bw -R -d @DEV -x @GID -p $((p + 4)) -s 65536 -n 50 -F -- \
   ib_read_bw -R -d @DEV -x @GID -p $((p + 4)) -s 65536 -n 50 -F @PEER
+pair "ibv_xsrq_pingpong 4 KiB x50 (XRC)" 120 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p $((p + 5)) -n 50 -s 4096 -- \
+  ibv_xsrq_pingpong -d @DEV -g @GID -p $((p + 5)) -n 50 -s 4096 @PEER
+xrc() { timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+check "xrc (local, XRC domains, SRQs, QPs and their refusals)" xrc
 ring_garbage() { timeout 200 "$RRXE_ROOT/tests/user/ring_garbage" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
 check "ring_garbage (local, error paths)" ring_garbage
 dmabuf() { timeout 200 "$RRXE_ROOT/tests/user/dmabuf" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
