@@ -283,7 +283,7 @@ static void explicit_odp(void)
 	st = advise(mr, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, base, SIZE);
 	ok(st == 0, "ibv_advise_mr PREFETCH_WRITE, FLUSH over the MR: %d", st);
 	st = advise(mr, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, base + PAGE, PAGE);
-	ok(st == 0, "ibv_advise_mr PREFETCH (queued) of a page: %d", st);
+	ok(st == 0, "ibv_advise_mr PREFETCH of a page, without FLUSH: %d", st);
 	st = advise(mr, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH, base,
 		    SIZE);
 	ok(st == 0, "ibv_advise_mr PREFETCH_NO_FAULT: %d", st);
