@@ -22,6 +22,7 @@ def ratio(a, b):
 
 def main():
     path, outdir, reps, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    kernel = sys.argv[5] if len(sys.argv) > 5 else "debug"
     runs = defaultdict(list)
     units = {}
     profiles = defaultdict(list)
@@ -45,7 +46,9 @@ def main():
 
     out = []
     out.append(f"Medians of {reps} run(s) each; two TCG VMs (-smp 1) over a QEMU socket link; "
-               f"whole benchmark {secs} s.\n")
+               f"whole benchmark {secs} s; guest kernel: {kernel} ("
+               + ("the test kernel, with lockdep and kmemleak built in" if kernel == "debug"
+                  else "no lockdep, no atomic-sleep or list checks, no kmemleak") + ").\n")
     hdr = "| test | unit | " + " | ".join(stacks) + " | rrxe/rxe |"
     out.append(hdr)
     out.append("|" + "---|" * (hdr.count("|") - 1))

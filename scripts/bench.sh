@@ -5,10 +5,17 @@
 # against message size to the output directory.
 #
 #   scripts/bench.sh [--reps N] [--volume MiB] [--stacks "rrxe rxe siw"]
-#                    [--sizes "1024 4096 ..."] [--profile] [--out DIR]
+#                    [--sizes "1024 4096 ..."] [--profile] [--out DIR] [--kernel debug|nodebug]
+#
+# --kernel nodebug runs on a kernel without lockdep, the atomic-sleep and list checks and
+# kmemleak (qemu/kernel-nodebug.config): it exports HEAD to $RRXE_BENCH_TREE (default
+# /var/tmp/rrxe-bench-tree) with that config, builds and caches its kernel (about 11 min on 2
+# idle cores, once) and runs there. The default is the test kernel, with its debugging.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=3 VOLUME=16 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
+KERNEL=debug
+args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) REPS=$2; shift 2 ;;
@@ -17,9 +24,25 @@ while [ $# -gt 0 ]; do
     --sizes) SIZES=$2; shift 2 ;;
     --profile) PROFILE=1; shift ;;
     --out) OUT=$2; shift 2 ;;
-    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR]" >&2; exit 2 ;;
+    --kernel) KERNEL=$2; shift 2 ;;
+    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel debug|nodebug]" >&2; exit 2 ;;
   esac
 done
+case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel debug or nodebug" >&2; exit 2 ;; esac
+if [ "$KERNEL" = nodebug ] && [ "${RRXE_BENCH_IN_TREE:-0}" != 1 ]; then
+  tree=${RRXE_BENCH_TREE:-/var/tmp/rrxe-bench-tree}
+  out=$(realpath -m "$OUT")
+  rm -rf "$tree"
+  mkdir -p "$tree"
+  git archive HEAD | tar -x -C "$tree"
+  grep -v -E '^CONFIG_(PROVE_LOCKING|DEBUG_ATOMIC_SLEEP|DEBUG_LIST|DEBUG_KMEMLEAK|DEBUG_KMEMLEAK_DEFAULT_OFF)=' \
+    qemu/kernel.config > "$tree/qemu/kernel.config"
+  cat qemu/kernel-nodebug.config >> "$tree/qemu/kernel.config"
+  # A fresh environment for the copy: its own kernel key, tree and module root.
+  unset RRXE_KBUILD KDIR RRXE_MODROOT
+  cd "$tree"
+  RRXE_BENCH_IN_TREE=1 exec bash scripts/bench.sh "${args[@]}" --out "$out"
+fi
 bash scripts/setup.sh
 # The chart and the in-guest profiler are the benchmark's own needs, not the tests'.
 want=()
@@ -43,4 +66,4 @@ qemu/run-vms --vms 2 --timeout "$timeout" --out "$OUT" --name bench qemu/bench-g
   "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" || echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
 cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|PROFILE) ' > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED|counters:' "$OUT"/bench-vm*.out || true
-/usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))"
+/usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL"
