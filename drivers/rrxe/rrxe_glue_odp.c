@@ -58,30 +58,41 @@ static const struct mmu_interval_notifier_ops rrxe_odp_ops = {
 	.invalidate = rrxe_odp_invalidate,
 };
 
-/* [start, start + len) of the calling process, on demand (access has IB_ACCESS_ON_DEMAND). */
-struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, int access,
-				   int *err)
+/*
+ * The rrxe_odp of u, a umem with rrxe's notifier just made by the core (or u's error): NULL
+ * with *err set on failure, u then released. Until u->private is set (under umem_mutex) the
+ * invalidation callback knows no access can have mapped anything.
+ */
+static struct rrxe_odp *rrxe_odp_wrap(struct ib_umem_odp *u, int *err)
 {
-	struct rrxe_odp *o = kzalloc(sizeof(*o), GFP_KERNEL);
-	struct ib_umem_odp *u;
+	struct rrxe_odp *o;
 
+	if (IS_ERR(u)) {
+		*err = PTR_ERR(u);
+		return NULL;
+	}
+	o = kzalloc(sizeof(*o), GFP_KERNEL);
 	if (!o) {
+		ib_umem_odp_release(u);
 		*err = -ENOMEM;
 		return NULL;
 	}
 	spin_lock_init(&o->lock);
-	/* rrxe does not take IB_ACCESS_HUGETLB: pages are PAGE_SIZE (page_shift). */
-	u = ib_umem_odp_get(dev, start, len, access & ~IB_ACCESS_HUGETLB, &rrxe_odp_ops);
-	if (IS_ERR(u)) {
-		*err = PTR_ERR(u);
-		kfree(o);
-		return NULL;
-	}
 	o->umem = u;
 	mutex_lock(&u->umem_mutex);
 	u->private = o;
 	mutex_unlock(&u->umem_mutex);
 	return o;
+}
+
+/* [start, start + len) of the calling process, on demand (access has IB_ACCESS_ON_DEMAND). */
+struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, int access,
+				   int *err)
+{
+	/* rrxe does not take IB_ACCESS_HUGETLB: pages are PAGE_SIZE (page_shift). */
+	return rrxe_odp_wrap(ib_umem_odp_get(dev, start, len, access & ~IB_ACCESS_HUGETLB,
+					     &rrxe_odp_ops),
+			     err);
 }
 
 /*
@@ -90,23 +101,14 @@ struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, in
  */
 struct rrxe_odp *rrxe_glue_odp_implicit(struct ib_device *dev, int access, int *err)
 {
-	struct rrxe_odp *o = kzalloc(sizeof(*o), GFP_KERNEL);
-	struct ib_umem_odp *u;
+	/* The root maps nothing (no notifier of its own): its private is only a pointer. */
+	struct rrxe_odp *o =
+		rrxe_odp_wrap(ib_umem_odp_alloc_implicit(dev, access & ~IB_ACCESS_HUGETLB), err);
 
-	if (!o) {
-		*err = -ENOMEM;
-		return NULL;
+	if (o) {
+		o->mm = current->mm;
+		mmgrab(o->mm);
 	}
-	spin_lock_init(&o->lock);
-	u = ib_umem_odp_alloc_implicit(dev, access & ~IB_ACCESS_HUGETLB);
-	if (IS_ERR(u)) {
-		*err = PTR_ERR(u);
-		kfree(o);
-		return NULL;
-	}
-	o->umem = u;
-	o->mm = current->mm;
-	mmgrab(o->mm);
 	return o;
 }
 
@@ -131,29 +133,10 @@ static int rrxe_odp_mapped(struct mm_struct *mm, u64 addr, u64 len)
  */
 struct rrxe_odp *rrxe_glue_odp_child(struct rrxe_odp *root, u64 addr, u64 len, int *err)
 {
-	struct rrxe_odp *o;
-	struct ib_umem_odp *u;
-
 	*err = rrxe_odp_mapped(root->mm, addr, len);
 	if (*err)
 		return NULL;
-	o = kzalloc(sizeof(*o), GFP_KERNEL);
-	if (!o) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	spin_lock_init(&o->lock);
-	u = ib_umem_odp_alloc_child(root->umem, addr, len, &rrxe_odp_ops);
-	if (IS_ERR(u)) {
-		*err = PTR_ERR(u);
-		kfree(o);
-		return NULL;
-	}
-	o->umem = u;
-	mutex_lock(&u->umem_mutex);
-	u->private = o;
-	mutex_unlock(&u->umem_mutex);
-	return o;
+	return rrxe_odp_wrap(ib_umem_odp_alloc_child(root->umem, addr, len, &rrxe_odp_ops), err);
 }
 
 /*

@@ -46,32 +46,10 @@ static uint8_t *mem; /* the memfd's mapping: the dma-buf's bytes */
 /* The remote access of the pairs' QPs: atomics too (the FETCH_ADD). */
 #define PAIR_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
-/* Work request op by QP A with one local SGE (laddr, len, lkey) and remote (raddr, rkey);
- * the completion's status (-2: post failed). */
-static int post_a(struct loop_pair *c, enum ibv_wr_opcode op, uint64_t laddr, uint32_t len,
-		  uint32_t lkey, uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge s = { laddr, len, lkey };
-	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = { raddr, rkey } }, *bad;
-	struct ibv_wc wc;
-
-	if (ibv_post_send(c->a, &w, &bad))
-		return -2;
-	return wait_wc(c->cqa, &wc);
-}
-
 /* RDMA WRITE of len bytes of src into the dma-buf MR at iova; the status. */
 static int write_to(struct loop_pair *c, struct ibv_mr *m, uint64_t iova, uint32_t len)
 {
-	return post_a(c, IBV_WR_RDMA_WRITE, (uintptr_t)src, len, src_mr->lkey, iova, m->rkey);
-}
-
-static void pattern(uint8_t *p, size_t len, uint8_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i * 13 + (i >> 8));
+	return loop_post_a(c, IBV_WR_RDMA_WRITE, (uintptr_t)src, len, src_mr->lkey, iova, m->rkey);
 }
 
 /* Objects of exporter "udmabuf" in debugfs' dma_buf/bufinfo; -1 if it cannot be read. */
@@ -148,7 +126,7 @@ int main(int argc, char **argv)
 
 	/* Data through it, checked through the memfd. */
 	loop_pair_new(&c, PAIR_ACCESS);
-	pattern(src, 6000, 1);
+	loop_pattern(src, 6000, 1);
 	st = write_to(&c, mr, IOVA + 1000, 6000);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + 1000, src, 6000) && mem[999] == 0xee &&
 	   mem[7000] == 0xee,
@@ -159,10 +137,10 @@ int main(int argc, char **argv)
 		struct ibv_wc wc = { 0 };
 		int rst = -9;
 
-		pattern(src, 2000, 2);
+		loop_pattern(src, 2000, 2);
 		if (ibv_post_recv(c.b, &r, &bad))
 			die("ibv_post_recv");
-		st = post_a(&c, IBV_WR_SEND, (uintptr_t)src, 2000, src_mr->lkey, 0, 0);
+		st = loop_post_a(&c, IBV_WR_SEND, (uintptr_t)src, 2000, src_mr->lkey, 0, 0);
 		if (st == IBV_WC_SUCCESS)
 			rst = wait_wc(c.cqb, &wc);
 		ok(st == IBV_WC_SUCCESS && rst == IBV_WC_SUCCESS && wc.byte_len == 2000 &&
@@ -170,9 +148,9 @@ int main(int argc, char **argv)
 		   "SEND of 2000 B received into the dma-buf MR at offset 9000 (status %d/%d)", st,
 		   rst);
 	}
-	pattern(mem + 12000, 3000, 3);
+	loop_pattern(mem + 12000, 3000, 3);
 	memset(src, 0, 3000);
-	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)src, 3000, src_mr->lkey, IOVA + 12000,
+	st = loop_post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)src, 3000, src_mr->lkey, IOVA + 12000,
 		    mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(src, mem + 12000, 3000),
 	   "RDMA READ of 3000 B out of it returns the memfd's bytes (status %d)", st);
@@ -196,8 +174,8 @@ int main(int argc, char **argv)
 		   "FETCH_ADD on a word of it returns the old value and adds (status %d)", st);
 	}
 	/* The dma-buf MR as the local source: A writes from it into B's view of itself. */
-	pattern(mem, 512, 4);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, IOVA, 512, mr->lkey, IOVA + SIZE - 512, mr->rkey);
+	loop_pattern(mem, 512, 4);
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, IOVA, 512, mr->lkey, IOVA + SIZE - 512, mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + SIZE - 512, mem, 512),
 	   "RDMA WRITE sourced from it (local SGE with its lkey) (status %d)", st);
 
@@ -207,7 +185,7 @@ int main(int argc, char **argv)
 	   "a WRITE running 8 B past its end is refused, nothing written (status %d)", st);
 	loop_pair_free(&c);
 	loop_pair_new(&c, PAIR_ACCESS);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, IOVA + SIZE - 8, 16, mr->lkey, (uintptr_t)src,
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, IOVA + SIZE - 8, 16, mr->lkey, (uintptr_t)src,
 		    src_mr->rkey);
 	ok(st == IBV_WC_LOC_PROT_ERR, "a local SGE running past its end: LOC_PROT_ERR (status %d)",
 	   st);
@@ -222,7 +200,7 @@ int main(int argc, char **argv)
 	if (!mr2)
 		die("ibv_reg_dmabuf_mr offset");
 	memset(mem, 0xee, SIZE);
-	pattern(src, 1024, 5);
+	loop_pattern(src, 1024, 5);
 	st = write_to(&c, mr2, 0x200100, 1024);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + PAGE + 256, src, 1024) &&
 	   mem[PAGE + 255] == 0xee && mem[PAGE + 256 + 1024] == 0xee,
@@ -233,7 +211,7 @@ int main(int argc, char **argv)
 	loop_pair_free(&c);
 	ok(ibv_dereg_mr(mr2) == 0, "deregistering the offset MR");
 	loop_pair_new(&c, PAIR_ACCESS);
-	pattern(src, 100, 6);
+	loop_pattern(src, 100, 6);
 	st = write_to(&c, mr, IOVA + 200, 100);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + 200, src, 100),
 	   "the first MR still works after the second is deregistered (status %d)", st);
@@ -269,7 +247,7 @@ int main(int argc, char **argv)
 
 	/* The MR keeps the buffer alive; deregistering releases it. */
 	close(fd);
-	pattern(src, 300, 7);
+	loop_pattern(src, 300, 7);
 	st = write_to(&c, mr, IOVA + 3000, 300);
 	ok(st == IBV_WC_SUCCESS && !memcmp(mem + 3000, src, 300),
 	   "with the dma-buf fd closed the MR still works (status %d)", st);

@@ -156,6 +156,29 @@ static inline void to_rts_gid(struct ibv_qp *qp, uint32_t dest, const union ibv_
 	loop_rts(qp);
 }
 
+/* Moves a new UD QP (in RESET) to RTS with Q_Key qkey. */
+static inline void loop_ud_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		die("UD QP INIT");
+	at.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE))
+		die("UD QP RTR");
+	at.qp_state = IBV_QPS_RTS;
+	at.sq_psn = 0;
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD QP RTS");
+}
+
+/* Fills len bytes with a pattern that differs with seed and along the buffer. */
+static inline void loop_pattern(uint8_t *p, size_t len, uint8_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 13 + (i >> 8));
+}
+
 /* Moves an RC QP in INIT to RTS, connected to QP dest of this host. */
 static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
 {
@@ -193,8 +216,10 @@ struct loop_pair {
 };
 
 /* A new connected pair; with access != 0 both QPs grant that remote access (IBV_ACCESS_*)
- * in place of loop_init's remote read and write. */
-static inline void loop_pair_new(struct loop_pair *p, unsigned int access)
+ * in place of loop_init's remote read and write; local ACK timeout, retry and RNR retry
+ * counts as given. */
+static inline void loop_pair_new_opts(struct loop_pair *p, unsigned int access, uint8_t timeout,
+				      uint8_t retry_cnt, uint8_t rnr_retry)
 {
 	struct ibv_qp_attr at = { .qp_access_flags = access };
 
@@ -207,8 +232,30 @@ static inline void loop_pair_new(struct loop_pair *p, unsigned int access)
 	if (access && (ibv_modify_qp(p->a, &at, IBV_QP_ACCESS_FLAGS) ||
 		       ibv_modify_qp(p->b, &at, IBV_QP_ACCESS_FLAGS)))
 		die("INIT -> INIT access flags");
-	to_rts(p->a, p->b->qp_num);
-	to_rts(p->b, p->a->qp_num);
+	to_rts_opts(p->a, p->b->qp_num, &gid, 1, timeout, retry_cnt, rnr_retry);
+	to_rts_opts(p->b, p->a->qp_num, &gid, 1, timeout, retry_cnt, rnr_retry);
+}
+
+/* A new connected pair (loop_pair_new_opts with loop_rts's timeout and counts). */
+static inline void loop_pair_new(struct loop_pair *p, unsigned int access)
+{
+	loop_pair_new_opts(p, access, 10, 2, 2);
+}
+
+/* Work request op by QP A of c with one local SGE (laddr, len, lkey) and remote (raddr,
+ * rkey), signaled; the completion's status (-2: the post failed, -1: no completion). */
+static inline int loop_post_a(struct loop_pair *c, enum ibv_wr_opcode op, uint64_t laddr,
+			      uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge s = { laddr, len, lkey };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { raddr, rkey } }, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(c->a, &w, &bad))
+		return -2;
+	return wait_wc(c->cqa, &wc);
 }
 
 static inline void loop_pair_free(struct loop_pair *p)

@@ -54,40 +54,6 @@
 static uint8_t src[SIZE], dst[SIZE];
 static struct ibv_mr *src_mr, *dst_mr;
 
-/* A connected pair whose QPs retry RNR without limit (see the header). */
-static void pair_new(struct loop_pair *p)
-{
-	struct ibv_qp_attr at = { .qp_access_flags = PAIR_ACCESS };
-
-	p->cqa = ibv_create_cq(ctx, 32, NULL, NULL, 0);
-	p->cqb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
-	if (!p->cqa || !p->cqb)
-		die("ibv_create_cq");
-	p->a = loop_rc_qp(p->cqa, NULL, 1, 0);
-	p->b = loop_rc_qp(p->cqb, NULL, 1, 0);
-	if (ibv_modify_qp(p->a, &at, IBV_QP_ACCESS_FLAGS) ||
-	    ibv_modify_qp(p->b, &at, IBV_QP_ACCESS_FLAGS))
-		die("INIT -> INIT access flags");
-	to_rts_opts(p->a, p->b->qp_num, &gid, 1, 14, 7, 7);
-	to_rts_opts(p->b, p->a->qp_num, &gid, 1, 14, 7, 7);
-}
-
-/* Work request op by QP A with one local SGE (laddr, len, lkey) and remote (raddr, rkey);
- * the completion's status (-2: post failed, -1: no completion). */
-static int post_a(struct loop_pair *c, enum ibv_wr_opcode op, uint64_t laddr, uint32_t len,
-		  uint32_t lkey, uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge s = { laddr, len, lkey };
-	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = { raddr, rkey } }, *bad;
-	struct ibv_wc wc;
-
-	if (ibv_post_send(c->a, &w, &bad))
-		return -2;
-	return wait_wc(c->cqa, &wc);
-}
-
 /* An atomic by QP A on (raddr, rkey), the old value landing in src[0..8]; the status. */
 static int atomic_a(struct loop_pair *c, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
 		    uint64_t cmp_add, uint64_t swap)
@@ -118,18 +84,12 @@ static int send_recv(struct loop_pair *c, uint64_t laddr, uint32_t lkey, uint64_
 
 	if (ibv_post_recv(c->b, &r, &bad))
 		return -3;
-	st = post_a(c, IBV_WR_SEND, laddr, len, lkey, 0, 0);
+	st = loop_post_a(c, IBV_WR_SEND, laddr, len, lkey, 0, 0);
 	if (st != IBV_WC_SUCCESS)
 		return st < 0 ? st : st * 100;
 	rst = wait_wc(c->cqb, &wc);
 	*got = wc.byte_len;
 	return rst < 0 ? -4 : rst;
-}
-
-static void pattern(uint8_t *p, size_t len, uint8_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i * 13 + (i >> 8));
 }
 
 static int all_zero(const uint8_t *p, size_t len)
@@ -217,25 +177,25 @@ static void explicit_odp(void)
 	if (plain)
 		ibv_dereg_mr(plain);
 
-	pair_new(&c);
-	pattern(src, 6000, 1);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 6000, src_mr->lkey, base + 1000,
+	loop_pair_new_opts(&c, PAIR_ACCESS, 14, 7, 7);
+	loop_pattern(src, 6000, 1);
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 6000, src_mr->lkey, base + 1000,
 		    mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(m + 1000, src, 6000) && m[999] == 0 && m[7000] == 0,
 	   "RDMA WRITE of 6000 B into untouched ODP pages (offset 1000) lands exactly (status %d)",
 	   st);
-	pattern(m + 12000, 3000, 2);
+	loop_pattern(m + 12000, 3000, 2);
 	memset(dst, 0xee, 3000);
-	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey, base + 12000,
+	st = loop_post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey, base + 12000,
 		    mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(dst, m + 12000, 3000),
 	   "RDMA READ of 3000 B out of it returns the CPU's bytes (status %d)", st);
 	memset(dst, 0xee, PAGE);
-	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, PAGE, dst_mr->lkey, base + 10 * PAGE,
+	st = loop_post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, PAGE, dst_mr->lkey, base + 10 * PAGE,
 		    mr->rkey);
 	ok(st == IBV_WC_SUCCESS && all_zero(dst, PAGE),
 	   "RDMA READ of an untouched page returns zeros (status %d)", st);
-	pattern(src, 2000, 3);
+	loop_pattern(src, 2000, 3);
 	st = send_recv(&c, (uintptr_t)src, src_mr->lkey, base + 5 * PAGE + 100, mr->lkey, 2000,
 		       &got);
 	ok(st == IBV_WC_SUCCESS && got == 2000 && !memcmp(m + 5 * PAGE + 100, src, 2000),
@@ -252,7 +212,7 @@ static void explicit_odp(void)
 
 	/* The ODP MR as the local side. */
 	memset(dst, 0, SIZE);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, base + 1000, 6000, mr->lkey, (uintptr_t)dst + 100,
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, base + 1000, 6000, mr->lkey, (uintptr_t)dst + 100,
 		    dst_mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(dst + 100, m + 1000, 6000),
 	   "RDMA WRITE sourced from the ODP MR (status %d)", st);
@@ -260,22 +220,22 @@ static void explicit_odp(void)
 	st = send_recv(&c, base + 12000, mr->lkey, (uintptr_t)dst, dst_mr->lkey, 3000, &got);
 	ok(st == IBV_WC_SUCCESS && got == 3000 && !memcmp(dst, m + 12000, 3000),
 	   "SEND sourced from the ODP MR (status %d, %u B)", st, got);
-	pattern(src, 5000, 4);
-	st = post_a(&c, IBV_WR_RDMA_READ, base + 13 * PAGE + 10, 5000, mr->lkey, (uintptr_t)src,
+	loop_pattern(src, 5000, 4);
+	st = loop_post_a(&c, IBV_WR_RDMA_READ, base + 13 * PAGE + 10, 5000, mr->lkey, (uintptr_t)src,
 		    src_mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(m + 13 * PAGE + 10, src, 5000),
 	   "RDMA READ responses placed into untouched ODP pages (status %d)", st);
 
 	/* The mapping changes under the MR. */
 	anon(m, SIZE);
-	pattern(m + 12000, 3000, 5);
+	loop_pattern(m + 12000, 3000, 5);
 	memset(dst, 0xee, 3000);
-	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey, base + 12000,
+	st = loop_post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey, base + 12000,
 		    mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(dst, m + 12000, 3000),
 	   "after munmap+mmap of the range, READ returns the new pages' bytes (status %d)", st);
-	pattern(src, 6000, 6);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 6000, src_mr->lkey, base + 1000,
+	loop_pattern(src, 6000, 6);
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 6000, src_mr->lkey, base + 1000,
 		    mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(m + 1000, src, 6000),
 	   "after the remap, WRITE lands in the new pages (status %d)", st);
@@ -296,13 +256,13 @@ static void explicit_odp(void)
 	/* An unmapped page: an error completion, not an endless RNR. */
 	if (munmap(m + 6 * PAGE, PAGE))
 		die("munmap");
-	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 100, src_mr->lkey, base + 6 * PAGE,
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 100, src_mr->lkey, base + 6 * PAGE,
 		    mr->rkey);
 	ok(st == IBV_WC_REM_ACCESS_ERR, "WRITE to an unmapped page of the MR: REM_ACCESS_ERR (%d)",
 	   st);
 	loop_pair_free(&c);
-	pair_new(&c);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, base + 6 * PAGE, 100, mr->lkey, (uintptr_t)dst,
+	loop_pair_new_opts(&c, PAIR_ACCESS, 14, 7, 7);
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, base + 6 * PAGE, 100, mr->lkey, (uintptr_t)dst,
 		    dst_mr->rkey);
 	ok(st == IBV_WC_LOC_PROT_ERR, "a local SGE on an unmapped page: LOC_PROT_ERR (%d)", st);
 	loop_pair_free(&c);
@@ -327,17 +287,17 @@ static void punch_hole(void)
 	mr = ibv_reg_mr(pd, m, 4 * PAGE, RW | IBV_ACCESS_ON_DEMAND);
 	if (!mr)
 		die("ibv_reg_mr ODP memfd");
-	pair_new(&c);
-	pattern(m, 4 * PAGE, 7);
+	loop_pair_new_opts(&c, PAIR_ACCESS, 14, 7, 7);
+	loop_pattern(m, 4 * PAGE, 7);
 	memset(dst, 0xee, 4 * PAGE);
-	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 4 * PAGE, dst_mr->lkey, (uintptr_t)m,
+	st = loop_post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 4 * PAGE, dst_mr->lkey, (uintptr_t)m,
 		    mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(dst, m, 4 * PAGE),
 	   "READ of an ODP MR over a shared memfd (status %d)", st);
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, PAGE, 2 * PAGE))
 		die("fallocate PUNCH_HOLE");
 	memset(dst, 0xee, 4 * PAGE);
-	st2 = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 4 * PAGE, dst_mr->lkey, (uintptr_t)m,
+	st2 = loop_post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 4 * PAGE, dst_mr->lkey, (uintptr_t)m,
 		     mr->rkey);
 	ok(st2 == IBV_WC_SUCCESS && all_zero(dst + PAGE, 2 * PAGE) && !memcmp(dst, m, PAGE) &&
 	   !memcmp(dst + 3 * PAGE, m + 3 * PAGE, PAGE),
@@ -363,10 +323,10 @@ static void implicit_odp(void)
 	ok(mr != NULL, "implicit ODP: ibv_reg_mr(NULL, SIZE_MAX) (errno %d)", mr ? 0 : errno);
 	if (!mr)
 		return;
-	pair_new(&c);
+	loop_pair_new_opts(&c, PAIR_ACCESS, 14, 7, 7);
 	for (int i = 0; i < 3; i++) {
-		pattern(src, PAGE, (uint8_t)(10 + i));
-		st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, PAGE, src_mr->lkey,
+		loop_pattern(src, PAGE, (uint8_t)(10 + i));
+		st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, PAGE, src_mr->lkey,
 			    (uintptr_t)big + offs[i], mr->rkey);
 		if (st != IBV_WC_SUCCESS || memcmp(big + offs[i], src, PAGE)) {
 			good = 0;
@@ -374,13 +334,13 @@ static void implicit_odp(void)
 		}
 	}
 	ok(good, "implicit ODP: WRITEs at 0, 512 MiB + 100 and 1 GiB - 4 KiB of a sparse 1 GiB mapping");
-	pattern(big + BIG / 4, 3000, 20);
+	loop_pattern(big + BIG / 4, 3000, 20);
 	memset(dst, 0, 3000);
-	st = post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey,
+	st = loop_post_a(&c, IBV_WR_RDMA_READ, (uintptr_t)dst, 3000, dst_mr->lkey,
 		    (uintptr_t)big + BIG / 4, mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(dst, big + BIG / 4, 3000),
 	   "implicit ODP: READ at 256 MiB returns the CPU's bytes (status %d)", st);
-	pattern(src, 2000, 21);
+	loop_pattern(src, 2000, 21);
 	st = send_recv(&c, (uintptr_t)src, src_mr->lkey, (uintptr_t)big + BIG / 8, mr->lkey, 2000,
 		       &got);
 	ok(st == IBV_WC_SUCCESS && got == 2000 && !memcmp(big + BIG / 8, src, 2000),
@@ -391,12 +351,12 @@ static void implicit_odp(void)
 	ok(st == IBV_WC_SUCCESS && *(uint64_t *)src == 0 && v == 9,
 	   "implicit ODP: FETCH_ADD at 768 MiB (status %d)", st);
 	memset(dst, 0, SIZE);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)big + BIG / 4, 3000, mr->lkey,
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)big + BIG / 4, 3000, mr->lkey,
 		    (uintptr_t)dst, dst_mr->rkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(dst, big + BIG / 4, 3000),
 	   "implicit ODP: WRITE sourced through its lkey (status %d)", st);
 	munmap(big + BIG / 2, BIG / 2);
-	st = post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 100, src_mr->lkey,
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 100, src_mr->lkey,
 		    (uintptr_t)big + BIG / 2 + 100, mr->rkey);
 	ok(st == IBV_WC_REM_ACCESS_ERR,
 	   "implicit ODP: WRITE to an unmapped address: REM_ACCESS_ERR (%d)", st);

@@ -39,12 +39,6 @@ static uint8_t *anon(size_t len)
 	return p;
 }
 
-static void pattern(uint8_t *p, size_t len, uint8_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i * 7 + (i >> 9));
-}
-
 /* A SEND of len bytes from src by a, received through srq into sges; both statuses
  * packed as send * 100 + recv (negative: a post failed or nothing completed). */
 static int send_srq(struct ibv_qp *a, struct ibv_cq *cqa, struct ibv_srq *srq,
@@ -107,7 +101,7 @@ int main(int argc, char **argv)
 		size_t off = (size_t)i * 5 * PAGE + 100 + i;
 		struct ibv_sge r = { (uintptr_t)(m + off), MSG, mr->lkey };
 
-		pattern(src, MSG, (uint8_t)(i + 1));
+		loop_pattern(src, MSG, (uint8_t)(i + 1));
 		st = send_srq(qa, cqa, srq, cqb, &r, 1, smr->lkey, MSG, &got);
 		ok(st == IBV_WC_SUCCESS && got == MSG && !memcmp(m + off, src, MSG) &&
 		   m[off - 1] == 0 && m[off + MSG] == 0,
@@ -120,7 +114,7 @@ int main(int argc, char **argv)
 			{ (uintptr_t)(fresh + 7 * PAGE + 5), MSG, imr->lkey },
 		};
 
-		pattern(src, MSG, 9);
+		loop_pattern(src, MSG, 9);
 		st = send_srq(qa, cqa, srq, cqb, r, 2, smr->lkey, MSG, &got);
 		ok(st == IBV_WC_SUCCESS && got == MSG && !memcmp(m + 15 * PAGE + 10, src, 3000) &&
 		   !memcmp(fresh + 7 * PAGE + 5, src + 3000, MSG - 3000),

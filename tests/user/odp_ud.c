@@ -36,18 +36,11 @@ static struct ibv_qp *ud_qp(struct ibv_cq *cq)
 		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
 		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
 	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
 
-	if (!qp || ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		die("UD QP INIT");
-	at.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE))
-		die("UD QP RTR");
-	at.qp_state = IBV_QPS_RTS;
-	at.sq_psn = 0;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		die("UD QP RTS");
+	if (!qp)
+		die("ibv_create_qp UD");
+	loop_ud_rts(qp, QKEY);
 	return qp;
 }
 
@@ -88,12 +81,6 @@ static int datagram(struct ibv_qp *a, struct ibv_cq *cqa, struct ibv_qp *b, stru
 	return rst < 0 ? -4 : rst;
 }
 
-static void pattern(uint8_t *p, size_t len, uint8_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i * 11);
-}
-
 int main(int argc, char **argv)
 {
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
@@ -130,12 +117,12 @@ int main(int argc, char **argv)
 		die("ibv_create_ah");
 
 	/* Untouched pages of the explicit MR: written by the process, never read by rrxe. */
-	pattern(m + 2 * PAGE - 300, LEN, 1);
+	loop_pattern(m + 2 * PAGE - 300, LEN, 1);
 	st = datagram(qa, cqa, qb, cqb, ah, rmr->lkey, (uintptr_t)(m + 2 * PAGE - 300), mr->lkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(rbuf + GRH, m + 2 * PAGE - 300, LEN),
 	   "UD SEND of %d B from explicit ODP pages (across a page boundary) arrives (status %d)",
 	   LEN, st);
-	pattern(fresh + 3 * PAGE + 7, LEN, 2);
+	loop_pattern(fresh + 3 * PAGE + 7, LEN, 2);
 	st = datagram(qa, cqa, qb, cqb, ah, rmr->lkey, (uintptr_t)(fresh + 3 * PAGE + 7),
 		      imr->lkey);
 	ok(st == IBV_WC_SUCCESS && !memcmp(rbuf + GRH, fresh + 3 * PAGE + 7, LEN),

@@ -410,18 +410,11 @@ static struct ibv_qp *ud_qp(struct ibv_cq *cq, uint64_t ops)
 		.send_ops_flags = ops,
 		.comp_mask = IBV_QP_INIT_ATTR_PD | (ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
 	};
-	struct ibv_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
 	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qa);
 
-	if (!qp || ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		die("UD QP INIT");
-	at.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE))
-		die("UD QP RTR");
-	at.qp_state = IBV_QPS_RTS;
-	at.sq_psn = 0;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		die("UD QP RTS");
+	if (!qp)
+		die("ibv_create_qp UD");
+	loop_ud_rts(qp, 0x11111111);
 	return qp;
 }
 

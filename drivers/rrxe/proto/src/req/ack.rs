@@ -234,18 +234,9 @@ impl<const S: usize> SendQueue<S> {
                             len: p.payload_len,
                         },
                     };
-                    match sink.place(place) {
-                        Ok(()) => {}
-                        // The destination's pages are being faulted in (on-demand paging):
-                        // the response is dropped, and the READ is asked for again from it
-                        // once the driver says the fault is done (or the retransmit timer
-                        // fires); later responses meanwhile find a gap.
-                        Err(PlaceError::NotPresent) => return self.unplaced(psn),
-                        Err(_) => {
-                            // rdma_rxe's do_read: LOC_PROT_ERR, QP to error.
-                            self.fail(WcStatus::LocProtErr, sink);
-                            return RxStatus::Ok;
-                        }
+                    // Later responses, while this one waits for its pages, find a gap.
+                    if let Some(st) = self.place_response(psn, place, sink) {
+                        return st;
                     }
                 }
                 if last {
@@ -271,18 +262,8 @@ impl<const S: usize> SendQueue<S> {
                     id: e.wqe.id,
                     value: a.orig,
                 };
-                match sink.place(place) {
-                    Ok(()) => {}
-                    // Being faulted in: dropped, the atomic is sent again once the fault
-                    // is done and answered from the responder's cache (an atomic is never
-                    // executed twice).
-                    Err(PlaceError::NotPresent) => return self.unplaced(psn),
-                    Err(_) => {
-                        // rdma_rxe's do_atomic: LOC_PROT_ERR, QP to error; the buffer is
-                        // untouched (the driver checks the whole destination first).
-                        self.fail(WcStatus::LocProtErr, sink);
-                        return RxStatus::Ok;
-                    }
+                if let Some(st) = self.place_response(psn, place, sink) {
+                    return st;
                 }
                 self.complete_head(WcStatus::Success, sink);
             }
@@ -290,6 +271,29 @@ impl<const S: usize> SendQueue<S> {
         }
         self.on_progress(sink);
         RxStatus::Ok
+    }
+
+    /// Places a READ response's payload or an atomic's original value: `None` once placed,
+    /// else what the caller returns. A placement the driver refuses is LOC_PROT_ERR with
+    /// the QP to error (rdma_rxe's do_read and do_atomic; the driver checks the whole
+    /// destination first, so nothing was written). Memory being faulted in (on-demand
+    /// paging) drops the response, which is asked for again from it once the fault is
+    /// done or the retransmit timer fires ([`SendQueue::unplaced`]); a repeated atomic is
+    /// answered from the responder's cache, never executed twice.
+    fn place_response<A: ActionSink>(
+        &mut self,
+        psn: Psn,
+        place: Action,
+        sink: &mut A,
+    ) -> Option<RxStatus> {
+        match sink.place(place) {
+            Ok(()) => None,
+            Err(PlaceError::NotPresent) => Some(self.unplaced(psn)),
+            Err(_) => {
+                self.fail(WcStatus::LocProtErr, sink);
+                Some(RxStatus::Ok)
+            }
+        }
     }
 
     /// The response at `psn` (= `una`) could not be placed (on-demand paging): dropped;
