@@ -3,12 +3,17 @@
 # perftest runs for every stack in turn on the same link. VM 0 serves, VM 1 connects and
 # prints one machine-readable line per measurement:
 #   BENCH <stack> <test> <bytes> <qps> <value> <Gb/s|usec>
+# from both VMs, for each bandwidth run, the kernel CPU it took (system + irq + softirq
+# time, in USER_HZ ticks: perftest's user-space polling is left out) and the bytes moved:
+#   CPU <stack> <test> <bytes> <qps> vm<N> <ticks> <bytes moved>
 # and, with PROFILE=1, the top of a cpu-clock profile of both VMs during ib_write_bw:
 #   PROFILE <stack> vm<N> <percent> <symbol>
 # Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 REPS=${1:-3} VOLUME=${2:-16} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0}
 say() { echo "# vm$RRXE_VM: $*"; }
+# Kernel CPU time so far (system + irq + softirq of /proc/stat, USER_HZ ticks).
+kcpu() { awk '$1 == "cpu" {print $4 + $7 + $8}' /proc/stat; }
 port=19000
 PERF=$(command -v perf || true)
 
@@ -52,11 +57,13 @@ teardown_stack() {
 # bw STACK TEST BYTES QPS: the average bandwidth line of perftest -> BENCH. Each run moves
 # about VOLUME MiB (perftest's duration mode reports 0 here), 20..2000 messages per QP.
 bw() {
-  local stack=$1 test=$2 size=$3 q=$4 out v n
+  local stack=$1 test=$2 size=$3 q=$4 out v n c0
   n=$(( VOLUME * 1048576 / size / q )); n=$(( n < 20 ? 20 : n > 2000 ? 2000 : n ))
+  c0=$(kcpu)
   out=$(run 300 -- \
     "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" --report_gbits -F -- \
     "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" --report_gbits -F "$RRXE_PEER_IP")
+  echo "CPU $stack $test $size $q vm$RRXE_VM $(( $(kcpu) - c0 )) $(( n * size * q ))"
   [ "$RRXE_VM" = 1 ] || return 0
   # A zero is not a measurement: perftest's cycle clock sometimes reads 0 under TCG.
   v=$(echo "$out" | awk -v s="$size" '$1 == s && NF >= 4 && $4 + 0 > 0 {print $4}' | tail -n 1)
@@ -93,9 +100,14 @@ profile() {
 # The ceiling: TCP over the same link.
 sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0 2>/dev/null
 for r in $(seq "$REPS"); do
+  c0=$(kcpu)
   out=$(run $((DUR + 30)) -- iperf3 -s -1 -p @PORT -- iperf3 -c "$RRXE_PEER_IP" -p @PORT -t "$DUR" -f g)
-  [ "$RRXE_VM" = 1 ] || continue
+  c1=$(kcpu)
+  [ "$RRXE_VM" = 1 ] || { echo "CPU tcp iperf3 131072 1 vm0 $(( c1 - c0 )) -"; continue; }
   v=$(echo "$out" | awk '/receiver/ {for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i - 1)}' | tail -n 1)
+  # The bytes iperf3 moved: its receiver line's Transfer column.
+  bytes=$(echo "$out" | awk '/receiver/ {u = $6; b = $5; m = u == "GBytes" ? 1073741824 : u == "MBytes" ? 1048576 : u == "KBytes" ? 1024 : 1; printf "%d", b * m}' | tail -n 1)
+  echo "CPU tcp iperf3 131072 1 vm1 $(( c1 - c0 )) ${bytes:--}"
   if [ -n "$v" ]; then echo "BENCH tcp iperf3 131072 1 $v Gb/s"; else say "FAILED: iperf3"; echo "$out" | tail -n 5; fi
 done
 

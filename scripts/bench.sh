@@ -64,6 +64,6 @@ echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, over: tcp $ST
 start=$(date +%s)
 qemu/run-vms --vms 2 --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
   "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" || echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
-cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|PROFILE) ' > "$OUT/results.txt" || true
+cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|PROFILE) ' > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED|counters:' "$OUT"/bench-vm*.out || true
 /usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL"
