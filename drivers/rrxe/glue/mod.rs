@@ -32,7 +32,7 @@ pub(crate) mod task;
 mod verbs;
 pub(crate) mod wr;
 
-pub(crate) use verbs::Verbs;
+pub(crate) use verbs::{Advice, Verbs};
 
 pub(crate) use net::{open_sockets, Arrival, KernelCrc32, Receiver, SkBuff, TxSkb};
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};

@@ -11,7 +11,7 @@
 use super::{writes, AccessError, AccessFlags, MrTable};
 use crate::glue::bindings as b;
 use crate::glue::odp::{OdpRef, MAX_FAULT};
-use crate::glue::IbDev;
+use crate::glue::{Advice, IbDev};
 use kernel::prelude::*;
 
 /// A range of a region that an access needed and found not mapped.
@@ -83,28 +83,12 @@ fn map_range(umem: &OdpRef, off: u64, len: u64, write: bool, fault: bool) -> Res
 /// `rxe_ib_advise_mr` of Linux 6.15, which the kernel tree rrxe builds against predates.)
 /// The mapping is done before returning, with or without IB_UVERBS_ADVISE_MR_FLAG_FLUSH
 /// (without it the verb may return earlier; it need not). Process context.
-pub(crate) fn advise(
-    dev: &IbDev,
-    pd: usize,
-    advice: u32,
-    flags: u32,
-    sges: &[b::ib_sge],
-) -> Result {
+pub(crate) fn advise(dev: &IbDev, pd: usize, advice: Advice, sges: &[b::ib_sge]) -> Result {
     let (need, fault) = match advice {
-        b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
-            (AccessFlags::NONE, true)
-        }
-        b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
-            (AccessFlags::LOCAL_WRITE, true)
-        }
-        b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
-            (AccessFlags::NONE, false)
-        }
-        _ => return Err(EINVAL),
+        Advice::Prefetch => (AccessFlags::NONE, true),
+        Advice::PrefetchWrite => (AccessFlags::LOCAL_WRITE, true),
+        Advice::PrefetchNoFault => (AccessFlags::NONE, false),
     };
-    if flags & !b::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0 {
-        return Err(EINVAL);
-    }
     let mrs = &dev.data().mrs;
     let mut ranges = KVec::with_capacity(sges.len(), GFP_KERNEL)?;
     for s in sges {

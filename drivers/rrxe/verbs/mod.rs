@@ -8,7 +8,7 @@ use crate::counters::{Counter, NUM_COUNTERS};
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, DriverObj, NewObj, Obj};
 use crate::glue::wr::WrList;
-use crate::glue::{CqPtr, IbDev, NetDev, StatDescs, Udata, Verbs, XrcdId};
+use crate::glue::{Advice, CqPtr, IbDev, NetDev, StatDescs, Udata, Verbs, XrcdId};
 use crate::mr::AccessFlags;
 use crate::{ah, cq, device, limits, mr, qp, srq, xrc};
 use kernel::prelude::*;
@@ -287,8 +287,8 @@ impl Verbs for Rrxe {
         mr::alloc_fast(pd.dev(), pd.addr() as usize, mr_type, max_num_sg)
     }
 
-    fn advise_mr(pd: &Obj<'_, b::ib_pd>, advice: u32, flags: u32, sges: &[b::ib_sge]) -> Result {
-        mr::advise(pd.dev(), pd.addr() as usize, advice, flags, sges)
+    fn advise_mr(pd: &Obj<'_, b::ib_pd>, advice: Advice, sges: &[b::ib_sge]) -> Result {
+        mr::advise(pd.dev(), pd.addr() as usize, advice, sges)
     }
 
     fn dereg_mr(obj: &Obj<'_, b::ib_mr>) {

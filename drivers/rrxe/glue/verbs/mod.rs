@@ -179,8 +179,10 @@ where
         mr_type: b::ib_mr_type,
         max_num_sg: u32,
     ) -> Result<*mut b::ib_mr>;
-    /// `advise_mr`: `advice` and `flags` as passed, the SGEs naming the ranges.
-    fn advise_mr(pd: &Obj<'_, b::ib_pd>, advice: u32, flags: u32, sges: &[b::ib_sge]) -> Result;
+    /// `advise_mr`: what to do with the ranges the SGEs name (an unknown advice or flag
+    /// was refused with EINVAL already; `IB_UVERBS_ADVISE_MR_FLAG_FLUSH`, "done before
+    /// returning", is a permission the driver may ignore, so it is not passed).
+    fn advise_mr(pd: &Obj<'_, b::ib_pd>, advice: Advice, sges: &[b::ib_sge]) -> Result;
     /// `dereg_mr`, before the MR is freed.
     fn dereg_mr(mr: &Obj<'_, b::ib_mr>);
     /// `dereg_mr`, once it is freed.
@@ -189,6 +191,35 @@ where
     fn alloc_mw(mw: NewObj<'_, b::ib_mw>) -> Result<Created<'_, b::ib_mw>>;
     /// `dealloc_mw`, before the MW's data goes.
     fn dealloc_mw(mw: &Obj<'_, b::ib_mw>);
+}
+
+/// What `advise_mr` asks for the ranges it names (`IB_UVERBS_ADVISE_MR_ADVICE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Advice {
+    /// Map them for reading, faulting pages in.
+    Prefetch,
+    /// Map them for writing, faulting pages in.
+    PrefetchWrite,
+    /// Map what the process has present, without faulting.
+    PrefetchNoFault,
+}
+
+impl Advice {
+    /// The advice of the uverbs/kernel argument, `None` for an unknown one.
+    fn from_raw(advice: b::ib_uverbs_advise_mr_advice) -> Option<Self> {
+        match advice {
+            b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+                Some(Advice::Prefetch)
+            }
+            b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+                Some(Advice::PrefetchWrite)
+            }
+            b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+                Some(Advice::PrefetchNoFault)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The size the core allocates for objects of core type `I`.

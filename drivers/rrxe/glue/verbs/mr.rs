@@ -125,6 +125,12 @@ pub(super) unsafe extern "C" fn advise_mr<V: Verbs>(
     let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
         return EINVAL.to_errno();
     };
+    let Some(advice) = Advice::from_raw(advice) else {
+        return EINVAL.to_errno();
+    };
+    if flags & !b::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0 {
+        return EINVAL.to_errno();
+    }
     let sges = if sg_list.is_null() || num_sge == 0 {
         &[][..]
     } else {
@@ -133,7 +139,7 @@ pub(super) unsafe extern "C" fn advise_mr<V: Verbs>(
         // call.
         unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) }
     };
-    errno(V::advise_mr(&pd, advice, flags, sges))
+    errno(V::advise_mr(&pd, advice, sges))
 }
 
 pub(super) unsafe extern "C" fn alloc_mw<V: Verbs>(
