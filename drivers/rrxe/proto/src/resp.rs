@@ -119,6 +119,9 @@ struct Reply {
     exec_n: u32,
     next_k: u32,
     pending: bool,
+    /// Every response of the original request has gone out once (what remains pending
+    /// after that is a replay for a duplicate).
+    orig_done: bool,
     /// Service order among pending replies (refreshed on replay).
     seq: u64,
     /// Insertion order (eviction age; never refreshed).
@@ -344,6 +347,18 @@ impl<const R: usize> Responder<R> {
         RxStatus::Invalid
     }
 
+    /// The cache slot for a new READ / atomic / FLUSH / ATOMIC WRITE request: a free one,
+    /// else the oldest entry whose original responses have all gone out; `None` when every
+    /// entry still has original responses to send (the requester exceeded our
+    /// `max_dest_rd_atomic`).
+    ///
+    /// Age alone decides, not whether a replay is queued: a requester keeps at most
+    /// `max_rd_atomic` (<= our `max_dest_rd_atomic`) such requests outstanding (IBTA
+    /// 9.4.4: the responder keeps resources for that many), so a new one means it holds
+    /// every response of the oldest, and a replay still queued for it answers a stale
+    /// duplicate. Sparing such an entry would evict a younger one the requester may
+    /// still need: its re-request would find nothing, be dropped, and the READ end in
+    /// RETRY_EXC_ERR with the responder alive (seen under KASAN; `sim_read_loss.rs`).
     fn alloc_reply(&mut self) -> Option<usize> {
         let limit = usize::from(self.cfg.max_dest_rd_atomic).min(R);
         let used = self.replies.get(..limit)?;
@@ -353,7 +368,7 @@ impl<const R: usize> Responder<R> {
         let mut best: Option<(usize, u64)> = None;
         for (i, r) in used.iter().enumerate() {
             if let Some(r) = r {
-                if !r.pending && best.is_none_or(|(_, s)| r.age < s) {
+                if r.orig_done && best.is_none_or(|(_, s)| r.age < s) {
                     best = Some((i, r.age));
                 }
             }
@@ -419,6 +434,7 @@ impl<const R: usize> Responder<R> {
                     let Some(seg) = segs.get(r.next_k) else {
                         if let Some(Some(x)) = self.replies.get_mut(i) {
                             x.pending = false;
+                            x.orig_done = true;
                         }
                         continue;
                     };
@@ -488,6 +504,7 @@ impl<const R: usize> Responder<R> {
             if let Some(Some(x)) = self.replies.get_mut(i) {
                 x.next_k = next_k;
                 x.pending = !done;
+                x.orig_done |= done;
             }
         }
         if *left > 0 && !self.any_pending() {

@@ -1216,6 +1216,42 @@ fn max_dest_rd_atomic_limits_the_responder() {
     assert_eq!(q.config().max_dest_rd_atomic, 4);
 }
 
+/// A stale duplicate READ (its requester already has every response) makes the responder
+/// replay the oldest cache entry; the next new request must still evict that entry, not
+/// the younger one a live READ depends on (IBTA 9.4.4: the responder keeps the most
+/// recent `max_dest_rd_atomic` requests). Sparing the replaying entry made the live
+/// READ's re-request find nothing, forever (`sim_read_loss.rs`, the driver's runs).
+#[test]
+fn new_read_evicts_the_oldest_entry_even_while_it_replays() {
+    let mut b = qp_with(QpType::Rc, 2, 1, |c| c.max_dest_rd_atomic = 2);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    // READs at 100 (3 packets) and 103 (1 packet), both answered.
+    let (_, p100) = req(Opcode::RC_READ_REQUEST, 100, true, 600);
+    assert_eq!(b.on_packet(&p100, &mut env, &mut s), RxStatus::Ok);
+    let (_, p103) = req(Opcode::RC_READ_REQUEST, 103, true, 8);
+    assert_eq!(b.on_packet(&p103, &mut env, &mut s), RxStatus::Ok);
+    b.poll_tx(100, &mut s);
+    assert_eq!(s.sent().len(), 4);
+    // A late duplicate of the first: replayed, its responses queued (not yet sent).
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p100, &mut env, &mut s), RxStatus::Duplicate);
+    // A new READ at 104 takes the oldest entry (100) with its stale replay.
+    let (_, p104) = req(Opcode::RC_READ_REQUEST, 104, true, 8);
+    assert_eq!(b.on_packet(&p104, &mut env, &mut s), RxStatus::Ok);
+    b.poll_tx(100, &mut s);
+    let psns: Vec<u32> = s.sent().iter().map(|t| t.hdrs.bth.psn.get()).collect();
+    assert_eq!(psns, [104], "the replay of 100 went with its entry");
+    // The READ at 103 can still be asked for again.
+    let mut s = Sink::default();
+    assert_eq!(b.on_packet(&p103, &mut env, &mut s), RxStatus::Duplicate);
+    b.poll_tx(100, &mut s);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(103));
+    assert_eq!(sent[0].hdrs.bth.opcode, Opcode::RC_READ_RESPONSE_ONLY);
+}
+
 #[test]
 fn duplicate_read_whose_mr_went_away_is_naked_remote_access() {
     let mut b = qp(QpType::Rc, 2, 1);

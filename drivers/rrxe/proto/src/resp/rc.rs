@@ -197,6 +197,7 @@ impl<const R: usize> Responder<R> {
                         exec_n: n,
                         next_k: 0,
                         pending: true,
+                        orig_done: false,
                         seq,
                         age: seq,
                     });
@@ -266,6 +267,7 @@ impl<const R: usize> Responder<R> {
                         exec_n: 1,
                         next_k: 0,
                         pending: true,
+                        orig_done: false,
                         seq,
                         age: seq,
                     });
