@@ -38,8 +38,11 @@
 //!   completed by a plain ACK: an ACK beyond it means its responses were lost
 //!   (implied NAK) and the requester rewinds to `una`.
 //! * READ response at `p == una`: data is placed into the WQE (`PlaceWqe`);
-//!   the last one completes the WQE. Responses after `una` mean loss: rewind.
-//!   Atomic ACK: `AtomicResult` then completion.
+//!   the last one completes the WQE. A READ response after `una` is placed too and
+//!   remembered (`req/ahead.rs`), so `una` moves past it once the earlier ones arrive;
+//!   the gap before it is a loss (rewind to `una`) only once it has lasted half a round
+//!   trip, a reordering window as TCP's RACK keeps (at once without a round-trip
+//!   estimate). Atomic ACK: `AtomicResult` then completion.
 //! * NAK PSN sequence error at `p`: implicitly ACKs `< p`, rewinds to `p`
 //!   (go-back-N), once per `p`. It does not consume a retry and does not
 //!   restart the retransmit timer, so a NAK livelock still ends in a timeout.
@@ -102,9 +105,11 @@ use super::qp::{
 use super::seg::{Segment, Segments};
 
 mod ack;
+mod ahead;
 mod rtt;
 mod tx;
 
+use ahead::Ahead;
 use rtt::Rto;
 pub use rtt::{MAX_RTO_BACKOFF, MAX_RTO_ESTIMATE_US};
 
@@ -262,6 +267,13 @@ pub struct SendQueue<const S: usize> {
     rd_atomic: u32,
     nak_guard: Option<Psn>,
     read_probe: Option<ReadProbe>,
+    /// READ responses placed while ahead of `una` (`ahead.rs`).
+    ahead: Ahead,
+    /// When a response after `una` was first seen while `una`'s was missing (µs, from the
+    /// sink's clock): the start of the reordering window (`gap_at_una`).
+    gap_since: Option<u64>,
+    /// The armed retransmit timer is the end of that window, not a retransmit timeout.
+    reorder_check: bool,
     cwnd: Cwnd,
     error: bool,
     started: bool,
@@ -290,6 +302,9 @@ impl<const S: usize> SendQueue<S> {
             rd_atomic: 0,
             nak_guard: None,
             read_probe: None,
+            ahead: Ahead::new(cfg.sq_psn),
+            gap_since: None,
+            reorder_check: false,
             cwnd: Cwnd::new(max_window(cfg)),
             error: false,
             started: false,
@@ -319,6 +334,9 @@ impl<const S: usize> SendQueue<S> {
         self.rd_atomic = 0;
         self.nak_guard = None;
         self.read_probe = None;
+        self.ahead.clear(cfg.sq_psn);
+        self.gap_since = None;
+        self.reorder_check = false;
         self.cwnd = Cwnd::new(max_window(cfg));
         self.error = false;
         self.started = false;
@@ -333,6 +351,8 @@ impl<const S: usize> SendQueue<S> {
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
         self.rto.reset();
+        self.ahead.clear(cfg.sq_psn);
+        self.gap_since = None;
         self.cwnd = Cwnd::new(max_window(cfg));
         self.started = true;
     }
@@ -538,7 +558,13 @@ impl<const S: usize> SendQueue<S> {
     }
 
     fn rewind(&mut self, psn: Psn) {
-        self.read_probe = None;
+        // An unanswered READ probe at `psn` stays: when the READ's original request was
+        // lost, the responder knows that READ only from the probe's one-packet request,
+        // its reply cache entry ends there, and a longer request for it again is refused
+        // (invalid request, dropped) every time, until RETRY_EXC_ERR.
+        if !matches!(self.read_probe, Some(pr) if pr.psn == psn) {
+            self.read_probe = None;
+        }
         if psn.before(self.send_psn) {
             self.rto.on_retransmit();
             self.send_psn = if psn.before(self.una) { self.una } else { psn };
@@ -594,6 +620,7 @@ impl<const S: usize> SendQueue<S> {
     }
 
     fn arm_rto<A: ActionSink>(&mut self, sink: &mut A) {
+        self.reorder_check = false;
         if let Some(us) = self.cfg.ack_timeout_usecs() {
             sink.push(Action::ArmTimer {
                 kind: TimerKind::Retransmit,

@@ -1363,6 +1363,158 @@ fn read_timeout_probe_answered_alone_requests_the_rest_again() {
     assert_eq!(again[0].hdrs.reth.map(|r| r.len), Some(256));
 }
 
+/// The READ's original request is lost, so the responder knows it only from the timeout's
+/// one-packet probe. The probe's answer cannot be placed yet (on-demand paging): the
+/// requester must ask again with the probe's length; the READ's whole length is more than
+/// the responder's reply-cache entry holds, and was refused (dropped) every time until
+/// RETRY_EXC_ERR (sim.rs seed 7843 with the reordering window).
+#[test]
+fn read_probe_answer_not_placed_is_asked_again_as_a_probe() {
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 4 * 256), &mut s)
+        .unwrap();
+    a.poll_tx(100, &mut s);
+    assert_eq!(s.sent().len(), 1, "the original request (lost)");
+    let probe = after_timeout(&mut a);
+    assert_eq!(probe[0].hdrs.reth.map(|r| r.len), Some(256));
+    let answer = |b: &mut Q, env: &mut Env, req: &TxPacket| {
+        let mut sb = Sink::default();
+        let (_, p) = wire(req, 0);
+        b.on_packet(&p, env, &mut sb);
+        b.poll_tx(100, &mut sb);
+        sb.sent()
+    };
+    let ans = answer(&mut b, &mut env, &probe[0]);
+    assert_eq!(ans.len(), 1);
+    // Its destination is being faulted in.
+    let mut s = Sink(
+        vec![],
+        Some(|a| matches!(a, Action::PlaceWqe { .. }).then_some(PlaceError::NotPresent)),
+    );
+    let (_, p) = wire(&ans[0], 7);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Busy);
+    a.fault_done();
+    let mut s = Sink::default();
+    a.poll_tx(100, &mut s);
+    let again = s.sent();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].hdrs.bth.psn, Psn::new(100));
+    assert_eq!(
+        again[0].hdrs.reth.map(|r| r.len),
+        Some(256),
+        "the probe's length"
+    );
+    let ans = answer(&mut b, &mut env, &again[0]);
+    assert_eq!(ans.len(), 1, "the responder replays it");
+    let mut s = Sink::default();
+    let (_, p) = wire(&ans[0], 7);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    a.poll_tx(100, &mut s);
+    let rest = s.sent();
+    assert_eq!(rest[0].hdrs.bth.psn, Psn::new(101));
+    assert_eq!(answer(&mut b, &mut env, &rest[0]).len(), 3);
+}
+
+/// A 4-packet READ (MTU 256, timeout 14) from `a`: its request, answered by `b`; the
+/// responses are returned for the test to deliver in its own order.
+fn read_responses(a: &mut Q, b: &mut Q, env: &mut Env, id: u64) -> Vec<TxPacket> {
+    let mut s = Sink::default();
+    a.post_send(wqe(id, SendOp::Read { remote: REMOTE }, 4 * 256), &mut s)
+        .unwrap();
+    a.poll_tx(100, &mut s);
+    let mut sb = Sink::default();
+    for r in s.sent() {
+        let (_, p) = wire(&r, 0);
+        b.on_packet(&p, env, &mut sb);
+    }
+    b.poll_tx(100, &mut sb);
+    sb.sent()
+}
+
+/// Reordering: a READ response that overtakes earlier ones is placed at once and not asked
+/// for again; the gap before it is a loss only after the reordering window (an eighth of
+/// the Local ACK Timeout before any round-trip sample: 8388 us for timeout 14), when a
+/// later response comes, or when the timer armed for the window's end fires, which costs
+/// no retry. Before, every overtaking response rewound to `una` at once.
+#[test]
+fn read_response_overtaking_is_kept_and_the_gap_waits_for_the_reordering_window() {
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let deliver = |a: &mut Q, env: &mut Env, r: &TxPacket, t: u64, s: &mut Sink| {
+        support::set_clock(Some(t));
+        let (_, p) = wire(r, r.hdrs.bth.psn.get() as u8);
+        let st = a.on_packet(&p, env, s);
+        a.poll_tx(100, s);
+        st
+    };
+    // 1. Only reordered: 1 and 3 overtake 0 and 2.
+    let r = read_responses(&mut a, &mut b, &mut env, 1);
+    assert_eq!(r.len(), 4);
+    let mut s = Sink::default();
+    assert_eq!(
+        deliver(&mut a, &mut env, &r[1], 1_000, &mut s),
+        RxStatus::OutOfSequence
+    );
+    assert_eq!(
+        deliver(&mut a, &mut env, &r[3], 1_010, &mut s),
+        RxStatus::OutOfSequence
+    );
+    assert!(s.0.contains(&Action::ArmTimer {
+        kind: TimerKind::Retransmit,
+        usecs: 67_108 / 8
+    }));
+    assert_eq!(
+        deliver(&mut a, &mut env, &r[0], 1_500, &mut s),
+        RxStatus::Ok
+    );
+    assert_eq!(
+        deliver(&mut a, &mut env, &r[2], 1_600, &mut s),
+        RxStatus::Ok
+    );
+    assert!(s.sent().is_empty(), "nothing asked again: {:?}", s.sent());
+    let offsets: Vec<u32> = s.pick(|x| match x {
+        Action::PlaceWqe { offset, .. } => Some(*offset),
+        _ => None,
+    });
+    assert_eq!(offsets, [256, 768, 0, 512]);
+    let c = s.completions();
+    assert_eq!(
+        (c.len(), c[0].status, c[0].byte_len),
+        (1, WcStatus::Success, 1024)
+    );
+    assert_eq!(a.send_queue().una(), Psn::new(104));
+    // 2. Response 0 lost: the gap is a loss once a later response comes after the window.
+    let r = read_responses(&mut a, &mut b, &mut env, 2);
+    let mut s = Sink::default();
+    let t0 = 100_000;
+    deliver(&mut a, &mut env, &r[1], t0, &mut s);
+    assert!(s.sent().is_empty(), "within the window");
+    deliver(&mut a, &mut env, &r[2], t0 + 8_389, &mut s);
+    let again = s.sent();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].hdrs.bth.psn, Psn::new(104));
+    // 3. Response 0 lost, nothing after the gap's first sign: the timer ends the window.
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let r = read_responses(&mut a, &mut b, &mut env, 3);
+    let mut s = Sink::default();
+    deliver(&mut a, &mut env, &r[3], 200_000, &mut s);
+    assert!(s.sent().is_empty());
+    support::set_clock(Some(208_400));
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    a.poll_tx(100, &mut s);
+    let again = s.sent();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].hdrs.bth.psn, Psn::new(100));
+    assert_eq!(again[0].hdrs.reth.map(|r| r.len), Some(4 * 256));
+    assert_eq!(a.send_queue().stats().timeouts, 0, "no retry consumed");
+    support::set_clock(None);
+}
+
 /// On-demand paging, responder: a WRITE, READ or atomic whose memory is not present is
 /// answered RNR NAK at its PSN with nothing executed and no state changed; the same
 /// request once the pages are in is executed as new.

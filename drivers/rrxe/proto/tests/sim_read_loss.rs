@@ -660,15 +660,20 @@ fn reads_on_a_faulty_link_complete() {
 }
 
 /// A link that only reorders (netem `reorder 10%`: a packet skips the 1 ms delay) loses
-/// nothing, yet each response that overtakes others is taken for a loss at `una`
-/// (`lost_at_una`), and go-back-N requests again the rest of the head READ and every
-/// later outstanding one (up to 4 x 64 packets); `nak_guard` holds only while `una`
-/// stands still. 100 READs of 64 packets then cost 67-85 k packets instead of 6.5 k: on
-/// a slow (KASAN) guest that queue is what the requester waits behind. (Allowing one
-/// gap-triggered rewind until `una` passes the overtaking PSN was tried: ~70 k packets
-/// still, and 10x the timeouts; so not that.) Ignored: it documents the cost, no fix yet.
+/// nothing. When every response that overtook others was taken for a loss at `una`,
+/// go-back-N asked again for the rest of the head READ and every later outstanding one
+/// (up to 4 x 64 packets), and 100 READs of 64 packets cost 67-85 k packets instead of
+/// 6.5 k (up to 160 k while the window was half a round trip and, before the first
+/// sample, none). Now an overtaking response is placed and kept (`req/ahead.rs`) and the
+/// gap before it is a loss only after a round trip (`gap_at_una`): 7.0-7.6 k packets.
+///
+/// A constraint on any further step: placing overtaking responses and asking again only
+/// for the holes would cut the cost of a real loss too, but rdma_rxe as the responder
+/// (our stand-in for a NIC) moves a READ resource's start to each replay's address
+/// (`duplicate_request`: "Reset the resource, except length") and silently drops a later
+/// re-request that starts before it. So the requests for one READ must never start lower
+/// than an earlier one did, and every re-request starts at `una`.
 #[test]
-#[ignore]
 fn reordering_alone_does_not_multiply_the_responses() {
     let v = Variant {
         slow: false,
@@ -678,8 +683,9 @@ fn reordering_alone_does_not_multiply_the_responses() {
     };
     for s in 0..8 {
         let (_, pkts) = run_seed(s, v, false).expect("completes");
-        // 100 requests + 6400 responses, and some slack.
-        assert!(pkts < 2 * 6_500, "seed {s}: {pkts} packets");
+        // 100 requests + 6400 responses, and a quarter more for the requests that a
+        // reordering of requests themselves costs (the responder NAKs the gap).
+        assert!(pkts < 6_500 * 5 / 4, "seed {s}: {pkts} packets");
     }
 }
 

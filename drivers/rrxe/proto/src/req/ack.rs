@@ -39,10 +39,13 @@ impl<const S: usize> SendQueue<S> {
     }
 
     fn on_progress<A: ActionSink>(&mut self, sink: &mut A) {
+        // READ responses that overtook the ones now in are in already.
+        self.skip_placed(sink);
         self.retry_left = self.cfg.retry_cnt;
         self.rnr_left = self.cfg.rnr_retry;
         self.rto.on_progress(self.una, || sink.now_us());
         self.nak_guard = None;
+        self.gap_since = None;
         if self.una == self.next_psn {
             if self.rto_armed {
                 sink.push(Action::CancelTimer(TimerKind::Retransmit));
@@ -51,6 +54,127 @@ impl<const S: usize> SendQueue<S> {
         } else if !self.rnr_wait {
             self.arm_rto(sink);
         }
+    }
+
+    /// A response after `una` arrived while `una`'s has not: it was lost, or only
+    /// overtaken on the way (netem's reordering, ECMP). The gap counts as a loss once it
+    /// has lasted the reordering window (`reorder_window`; TCP's RACK keeps one too),
+    /// checked as responses arrive and by the retransmit timer armed for the window's end;
+    /// without a clock, at once. Taking every overtaking response for a loss asked again
+    /// for the rest of every outstanding READ each time: 10 to 13 times the responses on a
+    /// link that only reorders (`sim_read_loss.rs`).
+    fn gap_at_una<A: ActionSink>(&mut self, sink: &mut A) {
+        let wnd = self.reorder_window();
+        let now = if wnd > 0 { sink.now_us() } else { None };
+        let Some(now) = now else {
+            self.lost_at_una();
+            return;
+        };
+        match self.gap_since {
+            None => {
+                self.gap_since = Some(now);
+                if !self.rnr_wait {
+                    sink.push(Action::ArmTimer {
+                        kind: TimerKind::Retransmit,
+                        usecs: wnd,
+                    });
+                    self.rto_armed = true;
+                    self.reorder_check = true;
+                }
+            }
+            Some(t) if now.saturating_sub(t) >= wnd => self.lost_at_una(),
+            Some(_) => {}
+        }
+    }
+
+    /// How long a gap at `una` may be reordering rather than loss (µs): half the smoothed
+    /// round trip; before the first sample, an eighth of the QP's Local ACK Timeout (8 ms
+    /// for perftest's 14), since without a window every overtaking response is a loss, its
+    /// rewinds void each sample (Karn) and no estimate ever comes.
+    fn reorder_window(&self) -> u64 {
+        match self.rto.srtt() {
+            0 => self.cfg.ack_timeout_usecs().unwrap_or(0) / 8,
+            s => s,
+        }
+    }
+
+    /// A READ response after `una` (`p` at `psn`): placed into its WQE now if it can be,
+    /// and remembered, so that it is not needed again (`ahead.rs`). One that cannot be
+    /// placed (memory not present, a bad buffer) is left for when it is at `una`, where
+    /// the error is acted on.
+    fn keep_ahead<A: ActionSink>(&mut self, p: &Packet, psn: Psn, sink: &mut A) {
+        self.ahead.advance_to(self.una);
+        if p.info.kind != OpKind::ReadResponse || self.ahead.has(psn) {
+            return;
+        }
+        let Some((_, e)) = self.find(psn) else {
+            return;
+        };
+        if !matches!(e.wqe.op, SendOp::Read { .. }) {
+            return;
+        }
+        let k = psn.distance_from(e.first_psn);
+        let Some((off, want)) = self.read_slot(&e, k, p.info.pos) else {
+            return;
+        };
+        if p.payload_len != want {
+            return;
+        }
+        if want > 0 {
+            let place = Action::PlaceWqe {
+                id: e.wqe.id,
+                offset: off,
+                src: PktRange {
+                    off: p.payload_off,
+                    len: p.payload_len,
+                },
+            };
+            if sink.place(place).is_err() {
+                return;
+            }
+        }
+        self.ahead.set(psn);
+    }
+
+    /// Where response `k` of READ `e` goes and how long it must be (offset, length); `None`
+    /// if a response at position `pos` cannot be the WQE's `k`-th (its last one ends the
+    /// message; chunks and resumed requests end before it does).
+    fn read_slot(&self, e: &Entry, k: u32, pos: Position) -> Option<(u32, u32)> {
+        let mtu = self.cfg.mtu.bytes();
+        let last = k.saturating_add(1) == e.npkts;
+        let off = k.saturating_mul(mtu);
+        let want = if last {
+            e.wqe.len.saturating_sub(off)
+        } else {
+            mtu
+        };
+        let pos_ok = !last || matches!(pos, Position::Last | Position::Only);
+        pos_ok.then_some((off, want))
+    }
+
+    /// Moves `una` past the READ responses placed while they were ahead of it, completing
+    /// each READ WQE whose responses are then all in.
+    fn skip_placed<A: ActionSink>(&mut self, sink: &mut A) {
+        while self.ahead.any() && self.assigned > 0 {
+            let Some(e) = self.entry(0).copied() else {
+                break;
+            };
+            if !matches!(e.wqe.op, SendOp::Read { .. }) {
+                break;
+            }
+            let end = e.first_psn.add(e.npkts);
+            while self.una.before(end) && self.ahead.has(self.una) {
+                self.una = self.una.next();
+            }
+            if self.una != end {
+                break;
+            }
+            self.complete_head(WcStatus::Success, sink);
+        }
+        if self.send_psn.before(self.una) {
+            self.send_psn = self.una;
+        }
+        self.ahead.advance_to(self.una);
     }
 
     /// Retries after a loss indication at `una` (lost responses / implied NAK).
@@ -187,8 +311,9 @@ impl<const S: usize> SendQueue<S> {
                 self.on_progress(sink);
             }
             if psn != self.una {
-                // Earlier responses were lost.
-                self.lost_at_una();
+                // Earlier responses are missing: lost, or overtaken.
+                self.keep_ahead(p, psn, sink);
+                self.gap_at_una(sink);
                 return RxStatus::OutOfSequence;
             }
         }
@@ -200,7 +325,7 @@ impl<const S: usize> SendQueue<S> {
         }
         let k = psn.distance_from(e.first_psn);
         let pos = p.info.pos;
-        if let Some(pr) = self.read_probe.take() {
+        if let Some(pr) = self.read_probe {
             // The first response at `una` since a timeout. The probe's own answer is a
             // single packet (Only); a First/Middle/Last one belongs to an earlier request:
             // the responses were late, not lost, so requesting resumes where it stood.
@@ -212,17 +337,11 @@ impl<const S: usize> SendQueue<S> {
         }
         match (p.info.kind, e.wqe.op) {
             (OpKind::ReadResponse, SendOp::Read { .. }) => {
-                let mtu = self.cfg.mtu.bytes();
                 let last = k.saturating_add(1) == e.npkts;
-                let off = k.saturating_mul(mtu);
-                let want = if last {
-                    e.wqe.len.saturating_sub(off)
-                } else {
-                    mtu
+                let Some((off, want)) = self.read_slot(&e, k, pos) else {
+                    return RxStatus::Invalid;
                 };
-                // Chunks and resumed requests end (Last/Only) before the WQE does.
-                let pos_ok = !last || matches!(pos, Position::Last | Position::Only);
-                if !pos_ok || p.payload_len != want {
+                if p.payload_len != want {
                     return RxStatus::Invalid;
                 }
                 if want > 0 {
@@ -269,7 +388,14 @@ impl<const S: usize> SendQueue<S> {
             }
             _ => return RxStatus::Invalid,
         }
+        // The probe is answered (kept until here: a response that cannot be placed yet
+        // leaves it to be asked again as it was, see `rewind`).
+        self.read_probe = None;
         self.on_progress(sink);
+        if self.ahead.any() && self.una != self.next_psn {
+            // Responses are in beyond the new `una`: the gap before them starts now.
+            self.gap_at_una(sink);
+        }
         RxStatus::Ok
     }
 
@@ -316,6 +442,17 @@ impl<const S: usize> SendQueue<S> {
                     return;
                 }
                 self.rto_armed = false;
+                if core::mem::take(&mut self.reorder_check) {
+                    // The reordering window of the gap at `una` ran out: a loss, with
+                    // no retry consumed; the retransmit timeout runs again from here.
+                    if self.gap_since.is_some() && self.una != self.next_psn {
+                        self.lost_at_una();
+                    }
+                    if self.una != self.next_psn && !self.rnr_wait {
+                        self.arm_rto(sink);
+                    }
+                    return;
+                }
                 // The driver never said a fault was done: retry as after a loss.
                 self.fault_wait = false;
                 if self.una == self.next_psn || self.rnr_wait {

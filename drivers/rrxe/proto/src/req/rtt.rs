@@ -49,7 +49,6 @@ impl Rto {
     }
 
     /// The smoothed round trip in µs (0 before the first sample).
-    #[cfg(test)]
     pub(crate) const fn srtt(&self) -> u64 {
         self.srtt
     }
