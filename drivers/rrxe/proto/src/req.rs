@@ -40,9 +40,9 @@
 //! * READ response at `p == una`: data is placed into the WQE (`PlaceWqe`);
 //!   the last one completes the WQE. A READ response after `una` is placed too and
 //!   remembered (`req/ahead.rs`), so `una` moves past it once the earlier ones arrive;
-//!   the gap before it is a loss (rewind to `una`) only once it has lasted half a round
-//!   trip, a reordering window as TCP's RACK keeps (at once without a round-trip
-//!   estimate). Atomic ACK: `AtomicResult` then completion.
+//!   the gap before it is a loss (rewind to `una`) only once it has lasted a reordering
+//!   window, as TCP's RACK keeps one (`gap_at_una`: a round trip). Atomic ACK:
+//!   `AtomicResult` then completion.
 //! * NAK PSN sequence error at `p`: implicitly ACKs `< p`, rewinds to `p`
 //!   (go-back-N), once per `p`. It does not consume a retry and does not
 //!   restart the retransmit timer, so a NAK livelock still ends in a timeout.
