@@ -87,10 +87,11 @@ impl<const S: usize> SendQueue<S> {
         }
     }
 
-    /// How long a gap at `una` may be reordering rather than loss (µs): half the smoothed
-    /// round trip; before the first sample, an eighth of the QP's Local ACK Timeout (8 ms
-    /// for perftest's 14), since without a window every overtaking response is a loss, its
-    /// rewinds void each sample (Karn) and no estimate ever comes.
+    /// How long a gap at `una` may be reordering rather than loss (µs): the smoothed round
+    /// trip (half of it still took netem's 1 ms reordering for loss now and then, at 2 ms
+    /// round trips: `sim_read_loss.rs`); before the first sample, an eighth of the QP's
+    /// Local ACK Timeout (8 ms for perftest's 14), since without a window every overtaking
+    /// response is a loss, its rewinds void each sample (Karn) and no estimate ever comes.
     fn reorder_window(&self) -> u64 {
         match self.rto.srtt() {
             0 => self.cfg.ack_timeout_usecs().unwrap_or(0) / 8,
