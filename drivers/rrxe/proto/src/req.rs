@@ -51,7 +51,10 @@
 //! * Other NAKs: the WQE at `p` completes with the matching error and the QP
 //!   enters the error state (remaining WQEs are flushed).
 //! * Retransmit timer (armed while packets are unacknowledged, restarted on
-//!   progress): consumes a retry and rewinds to `una`; with no retries left,
+//!   progress; while a gap at `una` waits out its reordering window, armed for the
+//!   window's end instead, which rewinds without consuming a retry; a firing handled
+//!   before the armed deadline, as the driver may, waits for it): consumes a retry and
+//!   rewinds to `una`; with no retries left,
 //!   the oldest WQE completes with `RetryExcErr` and the QP enters error. Each
 //!   timeout without progress doubles the next wait (at most 2^[`MAX_RTO_BACKOFF`]
 //!   times); the wait itself follows the measured round trip,
@@ -85,8 +88,8 @@
 //!
 //! SEND and WRITE packets go out only while fewer than `cwnd` PSNs are
 //! unacknowledged. `cwnd` starts at `max_inflight`, halves (not below
-//! [`MIN_CWND`]) on a loss indication (a new sequence NAK, an implied NAK,
-//! a response after a lost one, a retransmit timeout), at most once per loss
+//! [`MIN_CWND`]) on a loss indication (a new sequence NAK, a gap before a READ response or
+//! an implied NAK that outlasted its reordering window, a retransmit timeout), at most once per loss
 //! episode (until `una` passes the `next_psn` of that moment), and grows by one
 //! packet per window of acknowledged packets, back up to `max_inflight`. Go-back-N
 //! resends everything after a loss, so a window that outruns what the path
@@ -274,6 +277,8 @@ pub struct SendQueue<const S: usize> {
     gap_since: Option<u64>,
     /// The armed retransmit timer is the end of that window, not a retransmit timeout.
     reorder_check: bool,
+    /// When the armed retransmit timer is due (µs, the sink's clock; `None` without one).
+    timer_due: Option<u64>,
     cwnd: Cwnd,
     error: bool,
     started: bool,
@@ -305,6 +310,7 @@ impl<const S: usize> SendQueue<S> {
             ahead: Ahead::new(cfg.sq_psn),
             gap_since: None,
             reorder_check: false,
+            timer_due: None,
             cwnd: Cwnd::new(max_window(cfg)),
             error: false,
             started: false,
@@ -337,6 +343,7 @@ impl<const S: usize> SendQueue<S> {
         self.ahead.clear(cfg.sq_psn);
         self.gap_since = None;
         self.reorder_check = false;
+        self.timer_due = None;
         self.cwnd = Cwnd::new(max_window(cfg));
         self.error = false;
         self.started = false;
@@ -622,11 +629,20 @@ impl<const S: usize> SendQueue<S> {
     fn arm_rto<A: ActionSink>(&mut self, sink: &mut A) {
         self.reorder_check = false;
         if let Some(us) = self.cfg.ack_timeout_usecs() {
-            sink.push(Action::ArmTimer {
-                kind: TimerKind::Retransmit,
-                usecs: self.rto.timeout(us),
-            });
-            self.rto_armed = true;
+            let usecs = self.rto.timeout(us);
+            self.arm_timer(usecs, sink.now_us(), sink);
         }
+    }
+
+    /// Arms the retransmit timer for `usecs` from `now` (the sink's clock, if it has one),
+    /// remembering when it is due: a firing handled before then belongs to an earlier
+    /// arming (`on_timer`).
+    fn arm_timer<A: ActionSink>(&mut self, usecs: u64, now: Option<u64>, sink: &mut A) {
+        sink.push(Action::ArmTimer {
+            kind: TimerKind::Retransmit,
+            usecs,
+        });
+        self.rto_armed = true;
+        self.timer_due = now.map(|t| t.saturating_add(usecs));
     }
 }

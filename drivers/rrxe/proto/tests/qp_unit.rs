@@ -1515,6 +1515,106 @@ fn read_response_overtaking_is_kept_and_the_gap_waits_for_the_reordering_window(
     support::set_clock(None);
 }
 
+/// A copy of a READ response placed ahead arrives after `una` has passed it (through the
+/// WRITE between the two READs, implicitly acknowledged): a duplicate, not a gap, and no
+/// reordering window starts (it armed a short timer that resent the WRITE after it).
+#[test]
+fn copy_of_a_response_placed_ahead_is_a_duplicate() {
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let mut s = Sink::default();
+    let write = SendOp::Write {
+        remote: REMOTE,
+        imm: None,
+    };
+    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 1024), &mut s)
+        .unwrap();
+    a.post_send(wqe(2, write, 256), &mut s).unwrap();
+    a.post_send(wqe(3, SendOp::Read { remote: REMOTE }, 1024), &mut s)
+        .unwrap();
+    a.post_send(wqe(4, write, 256), &mut s).unwrap();
+    support::set_clock(Some(0));
+    a.poll_tx(100, &mut s);
+    let mut sb = Sink::default();
+    for r in s.sent() {
+        let (_, p) = wire(&r, 0);
+        b.on_packet(&p, &mut env, &mut sb);
+    }
+    b.poll_tx(100, &mut sb);
+    let r = sb.sent();
+    let at = |psn: u32| *r.iter().find(|p| p.hdrs.bth.psn.get() == psn).unwrap();
+    let deliver = |a: &mut Q, env: &mut Env, t: &TxPacket, s: &mut Sink| {
+        let (_, p) = wire(t, 3);
+        a.on_packet(&p, env, s)
+    };
+    let mut s = Sink::default();
+    support::set_clock(Some(1_000));
+    for psn in (105..=108).chain(100..=103) {
+        deliver(&mut a, &mut env, &at(psn), &mut s);
+    }
+    assert_eq!(a.send_queue().una(), Psn::new(104));
+    let mut s = Sink::default();
+    support::set_clock(Some(1_200));
+    assert_eq!(
+        deliver(&mut a, &mut env, &at(106), &mut s),
+        RxStatus::Duplicate
+    );
+    let ids: Vec<u64> = s.completions().iter().map(|c| c.id.0).collect();
+    assert_eq!(ids, [2, 3], "the WRITE and the READ placed ahead complete");
+    assert!(
+        !s.0.contains(&Action::ArmTimer {
+            kind: TimerKind::Retransmit,
+            usecs: 67_108 / 8
+        }),
+        "no reordering window: {:?}",
+        s.0
+    );
+    support::set_clock(None);
+}
+
+/// The driver handles a timer's firing at its next run, after packets that may have armed
+/// it again: a firing before the armed deadline waits for it (re-armed for the rest), so
+/// the end of a reordering window handled after progress re-armed the retransmit timeout
+/// costs no retry (it did: a timeout, a backoff and a window cut).
+#[test]
+fn a_stale_timer_firing_waits_for_the_armed_deadline() {
+    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env::default();
+    let r = read_responses(&mut a, &mut b, &mut env, 1);
+    let mut s = Sink::default();
+    support::set_clock(Some(1_000));
+    let (_, p) = wire(&r[1], 1);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::OutOfSequence);
+    // The gap fills before the window's end; the timer is a retransmit timeout again.
+    support::set_clock(Some(1_100));
+    let (_, p) = wire(&r[0], 0);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    // The window's firing, handled late.
+    let mut s = Sink::default();
+    support::set_clock(Some(1_000 + 67_108 / 8));
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    a.poll_tx(100, &mut s);
+    assert!(s.sent().is_empty(), "{:?}", s.sent());
+    assert_eq!(a.send_queue().stats().timeouts, 0);
+    assert_eq!(
+        s.0,
+        [Action::ArmTimer {
+            kind: TimerKind::Retransmit,
+            usecs: 1_100 + 67_108 - (1_000 + 67_108 / 8)
+        }]
+    );
+    // At the deadline, a timeout.
+    let mut s = Sink::default();
+    support::set_clock(Some(1_100 + 67_108));
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    a.poll_tx(100, &mut s);
+    assert_eq!(a.send_queue().stats().timeouts, 1);
+    assert_eq!(s.sent().len(), 1, "the probe");
+    support::set_clock(None);
+}
+
 /// On-demand paging, responder: a WRITE, READ or atomic whose memory is not present is
 /// answered RNR NAK at its PSN with nothing executed and no state changed; the same
 /// request once the pages are in is executed as new.

@@ -176,8 +176,10 @@ pub trait ActionSink {
         Ok(())
     }
     /// A monotonic clock in µs, for the round-trip estimate behind the retransmit timeout
-    /// (`req/rtt.rs`). The default, no clock, keeps the timeout at the QP's Local ACK
-    /// Timeout with backoff.
+    /// (`req/rtt.rs`), the reordering window of READ responses and the deadline of the
+    /// armed timer (`req/ack.rs`). The default, no clock, keeps the timeout at the QP's
+    /// Local ACK Timeout with backoff, and takes every gap before a READ response for a
+    /// loss at once.
     fn now_us(&self) -> Option<u64> {
         None
     }

@@ -64,6 +64,9 @@ impl<const S: usize> SendQueue<S> {
     /// for the rest of every outstanding READ each time: 10 to 13 times the responses on a
     /// link that only reorders (`sim_read_loss.rs`).
     fn gap_at_una<A: ActionSink>(&mut self, sink: &mut A) {
+        if self.una == self.next_psn {
+            return;
+        }
         let wnd = self.reorder_window();
         let now = if wnd > 0 { sink.now_us() } else { None };
         let Some(now) = now else {
@@ -74,11 +77,7 @@ impl<const S: usize> SendQueue<S> {
             None => {
                 self.gap_since = Some(now);
                 if !self.rnr_wait {
-                    sink.push(Action::ArmTimer {
-                        kind: TimerKind::Retransmit,
-                        usecs: wnd,
-                    });
-                    self.rto_armed = true;
+                    self.arm_timer(wnd, Some(now), sink);
                     self.reorder_check = true;
                 }
             }
@@ -228,11 +227,13 @@ impl<const S: usize> SendQueue<S> {
         match aeth.kind() {
             AethKind::Ack { .. } => {
                 let (progress, implied) = self.ack_through(psn, sink);
-                if implied {
-                    self.lost_at_una();
-                }
                 if progress {
                     self.on_progress(sink);
+                }
+                if implied {
+                    // An ACK beyond a READ whose responses are still missing: they were
+                    // lost, or the ACK overtook them; the same window as for a response.
+                    self.gap_at_una(sink);
                 }
                 RxStatus::Ok
             }
@@ -311,6 +312,10 @@ impl<const S: usize> SendQueue<S> {
             if progress {
                 self.on_progress(sink);
             }
+            if psn.before(self.una) {
+                // A copy of a response placed ahead, which `una` has just passed.
+                return RxStatus::Duplicate;
+            }
             if psn != self.una {
                 // Earlier responses are missing: lost, or overtaken.
                 self.keep_ahead(p, psn, sink);
@@ -326,16 +331,15 @@ impl<const S: usize> SendQueue<S> {
         }
         let k = psn.distance_from(e.first_psn);
         let pos = p.info.pos;
-        if let Some(pr) = self.read_probe {
-            // The first response at `una` since a timeout. The probe's own answer is a
-            // single packet (Only); a First/Middle/Last one belongs to an earlier request:
-            // the responses were late, not lost, so requesting resumes where it stood.
-            // (An earlier request's single-packet answer is taken for the probe's: then
-            // the rest is requested again, as after a loss.)
-            if pos != Position::Only && self.send_psn.before(pr.resume) {
-                self.send_psn = pr.resume;
-            }
-        }
+        // The first response at `una` since a timeout. The probe's own answer is a single
+        // packet (Only); a First/Middle/Last one belongs to an earlier request: the
+        // responses were late, not lost, so requesting resumes where it stood (once this
+        // one is in). An earlier request's single-packet answer is taken for the probe's:
+        // then the rest is requested again, as after a loss.
+        let resume = match self.read_probe {
+            Some(pr) if pos != Position::Only => Some(pr.resume),
+            _ => None,
+        };
         match (p.info.kind, e.wqe.op) {
             (OpKind::ReadResponse, SendOp::Read { .. }) => {
                 let last = k.saturating_add(1) == e.npkts;
@@ -392,6 +396,11 @@ impl<const S: usize> SendQueue<S> {
         // The probe is answered (kept until here: a response that cannot be placed yet
         // leaves it to be asked again as it was, see `rewind`).
         self.read_probe = None;
+        if let Some(r) = resume {
+            if self.send_psn.before(r) {
+                self.send_psn = r;
+            }
+        }
         self.on_progress(sink);
         if self.ahead.any() && self.una != self.next_psn {
             // Responses are in beyond the new `una`: the gap before them starts now.
@@ -441,6 +450,18 @@ impl<const S: usize> SendQueue<S> {
             TimerKind::Retransmit => {
                 if !self.rto_armed {
                     return;
+                }
+                if let (Some(due), Some(now)) = (self.timer_due, sink.now_us()) {
+                    if now < due {
+                        // Fired for an earlier arming (the driver handles a firing at its
+                        // next run, after packets that may have re-armed the timer), or a
+                        // little early by this clock: wait for what is armed now.
+                        sink.push(Action::ArmTimer {
+                            kind: TimerKind::Retransmit,
+                            usecs: due - now,
+                        });
+                        return;
+                    }
                 }
                 self.rto_armed = false;
                 if core::mem::take(&mut self.reorder_check) {

@@ -16,9 +16,10 @@ const WORDS: usize = (SPAN / 64) as usize;
 /// A bitmap of PSNs `base + 1 .. base + SPAN`: bit `d` set means the READ response at
 /// `base + d` is placed.
 ///
-/// INVARIANT: `base` is never after the send queue's `una` (`advance_to` is called with
-/// each new `una` before the map is read), so a set bit always names a PSN the requester
-/// still waits for or has just passed.
+/// INVARIANT: `base` is never after the send queue's `una` (`una` only moves forward, and
+/// the map is re-based at it before a response is kept and after `una` moves past kept
+/// ones), so a set bit names a PSN at or after `base`; `skip_placed` reads it with `una`
+/// ahead of `base`, within `SPAN`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ahead {
     base: Psn,
