@@ -1275,17 +1275,7 @@ fn duplicate_read_whose_mr_went_away_is_naked_remote_access() {
 /// A 4-packet READ from `a` to `b`: returns the request and `b`'s four responses, which
 /// the test then delivers late, or never.
 fn read_with_late_responses(a: &mut Q, b: &mut Q, env: &mut Env) -> Vec<TxPacket> {
-    let mut s = Sink::default();
-    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 4 * 256), &mut s)
-        .unwrap();
-    a.poll_tx(100, &mut s);
-    let reqs = s.sent();
-    assert_eq!(reqs.len(), 1);
-    let mut sb = Sink::default();
-    let (_, p) = wire(&reqs[0], 0);
-    b.on_packet(&p, env, &mut sb);
-    b.poll_tx(100, &mut sb);
-    let resps = sb.sent();
+    let resps = read_responses(a, b, env, 1);
     assert_eq!(resps.len(), 4);
     resps
 }

@@ -113,33 +113,19 @@ impl<const S: usize> SendQueue<S> {
         if !matches!(e.wqe.op, SendOp::Read { .. }) {
             return;
         }
-        let k = psn.distance_from(e.first_psn);
-        let Some((off, want)) = self.read_slot(&e, k, p.info.pos) else {
+        let Some(place) = self.read_place(&e, psn.distance_from(e.first_psn), p) else {
             return;
         };
-        if p.payload_len != want {
+        if place.is_some_and(|a| sink.place(a).is_err()) {
             return;
-        }
-        if want > 0 {
-            let place = Action::PlaceWqe {
-                id: e.wqe.id,
-                offset: off,
-                src: PktRange {
-                    off: p.payload_off,
-                    len: p.payload_len,
-                },
-            };
-            if sink.place(place).is_err() {
-                return;
-            }
         }
         self.ahead.set(psn);
     }
 
-    /// Where response `k` of READ `e` goes and how long it must be (offset, length); `None`
-    /// if a response at position `pos` cannot be the WQE's `k`-th (its last one ends the
-    /// message; chunks and resumed requests end before it does).
-    fn read_slot(&self, e: &Entry, k: u32, pos: Position) -> Option<(u32, u32)> {
+    /// The placement of `p` as response `k` of READ `e`: `Some(None)` for an empty one,
+    /// `None` if `p` cannot be that response (its length, or its position: the WQE's last
+    /// response ends the message; chunks and resumed requests end before it does).
+    fn read_place(&self, e: &Entry, k: u32, p: &Packet) -> Option<Option<Action>> {
         let mtu = self.cfg.mtu.bytes();
         let last = k.saturating_add(1) == e.npkts;
         let off = k.saturating_mul(mtu);
@@ -148,8 +134,18 @@ impl<const S: usize> SendQueue<S> {
         } else {
             mtu
         };
-        let pos_ok = !last || matches!(pos, Position::Last | Position::Only);
-        pos_ok.then_some((off, want))
+        if (last && !matches!(p.info.pos, Position::Last | Position::Only)) || p.payload_len != want
+        {
+            return None;
+        }
+        Some((want > 0).then_some(Action::PlaceWqe {
+            id: e.wqe.id,
+            offset: off,
+            src: PktRange {
+                off: p.payload_off,
+                len: p.payload_len,
+            },
+        }))
     }
 
     /// Moves `una` past the READ responses placed while they were ahead of it, completing
@@ -343,21 +339,10 @@ impl<const S: usize> SendQueue<S> {
         match (p.info.kind, e.wqe.op) {
             (OpKind::ReadResponse, SendOp::Read { .. }) => {
                 let last = k.saturating_add(1) == e.npkts;
-                let Some((off, want)) = self.read_slot(&e, k, pos) else {
+                let Some(place) = self.read_place(&e, k, p) else {
                     return RxStatus::Invalid;
                 };
-                if p.payload_len != want {
-                    return RxStatus::Invalid;
-                }
-                if want > 0 {
-                    let place = Action::PlaceWqe {
-                        id: e.wqe.id,
-                        offset: off,
-                        src: PktRange {
-                            off: p.payload_off,
-                            len: p.payload_len,
-                        },
-                    };
+                if let Some(place) = place {
                     // Later responses, while this one waits for its pages, find a gap.
                     if let Some(st) = self.place_response(psn, place, sink) {
                         return st;
