@@ -48,6 +48,46 @@ const REMOTE: RemoteAddr = RemoteAddr {
     rkey: 5,
 };
 
+/// A SEND without immediate data or invalidation; a WRITE without immediate data and a
+/// READ, at [`REMOTE`].
+const SEND: SendOp = SendOp::Send {
+    imm: None,
+    inv_rkey: None,
+};
+const WRITE: SendOp = SendOp::Write {
+    remote: REMOTE,
+    imm: None,
+};
+const READ: SendOp = SendOp::Read { remote: REMOTE };
+
+/// A requester `a` (QPN 1) and its responder `b` (QPN 2) of type `t`, both in RTS, and the
+/// responder's environment (no receive posted).
+fn pair(t: QpType) -> (Q, Q, Env) {
+    pair_with(t, |_| {})
+}
+
+/// [`pair`] with `tweak` applied to the requester's configuration.
+fn pair_with(t: QpType, tweak: impl FnOnce(&mut QpConfig)) -> (Q, Q, Env) {
+    let a = qp_with(t, 1, 2, tweak);
+    (a, qp(t, 2, 1), Env::default())
+}
+
+/// `b`'s answers to `reqs` (packets of its requester), all sent by one poll after them.
+fn answers(b: &mut Q, env: &mut Env, reqs: &[TxPacket]) -> Vec<TxPacket> {
+    let mut sb = Sink::default();
+    for r in reqs {
+        let (_, p) = wire(r, 0);
+        b.on_packet(&p, env, &mut sb);
+    }
+    b.poll_tx(100, &mut sb);
+    sb.sent()
+}
+
+/// The statuses of send completions `c`, in order.
+fn statuses(c: &[SendCompletion]) -> Vec<WcStatus> {
+    c.iter().map(|c| c.status).collect()
+}
+
 /// Carries `pending` from `a` to `b` and `b`'s replies back to `a`, losing nothing, round
 /// after round until nothing is in flight (at most 200 rounds, or until a round draws no
 /// reply). `each` sees `a` after every reply. Returns `a`'s completions, the rounds and
@@ -62,13 +102,7 @@ fn exchange(
     let (mut done, mut rounds, mut sent) = (vec![], 0, 0);
     while !pending.is_empty() && rounds < 200 {
         rounds += 1;
-        let mut sb = Sink::default();
-        for r in pending.drain(..) {
-            let (_, p) = wire(&r, 0);
-            b.on_packet(&p, env, &mut sb);
-        }
-        b.poll_tx(100, &mut sb);
-        for reply in sb.sent() {
+        for reply in answers(b, env, &std::mem::take(&mut pending)) {
             let mut sa = Sink::default();
             let (_, rp) = wire(&reply, 0);
             a.on_packet(&rp, env, &mut sa);
@@ -87,17 +121,11 @@ fn exchange(
 /// `npkts`-packet WRITE (MTU 256) posted on `a` and polled once: `a`, the responder `b`,
 /// the responder's environment and the packets `a` sent.
 fn rc_write(window: u32, id: u64, npkts: u32) -> (Q, Q, Env, Vec<TxPacket>) {
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.max_inflight = window);
-    let b = qp(QpType::Rc, 2, 1);
+    let (mut a, b, env) = pair_with(QpType::Rc, |c| c.max_inflight = window);
     let mut s = Sink::default();
-    let write = SendOp::Write {
-        remote: REMOTE,
-        imm: None,
-    };
-    a.post_send(wqe(id, write, npkts * 256), &mut s).unwrap();
+    a.post_send(wqe(id, WRITE, npkts * 256), &mut s).unwrap();
     a.poll_tx(1000, &mut s);
-    let sent = s.sent();
-    (a, b, Env::default(), sent)
+    (a, b, env, s.sent())
 }
 
 fn req(op: Opcode, psn: u32, ack: bool, len: usize) -> (Vec<u8>, Packet) {
@@ -182,24 +210,9 @@ fn seq_nak_once_then_dup_ack() {
 
 #[test]
 fn rnr_nak_and_retry_exhaustion() {
-    let mut a = qp(QpType::Rc, 1, 2);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
     let mut s = Sink::default();
-    let w = SendWqe {
-        id: WqeId(7),
-        op: SendOp::Send {
-            imm: None,
-            inv_rkey: None,
-        },
-        len: 10,
-        signaled: true,
-        solicited: false,
-        fence: false,
-        ud: None,
-        xrc_srqn: 0,
-    };
-    a.post_send(w, &mut s).unwrap();
+    a.post_send(wqe(7, SEND, 10), &mut s).unwrap();
     assert!(!a.poll_tx(16, &mut s));
     let tx = s.sent()[0];
     for round in 0..2 {
@@ -231,31 +244,13 @@ fn rnr_nak_and_retry_exhaustion() {
 
 #[test]
 fn remote_access_error() {
-    let mut a = qp(QpType::Rc, 1, 2);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env {
-        bad_rkey: 9,
-        ..Default::default()
-    };
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
+    env.bad_rkey = 9;
     let mut s = Sink::default();
     for (i, rkey) in [(1u64, 5u32), (2, 9), (3, 5)] {
-        a.post_send(
-            SendWqe {
-                id: WqeId(i),
-                op: SendOp::Write {
-                    remote: RemoteAddr { va: 0x1000, rkey },
-                    imm: None,
-                },
-                len: 300,
-                signaled: true,
-                solicited: false,
-                fence: false,
-                ud: None,
-                xrc_srqn: 0,
-            },
-            &mut s,
-        )
-        .unwrap();
+        let remote = RemoteAddr { va: 0x1000, rkey };
+        let op = SendOp::Write { remote, imm: None };
+        a.post_send(wqe(i, op, 300), &mut s).unwrap();
     }
     a.poll_tx(100, &mut s);
     let mut back = vec![];
@@ -275,9 +270,8 @@ fn remote_access_error() {
         let (_, p) = wire(&tx, 0);
         a.on_packet(&p, &mut env, &mut sa);
     }
-    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
     assert_eq!(
-        st,
+        statuses(&sa.completions()),
         [
             WcStatus::Success,
             WcStatus::RemAccessErr,
@@ -355,23 +349,11 @@ fn retransmit_timeout_then_retry_exceeded() {
     let mut a = qp(QpType::Rc, 1, 2);
     let mut s = Sink::default();
     for i in 0..2 {
-        a.post_send(
-            SendWqe {
-                id: WqeId(i),
-                op: SendOp::Send {
-                    imm: Some(1),
-                    inv_rkey: None,
-                },
-                len: 600,
-                signaled: true,
-                solicited: false,
-                fence: false,
-                ud: None,
-                xrc_srqn: 0,
-            },
-            &mut s,
-        )
-        .unwrap();
+        let op = SendOp::Send {
+            imm: Some(1),
+            inv_rkey: None,
+        };
+        a.post_send(wqe(i, op, 600), &mut s).unwrap();
     }
     a.poll_tx(100, &mut s);
     assert_eq!(s.sent().len(), 6);
@@ -389,29 +371,19 @@ fn retransmit_timeout_then_retry_exceeded() {
     assert_eq!(s.sent()[0].hdrs.bth.psn, Psn::new(100));
     let mut s = Sink::default();
     a.on_timer(TimerKind::Retransmit, &mut s);
-    let st: Vec<WcStatus> = s.completions().iter().map(|c| c.status).collect();
-    assert_eq!(st, [WcStatus::RetryExcErr, WcStatus::WrFlushErr]);
+    assert_eq!(
+        statuses(&s.completions()),
+        [WcStatus::RetryExcErr, WcStatus::WrFlushErr]
+    );
     assert!(s.0.contains(&Action::FlushRecvQueue));
     assert_eq!(a.state(), QpState::Error);
     // Posting in error completes with flush error.
     let mut s = Sink::default();
-    a.post_send(
-        SendWqe {
-            id: WqeId(9),
-            op: SendOp::Send {
-                imm: None,
-                inv_rkey: None,
-            },
-            len: 1,
-            signaled: false,
-            solicited: false,
-            fence: false,
-            ud: None,
-            xrc_srqn: 0,
-        },
-        &mut s,
-    )
-    .unwrap();
+    let unsignaled = SendWqe {
+        signaled: false,
+        ..wqe(9, SEND, 1)
+    };
+    a.post_send(unsignaled, &mut s).unwrap();
     assert_eq!(s.completions()[0].status, WcStatus::WrFlushErr);
 }
 
@@ -477,19 +449,7 @@ fn post_validation() {
         ),
         Err(PostError::BadLength)
     );
-    assert_eq!(
-        ud.post_send(
-            w(
-                SendOp::Send {
-                    imm: None,
-                    inv_rkey: None
-                },
-                8
-            ),
-            &mut s
-        ),
-        Err(PostError::InvalidOp)
-    );
+    assert_eq!(ud.post_send(w(SEND, 8), &mut s), Err(PostError::InvalidOp));
     assert_eq!(
         rc.post_send(
             w(
@@ -504,43 +464,12 @@ fn post_validation() {
         Err(PostError::InvalidOp)
     );
     for _ in 0..16 {
-        rc.post_send(
-            w(
-                SendOp::Send {
-                    imm: None,
-                    inv_rkey: None,
-                },
-                8,
-            ),
-            &mut s,
-        )
-        .unwrap();
+        rc.post_send(w(SEND, 8), &mut s).unwrap();
     }
-    assert_eq!(
-        rc.post_send(
-            w(
-                SendOp::Send {
-                    imm: None,
-                    inv_rkey: None
-                },
-                8
-            ),
-            &mut s
-        ),
-        Err(PostError::Full)
-    );
+    assert_eq!(rc.post_send(w(SEND, 8), &mut s), Err(PostError::Full));
     let mut fresh = Q::new(QpConfig::default());
     assert_eq!(
-        fresh.post_send(
-            w(
-                SendOp::Send {
-                    imm: None,
-                    inv_rkey: None
-                },
-                8
-            ),
-            &mut s
-        ),
+        fresh.post_send(w(SEND, 8), &mut s),
         Err(PostError::BadState)
     );
     assert_eq!(
@@ -559,12 +488,9 @@ fn post_validation() {
 fn large_read_requested_in_chunks() {
     // 10 response packets (MTU 256), chunks of 4: requests for 4, 4 and 2 packets, the
     // next one only once responses of the previous chunk are arriving.
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.read_chunk = 4);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.read_chunk = 4);
     let mut s = Sink::default();
-    let wqe = wqe(7, SendOp::Read { remote: REMOTE }, 2560);
-    a.post_send(wqe, &mut s).unwrap();
+    a.post_send(wqe(7, READ, 2560), &mut s).unwrap();
     a.poll_tx(100, &mut s);
     let first = s.sent();
     assert_eq!(first.len(), 1, "one request for the first chunk only");
@@ -578,11 +504,7 @@ fn large_read_requested_in_chunks() {
             break;
         };
         pending.remove(0);
-        let mut sb = Sink::default();
-        let (_, p) = wire(&r, 0);
-        b.on_packet(&p, &mut env, &mut sb);
-        b.poll_tx(100, &mut sb);
-        for resp in sb.sent() {
+        for resp in answers(&mut b, &mut env, &[r]) {
             let mut sa = Sink::default();
             let (_, rp) = wire(&resp, 9);
             a.on_packet(&rp, &mut env, &mut sa);
@@ -687,18 +609,13 @@ fn consecutive_timeouts_back_off_and_progress_resets_the_wait() {
     // Two single-packet SENDs, nothing acknowledged: each timeout doubles the next wait,
     // up to 2^MAX_RTO_BACKOFF times the QP's timeout; an ACK of the first SEND re-arms
     // the timer for the second at the QP's own timeout again.
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| {
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| {
         c.retry_cnt = 7;
         c.timeout = 10;
     });
-    let mut b = qp(QpType::Rc, 2, 1);
     let mut s = Sink::default();
     for id in 0..2 {
-        let send = SendOp::Send {
-            imm: None,
-            inv_rkey: None,
-        };
-        a.post_send(wqe(id, send, 16), &mut s).unwrap();
+        a.post_send(wqe(id, SEND, 16), &mut s).unwrap();
     }
     a.poll_tx(100, &mut s);
     let first = s.sent();
@@ -718,15 +635,8 @@ fn consecutive_timeouts_back_off_and_progress_resets_the_wait() {
     assert_eq!(a.send_queue().stats().timeouts, 5);
 
     // The responder gets the first SEND only and acknowledges it: progress.
-    let mut env = Env {
-        recvs: 2,
-        ..Env::default()
-    };
-    let mut sb = Sink::default();
-    let (_, p) = wire(&first[0], 0);
-    b.on_packet(&p, &mut env, &mut sb);
-    b.poll_tx(100, &mut sb);
-    let acks = sb.sent();
+    env.recvs = 2;
+    let acks = answers(&mut b, &mut env, &first[..1]);
     assert_eq!(acks.len(), 1);
     let mut s = Sink::default();
     let (_, ack) = wire(&acks[0], 0);
@@ -740,25 +650,17 @@ fn a_read_waits_for_the_read_window_where_a_write_would_not() {
     // Window 1024: a 300-packet WRITE goes out whole, but a READ posted behind it does not
     // start while 300 >= MAX_READ_INFLIGHT PSNs are outstanding; the ACK of the WRITE lets
     // it go.
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.max_inflight = 1024);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.max_inflight = 1024);
     let mut s = Sink::default();
-    let write = SendOp::Write {
-        remote: REMOTE,
-        imm: None,
-    };
-    a.post_send(wqe(1, write, 300 * 256), &mut s).unwrap();
-    a.post_send(wqe(2, SendOp::Read { remote: REMOTE }, 256), &mut s)
-        .unwrap();
+    a.post_send(wqe(1, WRITE, 300 * 256), &mut s).unwrap();
+    a.post_send(wqe(2, READ, 256), &mut s).unwrap();
     a.poll_tx(1000, &mut s);
     let sent = s.sent();
     assert_eq!(sent.len(), 300, "the WRITE, and no READ request yet");
     const { assert!(300 >= rrxe_proto::req::MAX_READ_INFLIGHT) };
     let (done, _, more) = exchange(&mut a, &mut b, &mut env, sent, |_| {});
     assert_eq!(more, 1, "the READ request, once the WRITE was acknowledged");
-    let st: Vec<WcStatus> = done.iter().map(|c| c.status).collect();
-    assert_eq!(st, [WcStatus::Success, WcStatus::Success]);
+    assert_eq!(statuses(&done), [WcStatus::Success, WcStatus::Success]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -780,23 +682,12 @@ fn round_trip(a: &mut Q, b: &mut Q, env: &mut Env, pkts: &[TxPacket], sb: &mut S
     sa
 }
 
-fn send_op() -> SendOp {
-    SendOp::Send {
-        imm: None,
-        inv_rkey: None,
-    }
-}
-
 #[test]
 fn recv_into_a_bad_lkey_completes_with_loc_prot_err_and_naks_rem_op_err() {
-    let mut a = qp(QpType::Rc, 1, 2);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env {
-        recvs: 2,
-        ..Default::default()
-    };
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
+    env.recvs = 2;
     let mut s = Sink::default();
-    a.post_send(wqe(1, send_op(), 600), &mut s).unwrap();
+    a.post_send(wqe(1, SEND, 600), &mut s).unwrap();
     a.poll_tx(100, &mut s);
     let mut sb = Sink(
         vec![],
@@ -817,8 +708,7 @@ fn recv_into_a_bad_lkey_completes_with_loc_prot_err_and_naks_rem_op_err() {
     );
     assert_eq!(b.state(), QpState::Error);
     assert!(sb.0.contains(&Action::FlushRecvQueue));
-    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
-    assert_eq!(st, [WcStatus::RemOpErr]);
+    assert_eq!(statuses(&sa.completions()), [WcStatus::RemOpErr]);
     assert_eq!(a.state(), QpState::Error);
 }
 
@@ -867,22 +757,15 @@ fn write_whose_mr_goes_away_mid_message_is_naked_remote_access() {
     assert_eq!(aeth_of(&naks[0]), AethKind::Nak(NakCode::RemoteAccess));
     assert_eq!(naks[0].hdrs.bth.psn, Psn::new(101));
     assert_eq!(b.state(), QpState::Error);
-    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
-    assert_eq!(st, [WcStatus::RemAccessErr]);
+    assert_eq!(statuses(&sa.completions()), [WcStatus::RemAccessErr]);
 }
 
 #[test]
 fn uc_write_whose_mr_goes_away_drops_the_rest_of_the_message() {
-    let mut a = qp(QpType::Uc, 1, 2);
-    let mut b = qp(QpType::Uc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair(QpType::Uc);
     let mut s = Sink::default();
-    let w = SendOp::Write {
-        remote: REMOTE,
-        imm: None,
-    };
-    a.post_send(wqe(1, w, 768), &mut s).unwrap();
-    a.post_send(wqe(2, w, 256), &mut s).unwrap();
+    a.post_send(wqe(1, WRITE, 768), &mut s).unwrap();
+    a.post_send(wqe(2, WRITE, 256), &mut s).unwrap();
     a.poll_tx(100, &mut s);
     let pkts = s.sent();
     assert_eq!(pkts.len(), 4);
@@ -917,13 +800,9 @@ fn uc_write_whose_mr_goes_away_drops_the_rest_of_the_message() {
 #[test]
 fn send_with_invalidate_of_a_bad_rkey_does_not_report_the_key() {
     for (rkey, ok) in [(0x55u32, true), (9, false)] {
-        let mut a = qp(QpType::Rc, 1, 2);
-        let mut b = qp(QpType::Rc, 2, 1);
-        let mut env = Env {
-            recvs: 1,
-            bad_rkey: 9,
-            ..Default::default()
-        };
+        let (mut a, mut b, mut env) = pair(QpType::Rc);
+        env.recvs = 1;
+        env.bad_rkey = 9;
         let mut s = Sink::default();
         let op = SendOp::Send {
             imm: None,
@@ -937,8 +816,7 @@ fn send_with_invalidate_of_a_bad_rkey_does_not_report_the_key() {
         assert_eq!(rc.len(), 1);
         // Requester: the message was delivered and ACKed either way (rdma_rxe: class J
         // completes the receive in error, then acknowledges).
-        let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
-        assert_eq!(st, [WcStatus::Success]);
+        assert_eq!(statuses(&sa.completions()), [WcStatus::Success]);
         assert_eq!(aeth_of(&sb.sent()[0]), AethKind::Ack { credits: 31 });
         if ok {
             assert_eq!(rc[0].status, WcStatus::Success);
@@ -959,22 +837,12 @@ fn send_with_invalidate_of_a_bad_rkey_does_not_report_the_key() {
 
 #[test]
 fn read_response_that_cannot_be_placed_completes_with_loc_prot_err() {
-    let mut a = qp(QpType::Rc, 1, 2);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
     let mut s = Sink::default();
-    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 600), &mut s)
-        .unwrap();
-    a.post_send(wqe(2, send_op(), 10), &mut s).unwrap();
+    a.post_send(wqe(1, READ, 600), &mut s).unwrap();
+    a.post_send(wqe(2, SEND, 10), &mut s).unwrap();
     a.poll_tx(100, &mut s);
-    let mut sb = Sink::default();
-    for t in s.sent() {
-        let (_, p) = wire(&t, 0);
-        b.on_packet(&p, &mut env, &mut sb);
-    }
-    b.poll_tx(100, &mut sb);
-    let resp: Vec<TxPacket> = sb
-        .sent()
+    let resp: Vec<TxPacket> = answers(&mut b, &mut env, &s.sent())
         .into_iter()
         .filter(|t| t.hdrs.bth.opcode != Opcode::RC_ACKNOWLEDGE)
         .collect();
@@ -1009,39 +877,26 @@ fn read_response_that_cannot_be_placed_completes_with_loc_prot_err() {
 
 #[test]
 fn atomic_result_that_cannot_be_placed_completes_with_loc_prot_err() {
-    let mut a = qp(QpType::Rc, 1, 2);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
     let mut s = Sink::default();
-    a.post_send(
-        wqe(
-            1,
-            SendOp::FetchAdd {
-                remote: REMOTE,
-                add: 1,
-            },
-            8,
-        ),
-        &mut s,
-    )
-    .unwrap();
+    let fetch_add = SendOp::FetchAdd {
+        remote: REMOTE,
+        add: 1,
+    };
+    a.post_send(wqe(1, fetch_add, 8), &mut s).unwrap();
     a.poll_tx(100, &mut s);
-    let mut sb = Sink::default();
-    let (_, p) = wire(&s.sent()[0], 0);
-    b.on_packet(&p, &mut env, &mut sb);
-    b.poll_tx(100, &mut sb);
+    let resp = answers(&mut b, &mut env, &s.sent()[..1]);
     let mut sa = Sink(
         vec![],
         Some(|a| matches!(a, Action::AtomicResult { .. }).then_some(PlaceError::Protection)),
     );
-    let (_, p) = wire(&sb.sent()[0], 0);
+    let (_, p) = wire(&resp[0], 0);
     a.on_packet(&p, &mut env, &mut sa);
     assert!(!sa
         .0
         .iter()
         .any(|a| matches!(a, Action::AtomicResult { .. })));
-    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
-    assert_eq!(st, [WcStatus::LocProtErr]);
+    assert_eq!(statuses(&sa.completions()), [WcStatus::LocProtErr]);
     assert_eq!(a.state(), QpState::Error);
 }
 
@@ -1059,7 +914,7 @@ fn gather_failure_completes_the_wqe_with_loc_prot_err_in_order() {
             }),
         );
         for id in 1..=3 {
-            a.post_send(wqe(id, send_op(), 100), &mut s).unwrap();
+            a.post_send(wqe(id, SEND, 100), &mut s).unwrap();
         }
         a.poll_tx(100, &mut s);
         assert_eq!(s.sent().len(), 1, "{t:?}: WQE 1 went out, WQE 2 could not");
@@ -1085,12 +940,9 @@ fn gather_failure_completes_the_wqe_with_loc_prot_err_in_order() {
 
 #[test]
 fn read_response_whose_mr_goes_away_is_naked_remote_access() {
-    let mut a = qp(QpType::Rc, 1, 2);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
     let mut s = Sink::default();
-    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 600), &mut s)
-        .unwrap();
+    a.post_send(wqe(1, READ, 600), &mut s).unwrap();
     a.poll_tx(100, &mut s);
     let mut sb = Sink(
         vec![],
@@ -1112,8 +964,7 @@ fn read_response_whose_mr_goes_away_is_naked_remote_access() {
         "the response that could not be built"
     );
     assert_eq!(b.state(), QpState::Error);
-    let st: Vec<WcStatus> = sa.completions().iter().map(|c| c.status).collect();
-    assert_eq!(st, [WcStatus::RemAccessErr]);
+    assert_eq!(statuses(&sa.completions()), [WcStatus::RemAccessErr]);
 }
 
 #[test]
@@ -1294,9 +1145,7 @@ fn read_timeout_probes_one_packet_and_resumes_when_responses_were_late() {
     // net-wire's ib_read_bw -q 2 under KASAN: responses queued behind other traffic for
     // longer than the timeout; re-requesting whole chunks on each timeout grew the queue
     // until RetryExcErr, with nothing lost (tests/sim_slow.rs has the whole story).
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let late = read_with_late_responses(&mut a, &mut b, &mut env);
     let probe = after_timeout(&mut a);
     assert_eq!(probe.len(), 1, "one probe, nothing behind it");
@@ -1313,11 +1162,8 @@ fn read_timeout_probes_one_packet_and_resumes_when_responses_were_late() {
     let c = s.completions();
     assert_eq!((c.len(), c[0].status), (1, WcStatus::Success));
     // The probe's own answer, after them, is a duplicate.
-    let mut sb = Sink::default();
-    let (_, p) = wire(&probe[0], 0);
-    b.on_packet(&p, &mut env, &mut sb);
-    b.poll_tx(100, &mut sb);
-    let (_, p) = wire(&sb.sent()[0], 7);
+    let answer = answers(&mut b, &mut env, &probe[..1]);
+    let (_, p) = wire(&answer[0], 7);
     assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Duplicate);
 }
 
@@ -1325,17 +1171,11 @@ fn read_timeout_probes_one_packet_and_resumes_when_responses_were_late() {
 fn read_timeout_probe_answered_alone_requests_the_rest_again() {
     // The responses were lost: the probe's single-packet answer comes back first, and the
     // rest of the READ is requested again (go-back-N from there).
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let _lost = read_with_late_responses(&mut a, &mut b, &mut env);
     let probe = after_timeout(&mut a);
     assert_eq!(probe.len(), 1);
-    let mut sb = Sink::default();
-    let (_, p) = wire(&probe[0], 0);
-    b.on_packet(&p, &mut env, &mut sb);
-    b.poll_tx(100, &mut sb);
-    let answer = sb.sent();
+    let answer = answers(&mut b, &mut env, &probe[..1]);
     assert_eq!(answer.len(), 1);
     assert_eq!(answer[0].hdrs.bth.opcode, Opcode::RC_READ_RESPONSE_ONLY);
     let mut s = Sink::default();
@@ -1360,24 +1200,14 @@ fn read_timeout_probe_answered_alone_requests_the_rest_again() {
 /// RETRY_EXC_ERR (sim.rs seed 7843 with the reordering window).
 #[test]
 fn read_probe_answer_not_placed_is_asked_again_as_a_probe() {
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let mut s = Sink::default();
-    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 4 * 256), &mut s)
-        .unwrap();
+    a.post_send(wqe(1, READ, 4 * 256), &mut s).unwrap();
     a.poll_tx(100, &mut s);
     assert_eq!(s.sent().len(), 1, "the original request (lost)");
     let probe = after_timeout(&mut a);
     assert_eq!(probe[0].hdrs.reth.map(|r| r.len), Some(256));
-    let answer = |b: &mut Q, env: &mut Env, req: &TxPacket| {
-        let mut sb = Sink::default();
-        let (_, p) = wire(req, 0);
-        b.on_packet(&p, env, &mut sb);
-        b.poll_tx(100, &mut sb);
-        sb.sent()
-    };
-    let ans = answer(&mut b, &mut env, &probe[0]);
+    let ans = answers(&mut b, &mut env, &probe[..1]);
     assert_eq!(ans.len(), 1);
     // Its destination is being faulted in.
     let mut s = Sink(
@@ -1397,7 +1227,7 @@ fn read_probe_answer_not_placed_is_asked_again_as_a_probe() {
         Some(256),
         "the probe's length"
     );
-    let ans = answer(&mut b, &mut env, &again[0]);
+    let ans = answers(&mut b, &mut env, &again[..1]);
     assert_eq!(ans.len(), 1, "the responder replays it");
     let mut s = Sink::default();
     let (_, p) = wire(&ans[0], 7);
@@ -1405,23 +1235,16 @@ fn read_probe_answer_not_placed_is_asked_again_as_a_probe() {
     a.poll_tx(100, &mut s);
     let rest = s.sent();
     assert_eq!(rest[0].hdrs.bth.psn, Psn::new(101));
-    assert_eq!(answer(&mut b, &mut env, &rest[0]).len(), 3);
+    assert_eq!(answers(&mut b, &mut env, &rest[..1]).len(), 3);
 }
 
 /// A 4-packet READ (MTU 256, timeout 14) from `a`: its request, answered by `b`; the
 /// responses are returned for the test to deliver in its own order.
 fn read_responses(a: &mut Q, b: &mut Q, env: &mut Env, id: u64) -> Vec<TxPacket> {
     let mut s = Sink::default();
-    a.post_send(wqe(id, SendOp::Read { remote: REMOTE }, 4 * 256), &mut s)
-        .unwrap();
+    a.post_send(wqe(id, READ, 4 * 256), &mut s).unwrap();
     a.poll_tx(100, &mut s);
-    let mut sb = Sink::default();
-    for r in s.sent() {
-        let (_, p) = wire(&r, 0);
-        b.on_packet(&p, env, &mut sb);
-    }
-    b.poll_tx(100, &mut sb);
-    sb.sent()
+    answers(b, env, &s.sent())
 }
 
 /// Reordering: a READ response that overtakes earlier ones is placed at once and not asked
@@ -1431,9 +1254,7 @@ fn read_responses(a: &mut Q, b: &mut Q, env: &mut Env, id: u64) -> Vec<TxPacket>
 /// no retry. Before, every overtaking response rewound to `una` at once.
 #[test]
 fn read_response_overtaking_is_kept_and_the_gap_waits_for_the_reordering_window() {
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let deliver = |a: &mut Q, env: &mut Env, r: &TxPacket, t: u64, s: &mut Sink| {
         support::set_clock(Some(t));
         let (_, p) = wire(r, r.hdrs.bth.psn.get() as u8);
@@ -1488,8 +1309,7 @@ fn read_response_overtaking_is_kept_and_the_gap_waits_for_the_reordering_window(
     assert_eq!(again.len(), 1, "{again:?}");
     assert_eq!(again[0].hdrs.bth.psn, Psn::new(104));
     // 3. Response 0 lost, nothing after the gap's first sign: the timer ends the window.
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
-    let mut b = qp(QpType::Rc, 2, 1);
+    let (mut a, mut b, _) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let r = read_responses(&mut a, &mut b, &mut env, 3);
     let mut s = Sink::default();
     deliver(&mut a, &mut env, &r[3], 200_000, &mut s);
@@ -1510,29 +1330,15 @@ fn read_response_overtaking_is_kept_and_the_gap_waits_for_the_reordering_window(
 /// reordering window starts (it armed a short timer that resent the WRITE after it).
 #[test]
 fn copy_of_a_response_placed_ahead_is_a_duplicate() {
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let mut s = Sink::default();
-    let write = SendOp::Write {
-        remote: REMOTE,
-        imm: None,
-    };
-    a.post_send(wqe(1, SendOp::Read { remote: REMOTE }, 1024), &mut s)
-        .unwrap();
-    a.post_send(wqe(2, write, 256), &mut s).unwrap();
-    a.post_send(wqe(3, SendOp::Read { remote: REMOTE }, 1024), &mut s)
-        .unwrap();
-    a.post_send(wqe(4, write, 256), &mut s).unwrap();
+    a.post_send(wqe(1, READ, 1024), &mut s).unwrap();
+    a.post_send(wqe(2, WRITE, 256), &mut s).unwrap();
+    a.post_send(wqe(3, READ, 1024), &mut s).unwrap();
+    a.post_send(wqe(4, WRITE, 256), &mut s).unwrap();
     support::set_clock(Some(0));
     a.poll_tx(100, &mut s);
-    let mut sb = Sink::default();
-    for r in s.sent() {
-        let (_, p) = wire(&r, 0);
-        b.on_packet(&p, &mut env, &mut sb);
-    }
-    b.poll_tx(100, &mut sb);
-    let r = sb.sent();
+    let r = answers(&mut b, &mut env, &s.sent());
     let at = |psn: u32| *r.iter().find(|p| p.hdrs.bth.psn.get() == psn).unwrap();
     let deliver = |a: &mut Q, env: &mut Env, t: &TxPacket, s: &mut Sink| {
         let (_, p) = wire(t, 3);
@@ -1569,9 +1375,7 @@ fn copy_of_a_response_placed_ahead_is_a_duplicate() {
 /// costs no retry (it did: a timeout, a backoff and a window cut).
 #[test]
 fn a_stale_timer_firing_waits_for_the_armed_deadline() {
-    let mut a = qp_with(QpType::Rc, 1, 2, |c| c.retry_cnt = 7);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let r = read_responses(&mut a, &mut b, &mut env, 1);
     let mut s = Sink::default();
     support::set_clock(Some(1_000));
@@ -1741,11 +1545,7 @@ fn odp_gather_not_present_waits() {
         vec![],
         Some(|a| matches!(a, Action::Send(_)).then_some(PlaceError::NotPresent)),
     );
-    let send = SendOp::Send {
-        imm: None,
-        inv_rkey: None,
-    };
-    a.post_send(wqe(3, send, 10), &mut s).unwrap();
+    a.post_send(wqe(3, SEND, 10), &mut s).unwrap();
     assert!(!a.poll_tx(16, &mut s));
     assert!(s.completions().is_empty());
     assert_eq!(a.state(), QpState::Rts);
@@ -1766,12 +1566,9 @@ fn odp_gather_not_present_waits() {
 /// once the driver says the fault is done (not before), and completes.
 #[test]
 fn odp_read_response_not_present_dropped() {
-    let mut a = qp(QpType::Rc, 1, 2);
-    let mut b = qp(QpType::Rc, 2, 1);
-    let mut env = Env::default();
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
     let mut s = Sink::default();
-    let read = SendOp::Read { remote: REMOTE };
-    a.post_send(wqe(4, read, 8), &mut s).unwrap();
+    a.post_send(wqe(4, READ, 8), &mut s).unwrap();
     a.poll_tx(16, &mut s);
     let request = s.sent()[0];
     let (_, p) = wire(&request, 0);

@@ -8,256 +8,10 @@
 //!
 //! `cargo test -p rrxe-proto --test sim_slow`; `RRXE_SIM_SEED=s` runs one seed verbosely.
 
-#![allow(clippy::needless_range_loop)]
-
-use rrxe_proto::*;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
-
 mod support;
-use support::{to_rts, wqe, Rng, Sink};
-
-type TheQp = Qp<64, 16>;
-const MEM: usize = 256 * 1024;
-const MEM_VA: u64 = 0x5000_0000_0000;
-const RKEY: u32 = 0x4242;
-
-/// The responder's memory: a fixed pattern.
-struct Mem(Vec<u8>);
-
-impl ResponderEnv for Mem {
-    fn check_access(&mut self, rkey: u32, va: u64, len: u32, _: Access) -> Result<(), AccessError> {
-        let off = va.checked_sub(MEM_VA).ok_or(AccessError::OutOfBounds)?;
-        if rkey != RKEY {
-            return Err(AccessError::BadKey);
-        }
-        if off + u64::from(len) > self.0.len() as u64 {
-            return Err(AccessError::OutOfBounds);
-        }
-        Ok(())
-    }
-    fn atomic(&mut self, _: u32, _: u64, _: AtomicOp) -> Result<u64, AccessError> {
-        Err(AccessError::BadKey)
-    }
-    fn atomic_write(&mut self, _: u32, _: u64, _: u64) -> Result<(), AccessError> {
-        Err(AccessError::BadKey)
-    }
-    fn recv_head_len(&mut self) -> Option<u32> {
-        None
-    }
-}
-
-/// A recording sink with the simulated clock (`None`: a driver without one).
-struct TSink(Sink, Option<u64>);
-
-impl TSink {
-    fn new(w: &World) -> Self {
-        TSink(Sink::default(), w.clock.then_some(w.now))
-    }
-}
-
-impl ActionSink for TSink {
-    fn push(&mut self, a: Action) {
-        self.0.push(a);
-    }
-    fn now_us(&self) -> Option<u64> {
-        self.1
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Link {
-    /// Serialisation time of one packet (µs).
-    per_pkt: u64,
-    /// Propagation delay (µs).
-    delay: u64,
-    /// A stall of `stall` µs before a packet, with this probability (ppm).
-    stall_ppm: u32,
-    stall: u64,
-}
-
-struct World {
-    rng: Rng,
-    link: Link,
-    now: u64,
-    seq: u64,
-    /// (time, seq, event)
-    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
-    events: Vec<Option<Ev>>,
-    /// Per direction (0: requester → responder): when the link is free again.
-    busy_until: [u64; 2],
-    /// [side][pair]
-    qps: [Vec<TheQp>; 2],
-    timer_gen: [Vec<[u64; 2]>; 2],
-    mem: Mem,
-    /// Per pair: the READ WQEs still to post (id, remote offset, len).
-    backlog: Vec<VecDeque<(u64, usize, u32)>>,
-    /// Per pair: the READ destination buffers by WQE id.
-    bufs: Vec<Vec<Vec<u8>>>,
-    done: Vec<Vec<SendCompletion>>,
-    pkts: u64,
-    /// Whether the QPs' sinks have a clock (even seeds): the timeout then follows the
-    /// round trip (`req/rtt.rs`); without, it stays at the QP's.
-    clock: bool,
-    trace: bool,
-}
-
-enum Ev {
-    Deliver {
-        to: usize,
-        pair: usize,
-        ib: Vec<u8>,
-    },
-    Timer {
-        pair: usize,
-        kind: TimerKind,
-        gen: u64,
-    },
-}
-
-impl World {
-    fn schedule(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.events.push(Some(ev));
-        self.heap
-            .push(Reverse((t, self.seq, self.events.len() - 1)));
-    }
-
-    fn transmit(&mut self, side: usize, pair: usize, pkt: &TxPacket) {
-        let plen = pkt.payload.len() as usize;
-        let mut ib = vec![0u8; 64 + plen + 8];
-        let hl = build_headers(&pkt.hdrs, plen as u32, &mut ib).expect("build");
-        let payload: Vec<u8> = match pkt.payload {
-            Payload::None => vec![],
-            Payload::Mr { va, len, .. } => {
-                let o = (va - MEM_VA) as usize;
-                self.mem.0[o..o + len as usize].to_vec()
-            }
-            Payload::Inline(b) => b.to_vec(),
-            Payload::Wqe { .. } => panic!("READ requests carry no payload"),
-        };
-        ib[hl..hl + plen].copy_from_slice(&payload);
-        let pad = (4 - plen % 4) % 4;
-        ib.truncate(hl + plen + pad + 4);
-        self.pkts += 1;
-        let mut start = self.now.max(self.busy_until[side]);
-        if self.rng.ppm(self.link.stall_ppm) {
-            start += self.link.stall;
-        }
-        self.busy_until[side] = start + self.link.per_pkt;
-        let t = self.busy_until[side] + self.link.delay;
-        self.schedule(
-            t,
-            Ev::Deliver {
-                to: 1 - side,
-                pair,
-                ib,
-            },
-        );
-    }
-
-    fn apply(&mut self, side: usize, pair: usize, acts: Vec<Action>, rx: Option<&[u8]>) {
-        for a in acts {
-            match a {
-                Action::Send(p) => self.transmit(side, pair, &p),
-                Action::PlaceWqe { id, offset, src } => {
-                    let rx = rx.expect("PlaceWqe without a packet");
-                    let data = &rx[src.off as usize..(src.off + src.len) as usize];
-                    let b = &mut self.bufs[pair][id.0 as usize];
-                    b[offset as usize..offset as usize + data.len()].copy_from_slice(data);
-                }
-                Action::SendComplete(c) => self.done[pair].push(c),
-                Action::ArmTimer { kind, usecs } => {
-                    let g = &mut self.timer_gen[side][pair][kind as usize];
-                    *g += 1;
-                    let gen = *g;
-                    assert_eq!(side, 0, "only the requester arms timers");
-                    self.schedule(self.now + usecs, Ev::Timer { pair, kind, gen });
-                }
-                Action::CancelTimer(kind) => self.timer_gen[side][pair][kind as usize] += 1,
-                _ => {}
-            }
-        }
-    }
-
-    fn pump(&mut self, side: usize, pair: usize) {
-        loop {
-            while let Some(&(id, off, len)) = self.backlog[pair].front() {
-                if side != 0 {
-                    break;
-                }
-                let remote = RemoteAddr {
-                    va: MEM_VA + off as u64,
-                    rkey: RKEY,
-                };
-                let w = wqe(id, SendOp::Read { remote }, len);
-                let mut s = TSink::new(self);
-                match self.qps[0][pair].post_send(w, &mut s) {
-                    Ok(()) => {
-                        self.backlog[pair].pop_front();
-                        self.apply(0, pair, s.0 .0, None);
-                    }
-                    Err(PostError::Full) => break,
-                    Err(e) => panic!("post_send {e:?}"),
-                }
-            }
-            let mut s = TSink::new(self);
-            let more = self.qps[side][pair].poll_tx(16, &mut s);
-            let progressed = !s.0 .0.is_empty();
-            self.apply(side, pair, s.0 .0, None);
-            if !more && !progressed {
-                return;
-            }
-        }
-    }
-
-    fn run(&mut self, limit: u64) -> Result<(), String> {
-        for pair in 0..self.backlog.len() {
-            self.pump(0, pair);
-        }
-        while let Some(Reverse((t, _, i))) = self.heap.pop() {
-            if t > limit {
-                return Err(format!("simulated time limit reached at t={t}"));
-            }
-            self.now = t;
-            match self.events[i].take().expect("event runs once") {
-                Ev::Deliver { to, pair, ib } => {
-                    let p = parse_packet(&ib).map_err(|e| format!("parse {e:?}"))?;
-                    let mut s = TSink::new(self);
-                    let st = self.qps[to][pair].on_packet(&p, &mut self.mem, &mut s);
-                    if self.trace && pair == 0 {
-                        eprintln!(
-                            "{:>8} rx@{to} {:?} psn {:#x} -> {st:?} una {:#x} q {}",
-                            self.now,
-                            p.hdrs.bth.opcode,
-                            p.hdrs.bth.psn.get(),
-                            self.qps[0][0].send_queue().una().get(),
-                            self.busy_until[1].saturating_sub(self.now)
-                        );
-                    }
-                    self.apply(to, pair, s.0 .0, Some(&ib));
-                    self.pump(to, pair);
-                }
-                Ev::Timer { pair, kind, gen } => {
-                    if self.timer_gen[0][pair][kind as usize] == gen {
-                        if self.trace && pair == 0 {
-                            eprintln!(
-                                "{:>8} TIMEOUT una {:#x}",
-                                self.now,
-                                self.qps[0][0].send_queue().una().get()
-                            );
-                        }
-                        let mut s = TSink::new(self);
-                        self.qps[0][pair].on_timer(kind, &mut s);
-                        self.apply(0, pair, s.0 .0, None);
-                        self.pump(0, pair);
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
+use rrxe_proto::*;
+use support::link::{random_psn, Link, World, MEM};
+use support::Rng;
 
 /// One seed: `pairs` QP pairs, each reading `reads` messages; returns the requesters'
 /// statistics.
@@ -272,70 +26,36 @@ fn run_seed(seed: u64, verbose: bool) -> Result<Vec<SqStats>, String> {
         delay: rng.range(1, 50),
         stall_ppm: rng.range(0, 5_000) as u32,
         stall: rng.range(500, 4_000),
+        netem: None,
     };
     let mut mem = vec![0u8; MEM];
     rng.fill(&mut mem);
-    let mut qps: [Vec<TheQp>; 2] = [vec![], vec![]];
-    let mut backlog = vec![];
-    let mut bufs = vec![];
-    for pair in 0..pairs {
-        let (a, b) = (0x100 + 2 * pair as u32, 0x101 + 2 * pair as u32);
-        let (pa, pb) = (
-            Psn::new(rng.next() as u32 & 0xff_ffff),
-            Psn::new(rng.next() as u32 & 0xff_ffff),
-        );
-        let max_rd_atomic = rng.range(1, 16) as u8;
-        for (side, (qpn, dest, sq, rq)) in [(a, b, pa, pb), (b, a, pb, pa)].into_iter().enumerate()
-        {
-            let mut q = TheQp::new(QpConfig {
-                qpn,
-                qp_type: QpType::Rc,
-                dest_qpn: dest,
-                mtu,
-                sq_psn: sq,
-                rq_psn: rq,
-                timeout: 8,
-                retry_cnt: 7,
-                rnr_retry: 7,
-                max_rd_atomic,
-                max_dest_rd_atomic: 16,
-                ..QpConfig::default()
-            });
-            to_rts(&mut q, &mut Sink::default()).map_err(|e| format!("modify {e:?}"))?;
-            qps[side].push(q);
-        }
+    let mut w = World::new(Rng(seed.wrapping_mul(77) ^ 0x77), link, mem);
+    // Even seeds: the QPs' sinks have a clock.
+    w.clock = seed.is_multiple_of(2);
+    w.trace = verbose && std::env::var("RRXE_SIM_TRACE").is_ok();
+    for _ in 0..pairs {
+        let psn = [random_psn(&mut rng), random_psn(&mut rng)];
+        let cfg = QpConfig {
+            mtu,
+            timeout: 8,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: rng.range(1, 16) as u8,
+            max_dest_rd_atomic: 16,
+            ..QpConfig::default()
+        };
         let n = rng.range(4, 24) as usize;
-        let mut wq = VecDeque::new();
-        let mut b = vec![];
-        for id in 0..n {
-            let len = rng.range(1, 64 * 1024) as u32;
-            let off = rng.below((MEM - len as usize) as u64) as usize;
-            wq.push_back((id as u64, off, len));
-            b.push(vec![0u8; len as usize]);
-        }
-        backlog.push(wq);
-        bufs.push(b);
+        let reads = (0..n)
+            .map(|_| {
+                let len = rng.range(1, 64 * 1024) as u32;
+                (rng.below((MEM - len as usize) as u64) as usize, len)
+            })
+            .collect();
+        w.add_pair(psn, cfg, reads)?;
     }
-    let mut w = World {
-        rng: Rng(seed.wrapping_mul(77) ^ 0x77),
-        link,
-        now: 0,
-        seq: 0,
-        heap: BinaryHeap::new(),
-        events: vec![],
-        busy_until: [0; 2],
-        qps,
-        timer_gen: [vec![[0; 2]; pairs], vec![[0; 2]; pairs]],
-        mem: Mem(mem),
-        backlog: backlog.clone(),
-        bufs,
-        done: vec![vec![]; pairs],
-        pkts: 0,
-        clock: seed.is_multiple_of(2),
-        trace: verbose && std::env::var("RRXE_SIM_TRACE").is_ok(),
-    };
     let r = w.run(600_000_000);
-    let stats: Vec<SqStats> = w.qps[0].iter().map(|q| q.send_queue().stats()).collect();
+    let stats = w.stats();
     if verbose {
         eprintln!(
             "seed {seed}: {pairs} pairs, mtu {mtu:?}, {link:?}, {} packets, t={} us, {stats:?}",
@@ -343,25 +63,7 @@ fn run_seed(seed: u64, verbose: bool) -> Result<Vec<SqStats>, String> {
         );
     }
     r?;
-    for pair in 0..pairs {
-        let want = backlog[pair].len();
-        let done = &w.done[pair];
-        if done.len() != want {
-            return Err(format!(
-                "pair {pair}: {} of {want} READs completed",
-                done.len()
-            ));
-        }
-        for (i, c) in done.iter().enumerate() {
-            if c.id != WqeId(i as u64) || c.status != WcStatus::Success {
-                return Err(format!("pair {pair}: completion {i}: {c:?}"));
-            }
-            let (_, off, len) = backlog[pair][i];
-            if w.bufs[pair][i][..] != w.mem.0[off..off + len as usize] {
-                return Err(format!("pair {pair}: READ {i} data differs"));
-            }
-        }
-    }
+    w.check()?;
     Ok(stats)
 }
 

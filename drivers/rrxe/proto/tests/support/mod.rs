@@ -1,7 +1,7 @@
 //! Helpers shared by the proto tests (every `tests/*.rs` is a crate of its own and takes
 //! them with `mod support;`; `examples/bench.rs` with a `#[path]`): a seeded PRNG, a
 //! recording action sink, a mock responder environment, a send WQE, and bringing a QP up to
-//! RTS.
+//! RTS; in [`link`], a simulated link between hosts for READs.
 //!
 //! The fuzz target bodies (`fuzz/bodies.rs`) keep their own environment and sink: those
 //! derive every answer from the fuzz input and fail on purpose, which no test wants.
@@ -10,6 +10,8 @@
 #![allow(dead_code)]
 
 use rrxe_proto::*;
+
+pub mod link;
 
 /// A deterministic PRNG (splitmix64): the same seed gives the same test.
 pub struct Rng(pub u64);
