@@ -28,6 +28,7 @@ def main():
     units = {}
     profiles = defaultdict(list)
     cpu = defaultdict(list)  # (stack, test, size, q, vm) -> [(ticks, bytes or None)]
+    base = defaultdict(list)  # the same key -> [ticks of the run's fixed cost], run by run
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             w = line.split()
@@ -42,6 +43,11 @@ def main():
                 try:
                     key = (w[1], w[2], int(w[3]), int(w[4]), w[5])
                     cpu[key].append((int(w[6]), None if w[7] == "-" else int(w[7])))
+                except ValueError:
+                    continue
+            elif len(w) >= 7 and w[0] == "CPU0":
+                try:
+                    base[(w[1], w[2], int(w[3]), int(w[4]), w[5])].append(int(w[6]))
                 except ValueError:
                     continue
             elif len(w) >= 5 and w[0] == "PROFILE":
@@ -86,15 +92,21 @@ def main():
                        + f" | {ratio(m('rrxe', 'ib_write_bw', s), m('rxe', 'ib_write_bw', s))} |")
 
     # Kernel CPU per GB moved: system + irq + softirq ticks (USER_HZ = 100) over the bytes
-    # of the run. perftest's user-space polling is left out; iperf3's server reports no
-    # byte count, so its runs are charged the client's.
+    # of the run, less the run's fixed cost (the same run with 20 two-byte messages, CPU0,
+    # paired run by run) where it was measured. perftest's user-space polling is left out;
+    # iperf3's server reports no byte count, so its runs are charged the client's.
     def cpu_gb(stack, test, size, q, vm):
         samples = cpu.get((stack, test, size, q, vm), [])
         if not samples:
             return None
         known = [b for _, b in cpu.get((stack, test, size, q, "vm1"), []) if b]
         fallback = statistics.median(known) if known else None
-        per = [t / 100 / ((b or fallback) / 1e9) for t, b in samples if (b or fallback)]
+        fixed = base.get((stack, test, size, q, vm), [])
+        per = []
+        for i, (t, b) in enumerate(samples):
+            if b or fallback:
+                t0 = fixed[i] if i < len(fixed) else 0
+                per.append(max(t - t0, 0) / 100 / ((b or fallback) / 1e9))
         return statistics.median(per) if per else None
 
     def cells(stack, test, size, q):
@@ -105,7 +117,9 @@ def main():
 
     if cpu:
         out.append("\nKernel CPU per GB moved (s/GB: system + irq + softirq, perftest's polling "
-                   "left out), client VM / server VM (the client sends, except in ib_read_bw):\n")
+                   "left out" + (", less each run's fixed cost: the same run with 20 two-byte "
+                                 "messages" if base else "")
+                   + "), client VM / server VM (the client sends, except in ib_read_bw):\n")
         out.append("| test | " + " | ".join(["tcp"] + stacks) + " |")
         out.append("|" + "---|" * (len(stacks) + 2))
         out.append("| iperf3 | " + cells("tcp", "iperf3", 131072, 1) + " |" + " |" * len(stacks))

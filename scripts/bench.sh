@@ -65,12 +65,13 @@ make -s provider
 mkdir -p "$OUT"
 nst=$(echo "$STACKS" | wc -w) nsz=$(echo "$SIZES" | wc -w)
 # Under TCG a stack moves ~5 MB/s: a bandwidth run takes VOLUME/5 s plus ~10 s of setup.
-# The 64-QP run moves at least 64 x 20 messages: five times a run's volume at 64 KiB.
-timeout=$(( (REPS * nst * (13 + nsz) + REPS) * (VOLUME / 4 + 30) + 900 ))
+# The 64-QP run moves at least 64 x 20 messages (five runs' volume at 64 KiB); the CPU baselines
+# add five short runs.
+timeout=$(( (REPS * nst * (18 + nsz) + REPS) * (VOLUME / 4 + 30) + 900 ))
 echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, over: tcp $STACKS (timeout ${timeout}s)"
 start=$(date +%s)
 qemu/run-vms --vms 2 --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
   "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" || echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
-cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|PROFILE) ' > "$OUT/results.txt" || true
+cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE) ' > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED|counters:' "$OUT"/bench-vm*.out || true
 /usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL" "$MTU"
