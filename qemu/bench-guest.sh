@@ -139,10 +139,11 @@ for stack in $STACKS; do
   for r in $(seq "$REPS"); do
     for t in ib_write_bw ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1; done
     bw "$stack" ib_write_bw 65536 8
-    # Many QPs at once: the aggregate must hold up and every QP must finish. Not siw:
-    # perftest 4.5's rdma_cm client (siw connects with -R) segfaults in librdmacm 44 at
-    # -q 64, and its server then leaves, so the two VMs' runs would fall out of step.
-    [ "$stack" = siw ] || bw "$stack" ib_write_bw 65536 64
+    # Many QPs at once (issue 17's target is rrxe's): the aggregate must hold up and every
+    # QP must finish. Only rrxe: on siw perftest 4.5's rdma_cm client segfaults in
+    # librdmacm 44 at -q 64; on the benchmark kernel rdma_rxe's -q 64 server left at once;
+    # either way the two VMs' runs fell out of step and every later run failed.
+    [ "$stack" = rrxe ] && bw "$stack" ib_write_bw 65536 64
     for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1; done
     for t in ib_write_lat ib_send_lat ib_read_lat; do lat "$stack" "$t"; done
   done

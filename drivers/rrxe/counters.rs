@@ -73,6 +73,9 @@ counters! {
     RxDropBacklog = c"rx_drop_qp_backlog",
     /// Packets that could not be sent (no memory, no route, bad local buffer).
     TxDrops = c"tx_drops",
+    /// Runs that left packets for later because the device's transmit queues were half
+    /// full (the QP's transmit-wait timer resumes it).
+    TxWaits = c"tx_waits",
     /// Work-request lists a process handed to a user QP or SRQ through the kernel's
     /// post_send/post_recv/post_srq_recv commands: refused (EINVAL), nothing read.
     UserWrRefused = c"user_wr_refused",

@@ -29,6 +29,28 @@ unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev)
 	return READ_ONCE(ndev->mtu);
 }
 
+/*
+ * How many more packets ndev's transmit queues should be given now: they count as full at
+ * half of tx_queue_len (beyond tx_queue_len a qdisc drops what it is given). A device
+ * without a queue (noqueue: macvlan, ipvlan, loopback) has room for all.
+ */
+unsigned int rrxe_glue_netdev_tx_room(struct net_device *ndev)
+{
+	unsigned int limit = READ_ONCE(ndev->tx_queue_len) / 2, queued = 0, i;
+
+	if (!limit)
+		return UINT_MAX;
+	rcu_read_lock_bh();
+	for (i = 0; i < ndev->real_num_tx_queues; i++) {
+		struct Qdisc *q = rcu_dereference_bh(netdev_get_tx_queue(ndev, i)->qdisc);
+
+		if (q)
+			queued += qdisc_qlen_sum(q);
+	}
+	rcu_read_unlock_bh();
+	return queued < limit ? limit - queued : 0;
+}
+
 void rrxe_glue_netdev_eui64(const struct net_device *ndev, u8 *guid)
 {
 	addrconf_addr_eui48(guid, ndev->dev_addr);

@@ -101,6 +101,14 @@ impl NetDev {
         unsafe { bindings::rrxe_glue_netdev_oper_up(self.as_ptr()) }
     }
 
+    /// How many more packets the transmit queues should be given now (0 once they are half
+    /// full; `u32::MAX` for a device without a queue).
+    pub(crate) fn tx_room(&self) -> u32 {
+        // SAFETY: self is a live net_device (type invariant); the helper reads its qdiscs'
+        // lengths under RCU.
+        unsafe { bindings::rrxe_glue_netdev_tx_room(self.as_ptr()) }
+    }
+
     /// The current MTU in bytes.
     pub(crate) fn mtu(&self) -> u32 {
         // SAFETY: self is a live net_device (type invariant).

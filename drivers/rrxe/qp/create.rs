@@ -134,7 +134,7 @@ fn create_uncounted<'a>(
         resp.sq = sq.info();
         resp.rq = rq.info();
         resp.max_inline = c.max_inline_data;
-        user = Some(UserRings { sq, rq });
+        user = Some(KBox::new(UserRings { sq, rq }, GFP_KERNEL)?);
     }
     let qps = &dev.data().qps;
     let qpn = qps.reserve(kind == QpKind::Gsi)?;

@@ -90,6 +90,12 @@ const RX_RING: usize = 512;
 const TX_BUDGET: u32 = 64;
 /// Received packets a work run handles before yielding.
 const RX_BUDGET: usize = 64;
+/// The QP's timer that resumes transmission once the device's queues had no room (after
+/// proto's retransmit and RNR timers).
+const TX_WAIT_TIMER: usize = 2;
+/// How long a QP that found the device's queues half full waits before it transmits again:
+/// the shortest timer there is (one jiffy).
+const TX_WAIT_US: u64 = 1;
 /// QPN of the GSI QP.
 pub(crate) const GSI_QPN: u32 = 1;
 /// The GSI Q_Key.
@@ -177,8 +183,9 @@ pub(crate) struct QpInit {
     pub(crate) sig_all: bool,
     /// The `ib_qp` (kernel CQ entries carry it).
     pub(crate) ibqp_addr: u64,
-    /// User QPs: the send and receive queues shared with the process.
-    pub(crate) user: Option<UserRings>,
+    /// User QPs: the send and receive queues shared with the process (boxed: `Qp::new`'s
+    /// initialiser holds what it moves into the QP on the stack, more than once).
+    pub(crate) user: Option<KBox<UserRings>>,
     /// The shared receive queue the QP takes its receive WQEs from, if any.
     pub(crate) srq: Option<Arc<crate::srq::Srq>>,
     /// XRC target QPs: their XRC domain.
@@ -215,7 +222,8 @@ pub(crate) struct UserRings {
 pub(crate) struct Qp {
     // Event sources first: on drop they are shut down (timers, then work) before the state
     // they use goes.
-    timers: [Timer<Qp>; 2],
+    /// proto's retransmit and RNR timers, then [`TX_WAIT_TIMER`].
+    timers: [Timer<Qp>; 3],
     work: Work<Qp>,
     /// QP number.
     pub(crate) qpn: u32,
@@ -230,7 +238,7 @@ pub(crate) struct Qp {
     max_send_sge: u32,
     max_recv_sge: u32,
     max_inline: u32,
-    user: Option<UserRings>,
+    user: Option<KBox<UserRings>>,
     srq: Option<Arc<crate::srq::Srq>>,
     /// XRC target QPs: their domain, the XRC SRQ the request being handled names and the
     /// one the message in progress took its receive WQE from (numbers in the device's XRC
@@ -350,7 +358,12 @@ impl Qp {
         // Bound to the QP once it is initialised (new_arc_bound): until then nothing
         // references the QP, and queueing or arming them would run nothing. The QP owns
         // them and drops them (waiting for their callbacks) before its memory goes.
-        let (work, t0, t1) = (Work::new()?, Timer::new(0)?, Timer::new(1)?);
+        let (work, t0, t1, t2) = (
+            Work::new()?,
+            Timer::new(0)?,
+            Timer::new(1)?,
+            Timer::new(TX_WAIT_TIMER)?,
+        );
         let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
         let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
         let claim_init = new_irq_spinlock!(None, "rrxe_qp_claim");
@@ -366,7 +379,7 @@ impl Qp {
         let faults_init = new_irq_spinlock!(odp::Faults::default(), "rrxe_qp_faults");
         let engine_init = new_bh_spinlock!(engine, "rrxe_qp_engine");
         let qp = try_pin_init!(Qp {
-            timers: [t0, t1],
+            timers: [t0, t1, t2],
             work,
             qpn: init.qpn,
             kind: init.kind,
@@ -438,7 +451,9 @@ impl WorkTarget for Qp {
 
 impl TimerTarget for Qp {
     fn run_timer(&self, id: usize) {
-        self.fired.fetch_or(1 << id.min(1), Ordering::AcqRel);
+        // Bits 0 and 1 are proto's timers; the transmit wait (bit 2) only needs the run.
+        self.fired
+            .fetch_or(1 << id.min(TX_WAIT_TIMER), Ordering::AcqRel);
         self.kick();
     }
 }

@@ -6,7 +6,7 @@ use super::env::Env;
 use super::sink::{RxCtx, Sink};
 use super::table::Refused;
 use super::wr::{RecvWr, SendKind, SendWr, Sge};
-use super::{timer_kind, Engine, Qp, QpKind, RX_BUDGET, TX_BUDGET};
+use super::{timer_kind, Engine, Qp, QpKind, RX_BUDGET, TX_BUDGET, TX_WAIT_TIMER, TX_WAIT_US};
 use crate::counters::Counter;
 use crate::cq::Completion;
 use crate::glue::{NetDev, SkBuff};
@@ -426,8 +426,22 @@ impl Qp {
             proto.fault_done();
         }
 
-        // 4. Transmit.
-        let more = proto.poll_tx(TX_BUDGET, &mut sink);
+        // 4. Transmit, no faster than the device's queues drain. A full qdisc drops what it
+        // is given: a lost message on UC, a go-back-N round on RC (on the benchmark's
+        // kernel without debugging, a quarter of all packets sent were retransmissions).
+        // A QP that finds the queues half full leaves the rest for its transmit-wait timer
+        // rather than spinning on its work. rdma_rxe bounds the packets in flight per QP
+        // instead (RXE_INFLIGHT_SKBS_PER_QP_HIGH). The ACKs and NAKs that the packets above
+        // made went out unpaced; READ responses and deferred ACKs wait here with requests.
+        let room = ndev.map_or(TX_BUDGET, |n| n.tx_room().min(TX_BUDGET));
+        let more = proto.poll_tx(room, &mut sink);
+        let tx_wait = more && room < TX_BUDGET;
+        if tx_wait {
+            counters.inc(Counter::TxWaits);
+            if let Some(t) = self.timers.get(TX_WAIT_TIMER) {
+                t.arm(TX_WAIT_US);
+            }
+        }
 
         // The send queue's event counts since the last run go to the device counters.
         let now = proto.send_queue().stats();
@@ -449,7 +463,7 @@ impl Qp {
         }
         let pending_rx = self.rx.lock().len > 0;
         drop(eng);
-        if more || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
+        if (more && !tx_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
             self.kick();
         }
     }
