@@ -56,6 +56,13 @@ teardown_stack() {
   case "$1" in rrxe) rmmod rrxe ;; rxe) rmmod rdma_rxe ;; siw) rmmod siw ;; esac 2>/dev/null
 }
 
+# pt TEST BYTES QPS MSGS: one perftest bandwidth pair (server on VM 0, client on VM 1).
+pt() {
+  local test=$1 size=$2 q=$3 n=$4
+  run 300 -- \
+    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" -F -- \
+    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" -F "$RRXE_PEER_IP"
+}
 # bw STACK TEST BYTES QPS: the average bandwidth line of perftest -> BENCH. Each run moves
 # about VOLUME MiB (perftest's duration mode reports 0 here), 20..2000 messages per QP.
 bw() {
@@ -66,15 +73,11 @@ bw() {
   # for the CPU/GB table: the same run with 20 two-byte messages, subtracted by the report.
   if [ "$size" = 65536 ]; then
     c0=$(kcpu)
-    run 300 -- \
-      "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -q "$q" -n 20 -F -- \
-      "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -q "$q" -n 20 -F "$RRXE_PEER_IP" > /dev/null
+    pt "$test" 2 "$q" 20 > /dev/null
     echo "CPU0 $stack $test $size $q vm$RRXE_VM $(( $(kcpu) - c0 ))"
   fi
   c0=$(kcpu)
-  out=$(run 300 -- \
-    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" -F -- \
-    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" -F "$RRXE_PEER_IP")
+  out=$(pt "$test" "$size" "$q" "$n")
   echo "CPU $stack $test $size $q vm$RRXE_VM $(( $(kcpu) - c0 )) $(( n * size * q ))"
   [ "$RRXE_VM" = 1 ] || return 0
   # A zero is not a measurement: perftest's cycle clock sometimes reads 0 under TCG.
