@@ -40,9 +40,17 @@ user_setup() {
 }
 
 # pair DESCRIPTION TIMEOUT -- SERVER ARGS... -- CLIENT ARGS...
-#   VM 0 runs SERVER ARGS, VM 1 runs CLIENT ARGS (retried while the server is not up yet).
-#   The literal words @DEV, @GID and @PEER in the arguments become this VM's device, its GID
-#   index and the peer's address. Each side checks its own exit status.
+#   VM 0 runs SERVER ARGS, VM 1 runs CLIENT ARGS. The literal words @DEV, @GID and @PEER in
+#   the arguments become this VM's device, its GID index and the peer's address. Each side
+#   checks its own exit status.
+#   When the server's port is in its arguments (-p N, --port N, --port=N), the client starts
+#   only once the server listens on it: VM 0 sees the listening socket or rdma_cm ID and
+#   signals VM 1 (serve, after_server). Without that, a client that tried too early could
+#   have one of its connections accepted and then abandoned: ucmatose -c 2 had its first
+#   REQ refused, its second reached the new listener, and the retried client's predecessor
+#   rejected it on exit, so the server's rdma_create_qp found the CM ID gone (EINVAL in
+#   rdma_init_qp_attr) and the whole step failed. Servers without a port keep the old
+#   way: the client is retried while it cannot reach its server.
 pair() {
   local desc=$1 t=$2 side=server; shift 3
   local srv=() cli=() a
@@ -56,15 +64,102 @@ pair() {
   local run=("${cli[@]}") srun=("${srv[@]}")
   [ "${run[0]}" = rping ] && run[0]=$RRXE_ROOT/tests/vm/lib/rping-run
   [ "${srun[0]}" = rping ] && srun[0]=$RRXE_ROOT/tests/vm/lib/rping-run
+  local port sig=
+  port=$(port_of "${srv[@]}") && [ "$port" -le 64535 ] && sig=$((port + 1000))
   if [ "$RRXE_VM" = 0 ]; then
-    check "$desc (server: ${srv[*]})" timeout "$t" "${srun[@]}"
+    if [ -n "$sig" ]; then
+      check "$desc (server: ${srv[*]})" serve "$t" "$port" "$sig" "${srun[@]}"
+    else
+      check "$desc (server: ${srv[*]})" timeout "$t" "${srun[@]}"
+    fi
   else
     # Up to 60 tries: a server can take half a minute to listen after a heavy step (the
     # previous process's QPs still being torn down).
-    check "$desc (client: ${cli[*]})" until_connected 60 timeout "$t" "${run[@]}"
+    if [ -n "$sig" ]; then
+      check "$desc (client: ${cli[*]})" after_server "$t" "$sig" until_connected 60 timeout "$t" "${run[@]}"
+    else
+      check "$desc (client: ${cli[*]})" until_connected 60 timeout "$t" "${run[@]}"
+    fi
   fi
   # A failed step shows this side's device counters (drops, retransmits, NAKs).
   [ "$TAP_FAILED" = "$failed_before" ] || show_counters
+}
+
+# The other VM's address in this VM's namespace (a step may set RRXE_PEER_IP to a pod's).
+PEER_VM_IP=$RRXE_PEER_IP
+
+# port_of ARGS...: the port a server command names (-p N, --port N or --port=N).
+port_of() {
+  local prev= a
+  for a in "$@"; do
+    if [[ $prev == -p || $prev == --port ]] && [[ $a =~ ^[0-9]+$ ]]; then echo "$a"; return 0; fi
+    if [[ $a =~ ^--port=([0-9]+)$ ]]; then echo "${BASH_REMATCH[1]}"; return 0; fi
+    prev=$a
+  done
+  return 1
+}
+
+# ns_of ARGS...: the namespace prefix a command runs under (the words `ip netns exec NAME`),
+# as the array NS (empty for the VM's own namespace).
+ns_of() {
+  NS=()
+  if [ "$1" = ip ] && [ "$2" = netns ] && [ "$3" = exec ]; then NS=(ip netns exec "$4"); fi
+}
+
+# listening PORT: something in this namespace listens on PORT: a TCP socket (the pingpong
+# tools' and perftest's handshake) or an rdma_cm ID (rping, ucmatose, rdma_server, perftest
+# -R; `rdma resource` shows it in state LISTEN with its source port).
+listening() {
+  [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] ||
+    rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*:$1 "
+}
+
+# serve T PORT SIGPORT CMD...: VM 0's side of a pair. Runs `timeout T CMD` in the
+# background; once it listens on PORT (or has exited), tells the client's VM so by a TCP
+# connection to its SIGPORT, from the server's namespace to the client's address (the pair's
+# own path); then waits for the server and prints its output. Exit status: the server's.
+serve() {
+  local t=$1 port=$2 sig=$3 out pid spid rc i; shift 3
+  ns_of "$@"
+  out=$(mktemp)
+  timeout "$t" "$@" > "$out" 2>&1 &
+  pid=$!
+  for ((i = 0; i < t * SCALE * 5; i++)); do
+    "${NS[@]}" bash -c "$(declare -f listening); listening $port" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  # To the pair's peer address, and to the other VM's own one (a pair between a pod and the
+  # other host sets RRXE_PEER_IP to the pod's address on both sides). The client's VM may
+  # still be finishing the previous step: retried for a minute.
+  local to=$RRXE_PEER_IP
+  [ "$PEER_VM_IP" != "$RRXE_PEER_IP" ] && to+=" $PEER_VM_IP"
+  "${NS[@]}" bash -c "for i in \$(seq $((120 * SCALE))); do for a in $to; do
+      (exec 3<>/dev/tcp/\$a/$sig) 2>/dev/null && exit 0; done; sleep 0.5; done; exit 1" &
+  spid=$!
+  wait "$pid"; rc=$?
+  wait "$spid" || echo "(the client's VM never took the signal on port $sig)"
+  cat "$out"; rm -f "$out"
+  return "$rc"
+}
+
+# after_server T SIGPORT CMD...: VM 1's side of a pair. Waits (in CMD's namespace) up to
+# T x SCALE seconds for VM 0's signal that the server listens, then runs CMD.
+after_server() {
+  local t=$1 sig=$2; shift 2
+  local c=("$@")
+  while [[ ${c[0]} == until_connected || ${c[0]} == timeout ]]; do c=("${c[@]:2}"); done
+  ns_of "${c[@]}"
+  "${NS[@]}" python3 - "$sig" "$((t * SCALE))" <<'PY' || echo "(no signal from the server in $((t * SCALE)) s)"
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", int(sys.argv[1]))); s.listen(1); s.settimeout(int(sys.argv[2]))
+try:
+    s.accept()[0].close()
+except socket.timeout:
+    sys.exit(1)
+PY
+  "$@"
 }
 
 # What the client tools print when nobody listens yet (perftest and the ibv_*_pingpong
