@@ -149,6 +149,7 @@ pub(crate) fn transmit(
     sport: u16,
     hdrs: &proto::Headers,
     payload_len: u32,
+    route: Option<&crate::glue::RouteCache>,
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<(), TxError> {
     let v6 = av.ipv6 != 0;
@@ -190,5 +191,6 @@ pub(crate) fn transmit(
         return Err(TxError::Payload);
     }
     proto::icrc::fill(&KernelCrc32, skb.data(), v6).map_err(|_| TxError::Build)?;
-    skb.send(v6, &av.sip, &av.dip).map_err(|_| TxError::Route)
+    skb.send(v6, &av.sip, &av.dip, route)
+        .map_err(|_| TxError::Route)
 }

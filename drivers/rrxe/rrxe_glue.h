@@ -188,7 +188,12 @@ void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac);
 struct net_device *rrxe_glue_local_addr_dev(struct net_device *ndev, bool ipv6, const u8 *addr);
 bool rrxe_glue_has_roce_gid(struct ib_device *ibdev, const u8 *gid, struct net_device *ndev);
 struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data);
-int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip);
+struct rrxe_route;
+struct rrxe_route *rrxe_glue_route_new(void);
+void rrxe_glue_route_reset(struct rrxe_route *r);
+void rrxe_glue_route_free(struct rrxe_route *r);
+int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip,
+		      struct rrxe_route *route);
 
 void rrxe_glue_decode_send_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);
 void rrxe_glue_decode_ud_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);

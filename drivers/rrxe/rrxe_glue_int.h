@@ -26,6 +26,7 @@
 #include <net/ipv6.h>
 #include <net/ipv6_stubs.h>
 #include <net/route.h>
+#include <net/dst_cache.h>
 #include <net/sch_generic.h>
 #include <linux/inetdevice.h>
 #include <rdma/ib_cache.h>

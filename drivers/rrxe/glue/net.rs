@@ -219,12 +219,23 @@ impl TxSkb {
         unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
     }
 
-    /// Routes and sends the packet (IPv4 addresses in the first 4 bytes).
-    pub(crate) fn send(self, ipv6: bool, sip: &[u8; 16], dip: &[u8; 16]) -> Result {
+    /// Routes and sends the packet (IPv4 addresses in the first 4 bytes), through the
+    /// route kept in `route` when there is one for this source and device.
+    pub(crate) fn send(
+        self,
+        ipv6: bool,
+        sip: &[u8; 16],
+        dip: &[u8; 16],
+        route: Option<&RouteCache>,
+    ) -> Result {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
-        // SAFETY: the helper consumes the skb in every case.
-        let err = unsafe { bindings::rrxe_glue_tx_send(skb, ipv6, sip.as_ptr(), dip.as_ptr()) };
+        let r = route.map_or(core::ptr::null_mut(), |r| r.raw.as_ptr());
+        // SAFETY: the helper consumes the skb in every case. `r` is null or a live cache
+        // (borrowed for the call); its per-CPU entries are used with bottom halves off (the
+        // helper turns them off) and each CPU only touches its own, so concurrent sends on
+        // other CPUs are allowed.
+        let err = unsafe { bindings::rrxe_glue_tx_send(skb, ipv6, sip.as_ptr(), dip.as_ptr(), r) };
         if err < 0 {
             return Err(Error::from_errno(err));
         }
@@ -236,6 +247,42 @@ impl Drop for TxSkb {
     fn drop(&mut self) {
         // SAFETY: not sent, still ours.
         unsafe { bindings::rrxe_glue_kfree_skb(self.skb.as_ptr()) };
+    }
+}
+
+/// A connected QP's route to its peer, kept between packets (the kernel's `dst_cache`: one
+/// entry per CPU, each checked against route changes when used; IPv4 only). Without the
+/// memory for one, sends look their route up each time.
+pub(crate) struct RouteCache {
+    raw: NonNull<bindings::rrxe_route>,
+}
+
+// SAFETY: the cache is a heap object of ours; sends use it from any CPU (see TxSkb::send)
+// and `reset` needs exclusive access.
+unsafe impl Send for RouteCache {}
+// SAFETY: shared use is TxSkb::send's, safe from any number of CPUs at once.
+unsafe impl Sync for RouteCache {}
+
+impl RouteCache {
+    /// An empty cache (process context), or None without memory.
+    pub(crate) fn new() -> Option<Self> {
+        // SAFETY: plain allocation.
+        let raw = NonNull::new(unsafe { bindings::rrxe_glue_route_new() })?;
+        Some(Self { raw })
+    }
+
+    /// Forgets every kept route (the destination changed). `&mut`: no send uses the cache
+    /// meanwhile, as `dst_cache_reset_now` requires.
+    pub(crate) fn reset(&mut self) {
+        // SAFETY: live, and exclusively ours for the call.
+        unsafe { bindings::rrxe_glue_route_reset(self.raw.as_ptr()) };
+    }
+}
+
+impl Drop for RouteCache {
+    fn drop(&mut self) {
+        // SAFETY: live and no longer used; freed once.
+        unsafe { bindings::rrxe_glue_route_free(self.raw.as_ptr()) };
     }
 }
 

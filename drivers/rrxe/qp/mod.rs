@@ -155,6 +155,9 @@ struct Engine {
     attrs: QpAttrs,
     /// UDP source port (flow entropy).
     sport: u16,
+    /// The route to the peer of a connected QP (reset when its address vector changes);
+    /// None without the memory for one.
+    route: Option<crate::glue::RouteCache>,
 }
 
 /// What create_qp asks for.
@@ -354,6 +357,7 @@ impl Qp {
                 ..Default::default()
             },
             sport: proto::net::udp_sport(init.qpn, 0),
+            route: crate::glue::RouteCache::new(),
         };
         // Bound to the QP once it is initialised (new_arc_bound): until then nothing
         // references the QP, and queueing or arming them would run nothing. The QP owns

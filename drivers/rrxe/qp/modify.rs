@@ -173,11 +173,17 @@ impl Qp {
             sport,
             ndev: ndev.as_deref(),
             pkt: None,
+            // The address vector may be changing here: no kept route.
+            route: None,
         };
         proto.modify(&pm, &mut sink).map_err(|_| EINVAL)?;
         eng.attrs = attrs;
         eng.sport = sport;
         if let Some(av) = m.av {
+            // The kept route led to the old destination.
+            if let Some(r) = eng.route.as_mut() {
+                r.reset();
+            }
             // Packets are taken from the path they are sent to (kept with the other
             // attributes, once the change is accepted).
             self.rx.lock().path = Some(crate::ah::path(&av));

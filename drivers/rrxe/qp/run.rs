@@ -258,6 +258,7 @@ impl Qp {
             attrs,
             sport,
             seen,
+            route,
         } = &mut *eng;
         let mut sink = Sink {
             qp: self,
@@ -265,6 +266,7 @@ impl Qp {
             sport: *sport,
             ndev,
             pkt: None,
+            route: route.as_ref(),
         };
 
         // 0. What a user process posted.
@@ -314,6 +316,7 @@ impl Qp {
                     ip_hdr: ip_pkt.get(..l3).unwrap_or(&[]),
                     smac,
                 }),
+                route: sink.route,
             };
             let st = proto.on_packet(&pkt, &mut env, &mut psink);
             match st {

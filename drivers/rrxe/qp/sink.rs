@@ -31,6 +31,8 @@ pub(super) struct Sink<'a> {
     pub(super) sport: u16,
     pub(super) ndev: Option<&'a NetDev>,
     pub(super) pkt: Option<RxCtx<'a>>,
+    /// The engine's route cache (connected QPs sending to `av`), if it may be used.
+    pub(super) route: Option<&'a crate::glue::RouteCache>,
 }
 
 impl Sink<'_> {
@@ -49,6 +51,12 @@ impl Sink<'_> {
             counters.inc(Counter::TxDrops);
             return Ok(());
         }
+        // A UD packet goes where its WQE says: only a connected QP's route is kept.
+        let route = if tx.ud_wqe.is_some() {
+            None
+        } else {
+            self.route
+        };
         let av = match tx.ud_wqe {
             Some(id) => qp
                 .sq
@@ -103,7 +111,7 @@ impl Sink<'_> {
                 }
             }
         };
-        let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, fill);
+        let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, route, fill);
         gather?;
         match sent {
             Ok(()) => counters.inc(Counter::SentPkts),
