@@ -521,7 +521,8 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 				kfree_skb(skb);
 				return PTR_ERR(rt);
 			}
-			if (route)
+			/* A destination on this host routes through loopback: not kept. */
+			if (route && rt->dst.dev == ndev)
 				rrxe_route_set4(route, rt, fl.saddr);
 		}
 		dst = &rt->dst;
