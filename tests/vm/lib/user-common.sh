@@ -144,21 +144,14 @@ serve() {
 }
 
 # after_server T SIGPORT CMD...: VM 1's side of a pair. Waits (in CMD's namespace) up to
-# T x SCALE seconds for VM 0's signal that the server listens, then runs CMD.
+# T x SCALE seconds for VM 0's signal that the server listens (peer_wait), then runs CMD.
 after_server() {
   local t=$1 sig=$2; shift 2
   local c=("$@")
   while [[ ${c[0]} == until_connected || ${c[0]} == timeout ]]; do c=("${c[@]:2}"); done
   ns_of "${c[@]}"
-  "${NS[@]}" python3 - "$sig" "$((t * SCALE))" <<'PY' || echo "(no signal from the server in $((t * SCALE)) s)"
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("", int(sys.argv[1]))); s.listen(1); s.settimeout(int(sys.argv[2]))
-try:
-    s.accept()[0].close()
-except socket.timeout:
-    sys.exit(1)
-PY
+  "${NS[@]}" bash -c "SCALE=$SCALE; $(declare -f peer_wait); peer_wait $sig $t" ||
+    echo "(no signal from the server in $((t * SCALE)) s)"
   "$@"
 }
 
@@ -171,14 +164,15 @@ NOT_CONNECTED='Couldn.t connect|Unable to init the socket|Connection refused|REJ
 # again, so the output shown is that of the run that failed, not of a later retry that
 # could not connect.
 until_connected() {
-  local n=$1 i=1 out rc; shift
+  local n=$1 i=1 out rc first=; shift
   while :; do
     out=$("$@" 2>&1); rc=$?
     if [ "$rc" = 0 ] || [ "$i" -ge "$n" ] || ! grep -qE "$NOT_CONNECTED" <<<"$out"; then
-      [ "$i" -gt 1 ] && echo "(attempt $i)"
+      [ "$i" -gt 1 ] && echo "(attempt $i; attempt 1 ended: $(tail -n 3 <<<"$first" | tr '\n' '|'))"
       echo "$out"
       return "$rc"
     fi
+    [ "$i" = 1 ] && first=$out
     i=$((i + 1))
     sleep 1
   done
