@@ -230,11 +230,11 @@ impl TxSkb {
     ) -> Result {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
+        // A cache's per-CPU entries are used with bottom halves off (the helper turns them
+        // off) and each CPU touches only its own: sends on other CPUs may run meanwhile.
         let r = route.map_or(core::ptr::null_mut(), |r| r.raw.as_ptr());
-        // SAFETY: the helper consumes the skb in every case. `r` is null or a live cache
-        // (borrowed for the call); its per-CPU entries are used with bottom halves off (the
-        // helper turns them off) and each CPU only touches its own, so concurrent sends on
-        // other CPUs are allowed.
+        // SAFETY: the helper consumes the skb in every case; `r` is null or a live cache,
+        // borrowed for the call and safe to share as said above.
         let err = unsafe { bindings::rrxe_glue_tx_send(skb, ipv6, sip.as_ptr(), dip.as_ptr(), r) };
         if err < 0 {
             return Err(Error::from_errno(err));
