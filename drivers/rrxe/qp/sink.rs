@@ -52,11 +52,7 @@ impl Sink<'_> {
             return Ok(());
         }
         // A UD packet goes where its WQE says: only a connected QP's route is kept.
-        let route = if tx.ud_wqe.is_some() {
-            None
-        } else {
-            self.route
-        };
+        let route = self.route.filter(|_| tx.ud_wqe.is_none());
         let av = match tx.ud_wqe {
             Some(id) => qp
                 .sq
@@ -329,7 +325,8 @@ impl Qp {
     ///
     /// Every SGE the bytes touch is checked (its lkey in the QP's PD, valid, the range
     /// inside its region, Local Write to place into it), all of them before the first
-    /// byte is written when several are written, so nothing is copied unless all pass: an atomic result or a receive into a bad lkey leaves the buffer untouched
+    /// byte is written when several are written, so nothing is copied unless all pass:
+    /// an atomic result or a receive into a bad lkey leaves the buffer untouched
     /// (IBTA: a local protection error). Bytes beyond the list are a length error. A region
     /// deregistered between the check and the copy fails the copy (a protection error with
     /// the earlier SGEs written; the WQE completes in error either way).
