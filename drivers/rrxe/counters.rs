@@ -9,7 +9,6 @@ macro_rules! counters {
         /// One device counter.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[repr(usize)]
-        #[allow(dead_code)] // the datapath counters are bumped once QPs exist
         pub(crate) enum Counter {
             $($(#[doc = $doc])* $name,)*
         }
@@ -44,7 +43,9 @@ counters! {
     IcrcErrors = c"rx_icrc_errors",
     /// Packets dropped: shorter than their headers.
     RxDropTruncated = c"rx_drop_truncated",
-    /// Packets dropped: malformed headers (version, opcode, lengths).
+    /// Packets dropped: malformed headers. A bad version or opcode is found before the QP
+    /// is looked up; a bad pad or payload length by the QP's parse (so such a packet to no
+    /// QP counts in `rx_drop_no_qp`).
     RxDropMalformed = c"rx_drop_malformed",
     /// Packets dropped: no such queue pair.
     RxDropNoQp = c"rx_drop_no_qp",

@@ -93,18 +93,16 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
         crate::glue::dbg(&dev, c"ICRC error: dropped", ib.len() as u64, 0);
         return;
     }
-    let pkt = match proto::parse_packet(ib) {
-        Ok(p) => p,
-        Err(ParseError::Truncated) => {
-            counters.inc(Counter::RxDropTruncated);
-            return;
-        }
-        Err(_) => {
-            counters.inc(Counter::RxDropMalformed);
+    // The BTH names the QP; the QP's run parses the whole packet, once (and counts what
+    // only that parse finds wrong: pad, payload length).
+    let bth = match proto::peek_bth(ib) {
+        Ok(b) => b,
+        Err(e) => {
+            counters.inc(parse_drop(e));
             return;
         }
     };
-    let (qpn, pkey) = (pkt.hdrs.bth.dest_qp, pkt.hdrs.bth.pkey);
+    let (qpn, pkey) = (bth.dest_qp, bth.pkey);
     match dev.data().qps.deliver(qpn, skb, &from, pkey) {
         Ok(qp) => match arrival {
             Arrival::Wire => qp.run_rx(&ndev),
@@ -123,9 +121,16 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     }
 }
 
+/// The drop counter of a packet that does not parse.
+pub(crate) fn parse_drop(e: ParseError) -> Counter {
+    match e {
+        ParseError::Truncated => Counter::RxDropTruncated,
+        _ => Counter::RxDropMalformed,
+    }
+}
+
 /// Transmit errors.
 #[derive(Debug, Clone, Copy)]
-#[allow(dead_code)] // transmit is used by the QP datapath (issue #4)
 pub(crate) enum TxError {
     /// No memory for the skb (retry later).
     NoMem,
@@ -137,7 +142,6 @@ pub(crate) enum TxError {
     Route,
 }
 
-#[allow(dead_code)] // used by the QP datapath (issue #4)
 /// Builds and sends one RoCEv2 packet of `dev` to `av`: IP/UDP headers, the IB headers
 /// `hdrs`, a payload of `payload_len` bytes written by `fill`, and the ICRC. It leaves
 /// through the netdev of its source GID (as rdma_rxe's): the device's netdev, or a pod's

@@ -303,8 +303,13 @@ impl Qp {
             let Some(ib) = ip_pkt.get(l3 + 8..) else {
                 continue;
             };
-            let Ok(pkt) = proto::parse_packet(ib) else {
-                continue;
+            // The one full parse of the packet (the receive path read only its BTH).
+            let pkt = match proto::parse_packet(ib) {
+                Ok(p) => p,
+                Err(e) => {
+                    counters.inc(crate::net::parse_drop(e));
+                    continue;
+                }
             };
             let mut psink = Sink {
                 qp: self,

@@ -14,7 +14,10 @@ pub fn parse_packet(data: &[u8]) {
             let _ = rrxe_proto::parse_packet(ib);
         }
     }
+    let peeked = rrxe_proto::peek_bth(data);
     if let Ok(p) = rrxe_proto::parse_packet(data) {
+        // The receive path picks the QP by the peeked BTH: it must be the parsed one.
+        assert_eq!(peeked, Ok(p.hdrs.bth));
         let _ = p.payload(data);
         let mut out = [0u8; 128];
         let _ = build_headers(&p.hdrs, p.payload_len, &mut out);

@@ -41,8 +41,8 @@ pub mod uabi;
 
 pub use crc::{Crc32, SoftCrc32};
 pub use hdr::{
-    build_headers, build_packet, parse_packet, Aeth, AethKind, AtomicAckEth, AtomicEth, Bth,
-    BuildError, Deth, Feth, Headers, NakCode, Packet, ParseError, Reth,
+    build_headers, build_packet, parse_packet, peek_bth, Aeth, AethKind, AtomicAckEth, AtomicEth,
+    Bth, BuildError, Deth, Feth, Headers, NakCode, Packet, ParseError, Reth,
 };
 pub use opcode::{OpKind, Opcode, OpcodeInfo, Position, Transport};
 pub use psn::Psn;

@@ -87,7 +87,18 @@ proptest! {
         let mut b = buf[..n].to_vec();
         for (i, v) in flips { if let Some(x) = b.get_mut(i) { *x ^= v; } }
         b.truncate(cut.min(b.len()));
-        let _ = parse_packet(&b);
+        let parsed = parse_packet(&b);
+        // The receive path's peek (which picks the QP) agrees with the full parse: the same
+        // BTH wherever the parse succeeds, the same error wherever the peek fails.
+        match (peek_bth(&b), &parsed) {
+            (Ok(bth), Ok(p)) => prop_assert_eq!(bth, p.hdrs.bth),
+            (Ok(_), Err(e)) => prop_assert!(!matches!(
+                e,
+                ParseError::BadVersion(_) | ParseError::UnknownOpcode(_)
+            )),
+            (Err(e), Err(f)) => prop_assert_eq!(e, *f),
+            (Err(e), Ok(_)) => prop_assert!(false, "peek failed ({:?}) where the parse succeeded", e),
+        }
     }
 
     #[test]

@@ -122,8 +122,10 @@ pub const fn pad_for(len: u32) -> u8 {
     ((4 - (len & 3)) & 3) as u8
 }
 
-/// Parses an IB packet (`buf` = UDP payload: BTH ... ICRC).
-pub fn parse_packet(buf: &[u8]) -> Result<Packet, ParseError> {
+/// The checks every packet passes before anything else is read: a BTH of version 0 with
+/// a known opcode, and room for that opcode's headers and the ICRC. Returns the BTH, the
+/// opcode's description and the headers+ICRC length.
+fn check_head(buf: &[u8]) -> Result<(Bth, OpcodeInfo, usize), ParseError> {
     let bth = Bth::parse(buf)?;
     if bth.tver != 0 {
         return Err(ParseError::BadVersion(bth.tver));
@@ -139,6 +141,21 @@ pub fn parse_packet(buf: &[u8]) -> Result<Packet, ParseError> {
     if buf.len() < min {
         return Err(ParseError::Truncated);
     }
+    Ok((bth, info, min))
+}
+
+/// The BTH of a packet (`buf` as for [`parse_packet`]), for the receive path to pick the
+/// destination QP; the QP's run then parses the packet once, whole. It fails exactly as
+/// [`parse_packet`] does on a truncated packet, a BTH version other than 0 or an unknown
+/// opcode, and succeeds wherever [`parse_packet`] does, with the same BTH; the checks
+/// [`parse_packet`] adds (pad, payload length by opcode) are left to it.
+pub fn peek_bth(buf: &[u8]) -> Result<Bth, ParseError> {
+    check_head(buf).map(|(bth, _, _)| bth)
+}
+
+/// Parses an IB packet (`buf` = UDP payload: BTH ... ICRC).
+pub fn parse_packet(buf: &[u8]) -> Result<Packet, ParseError> {
+    let (bth, info, min) = check_head(buf)?;
     let mut hdrs = Headers::new(bth);
     let mut r = Rd::new(
         buf.get(BTH_LEN..info.hdr_len)
