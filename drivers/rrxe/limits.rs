@@ -80,10 +80,4 @@ impl Limits {
         self.take(o)?;
         create().inspect_err(|_| self.put(o))
     }
-
-    /// Live objects of kind `o`.
-    #[allow(dead_code)] // for debugging and future reporting
-    pub(crate) fn live(&self, o: Obj) -> u32 {
-        self.0[o as usize].load(Ordering::Acquire)
-    }
 }

@@ -171,7 +171,6 @@ impl SkBuff {
     }
 
     /// Frees a packet that was handled successfully (not counted as a drop).
-    #[allow(dead_code)] // used once packets reach QPs
     pub(crate) fn consume(self) {
         let p = self.0.as_ptr();
         core::mem::forget(self);
@@ -188,7 +187,6 @@ impl Drop for SkBuff {
 }
 
 /// An skb being built for transmission: an IP packet the caller writes in full.
-#[allow(dead_code)] // used by the QP datapath (issue #4)
 pub(crate) struct TxSkb {
     skb: NonNull<bindings::sk_buff>,
     data: NonNull<u8>,
@@ -198,7 +196,6 @@ pub(crate) struct TxSkb {
 // SAFETY: we own the skb until it is sent or freed; it may move between threads.
 unsafe impl Send for TxSkb {}
 
-#[allow(dead_code)] // used by the QP datapath (issue #4)
 impl TxSkb {
     /// An skb for an `ip_len`-byte IP packet leaving through `ndev` (atomic allocation).
     pub(crate) fn alloc(ndev: &NetDev, ip_len: usize, ipv6: bool) -> Option<Self> {

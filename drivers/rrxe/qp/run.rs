@@ -336,6 +336,11 @@ impl Qp {
                 proto::RxStatus::Invalid => counters.inc(Counter::RxInvalidRequest),
                 proto::RxStatus::Busy => counters.inc(Counter::RxDropBusy),
             }
+            // A handled packet (a duplicate answered too) is consumed; the rest are freed
+            // as drops, which the kernel's drop monitors see (`skb:kfree_skb`).
+            if matches!(st, proto::RxStatus::Ok | proto::RxStatus::Duplicate) {
+                skb.consume();
+            }
         }
 
         // 3. New send WRs, in order.
