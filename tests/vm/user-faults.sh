@@ -31,9 +31,19 @@ for fault in "loss 1%" "loss 5% reorder 10% 50% duplicate 2%"; do
   # shellcheck disable=SC2086
   check "netem delay 1ms $fault on eth0" tc qdisc replace dev eth0 parent 1:2 handle 20: \
     netem delay 1ms $fault
+  # ibv_rc_pingpong ends without a closing handshake: a side exits once its last SEND is
+  # acknowledged and its last receive is in, so a lost final ACK to the other side leaves
+  # that side retrying against a destroyed QP until RETRY_EXC, on any RC stack (seen once in
+  # the suite at 1 % loss). During the ping-pong, RC ACKs (BTH opcode 0x11, the first byte
+  # after the UDP header) go around netem; its data packets, and every packet of the steps
+  # after it, still meet the faults.
+  check "[$fault] u32 filter: ACKs bypass netem for the ping-pong" tc filter add dev eth0 \
+    parent 1: protocol ip prio 2 u32 match ip protocol 17 0xff match ip dport 4791 0xffff \
+    match u8 0x11 0xff at 28 flowid 1:1
   pair "[$fault] ibv_rc_pingpong 4 KiB x100, checked" 120 -- \
     ibv_rc_pingpong -d @DEV -g @GID -p $((p + 1)) -n 100 -s 4096 -c -- \
     ibv_rc_pingpong -d @DEV -g @GID -p $((p + 1)) -n 100 -s 4096 -c @PEER
+  check "[$fault] remove the ACK filter" tc filter del dev eth0 parent 1: protocol ip prio 2
   pair "[$fault] rping -V -C 50" 120 -- \
     rping -s -a "$RRXE_MY_IP" -p $((p + 2)) -V -C 50 -- \
     rping -c -a @PEER -p $((p + 2)) -V -C 50
