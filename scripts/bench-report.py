@@ -24,6 +24,7 @@ def main():
     path, outdir, reps, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     kernel = sys.argv[5] if len(sys.argv) > 5 else "debug"
     mtu = sys.argv[6] if len(sys.argv) > 6 else "1500"
+    smp = sys.argv[7] if len(sys.argv) > 7 else "1"
     runs = defaultdict(list)
     units = {}
     profiles = defaultdict(list)
@@ -59,7 +60,7 @@ def main():
         return med.get((stack, test, size, q))
 
     out = []
-    out.append(f"Medians of {reps} run(s) each; two TCG VMs (-smp 1) over a QEMU socket link, "
+    out.append(f"Medians of {reps} run(s) each; two TCG VMs (-smp {smp}) over a QEMU socket link, "
                f"link MTU {mtu}; "
                f"whole benchmark {secs} s; guest kernel: {kernel} ("
                + ("the test kernel, with lockdep and kmemleak built in" if kernel == "debug"

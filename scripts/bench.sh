@@ -6,10 +6,13 @@
 #
 #   scripts/bench.sh [--reps N] [--volume MiB] [--stacks "rrxe rxe siw"]
 #                    [--sizes "1024 4096 ..."] [--profile] [--out DIR] [--kernel debug|nodebug]
-#                    [--mtu BYTES]
+#                    [--mtu BYTES] [--smp CPUS]
 #
 # --mtu sets both guests' eth0 MTU (default 1500) before anything runs, TCP included: at 9000
 # every RoCE stack's port reports an active MTU of 4096 and perftest uses it as path MTU.
+#
+# --smp gives both guests that many virtual CPUs (default 1, as the tests): the variant that
+# shows whether the stacks' work spreads over CPUs. This machine has 2 cores for both VMs.
 #
 # --kernel nodebug runs on a kernel without lockdep, the atomic-sleep and list checks and
 # kmemleak (qemu/kernel-nodebug.config): it exports HEAD to $RRXE_BENCH_TREE (default
@@ -18,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=3 VOLUME=16 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
-KERNEL=debug MTU=1500
+KERNEL=debug MTU=1500 SMP=1
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,11 +33,13 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --kernel) KERNEL=$2; shift 2 ;;
     --mtu) MTU=$2; shift 2 ;;
-    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel debug|nodebug] [--mtu BYTES]" >&2; exit 2 ;;
+    --smp) SMP=$2; shift 2 ;;
+    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel debug|nodebug] [--mtu BYTES] [--smp CPUS]" >&2; exit 2 ;;
   esac
 done
 case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel debug or nodebug" >&2; exit 2 ;; esac
 case "$MTU" in ''|*[!0-9]*) echo "bench: --mtu takes a number of bytes" >&2; exit 2 ;; esac
+case "$SMP" in [1-8]) ;; *) echo "bench: --smp takes 1..8 CPUs" >&2; exit 2 ;; esac
 if [ "$KERNEL" = nodebug ] && [ "${RRXE_BENCH_IN_TREE:-0}" != 1 ]; then
   tree=${RRXE_BENCH_TREE:-/var/tmp/rrxe-bench-tree}
   out=$(realpath -m "$OUT")
@@ -68,10 +73,10 @@ nst=$(echo "$STACKS" | wc -w) nsz=$(echo "$SIZES" | wc -w)
 # The 64-QP run moves at least 64 x 20 messages (five runs' volume at 64 KiB); the CPU baselines
 # add five short runs.
 timeout=$(( (REPS * nst * (18 + nsz) + REPS) * (VOLUME / 4 + 30) + 900 ))
-echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, over: tcp $STACKS (timeout ${timeout}s)"
+echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, $SMP CPU(s) per VM, over: tcp $STACKS (timeout ${timeout}s)"
 start=$(date +%s)
-qemu/run-vms --vms 2 --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
+qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
   "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" || echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
 cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE) ' > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED|counters:' "$OUT"/bench-vm*.out || true
-/usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL" "$MTU"
+/usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL" "$MTU" "$SMP"
