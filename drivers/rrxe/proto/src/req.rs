@@ -54,7 +54,9 @@
 //!   progress; while a gap at `una` waits out its reordering window, armed for the
 //!   window's end instead, which rewinds without consuming a retry; a firing handled
 //!   before the armed deadline, as the driver may, waits for it): consumes a retry and
-//!   rewinds to `una`; with no retries left,
+//!   rewinds to `una`, sending one packet first when a READ, SEND or WRITE is there (a
+//!   probe: a one-response READ request, or the packet at `una` asking for an ACK), and
+//!   the rest only if its answer shows a loss; with no retries left,
 //!   the oldest WQE completes with `RetryExcErr` and the QP enters error. Each
 //!   timeout without progress doubles the next wait (at most 2^[`MAX_RTO_BACKOFF`]
 //!   times); the wait itself follows the measured round trip,
@@ -131,14 +133,17 @@ pub const MIN_CWND: u32 = 8;
 /// Largest message length.
 pub const MAX_MSG_LEN: u32 = 1 << 31;
 
-/// After a retransmit timeout with a READ at `una`: the one-packet request sent to find
-/// out whether its responses were lost or only late (see `on_timer`).
+/// After a retransmit timeout with a READ, SEND or WRITE at `una`: the one packet sent to
+/// find out whether what followed it was lost or only late (see `on_timer`). For a READ
+/// it is a request for one response packet; for a SEND or WRITE the packet at `una` again,
+/// asking for an ACK, which the responder answers, if it had the packet already, with an
+/// ACK of everything it has (a duplicate is re-ACKed at `epsn - 1`).
 #[derive(Clone, Copy, Debug)]
-struct ReadProbe {
-    /// The PSN asked for (`una` at the timeout).
+struct Probe {
+    /// The PSN sent (`una` at the timeout).
     psn: Psn,
-    /// Where requesting stood before the timeout: if the original responses turn out to
-    /// be still coming, requesting resumes there instead of asking for them all again.
+    /// Where sending stood before the timeout: if the original packets or responses turn
+    /// out to be still coming, sending resumes there instead of repeating them all.
     resume: Psn,
 }
 
@@ -272,7 +277,7 @@ pub struct SendQueue<const S: usize> {
     rto: Rto,
     rd_atomic: u32,
     nak_guard: Option<Psn>,
-    read_probe: Option<ReadProbe>,
+    probe: Option<Probe>,
     /// READ responses placed while ahead of `una` (`ahead.rs`).
     ahead: Ahead,
     /// When a response after `una` was first seen while `una`'s was missing (µs, from the
@@ -309,7 +314,7 @@ impl<const S: usize> SendQueue<S> {
             rto: Rto::NEW,
             rd_atomic: 0,
             nak_guard: None,
-            read_probe: None,
+            probe: None,
             ahead: Ahead::new(cfg.sq_psn),
             gap_since: None,
             reorder_check: false,
@@ -342,7 +347,7 @@ impl<const S: usize> SendQueue<S> {
         self.rto.reset();
         self.rd_atomic = 0;
         self.nak_guard = None;
-        self.read_probe = None;
+        self.probe = None;
         self.ahead.clear(cfg.sq_psn);
         self.gap_since = None;
         self.reorder_check = false;
@@ -568,12 +573,12 @@ impl<const S: usize> SendQueue<S> {
     }
 
     fn rewind(&mut self, psn: Psn) {
-        // An unanswered READ probe at `psn` stays: when the READ's original request was
+        // An unanswered probe at `psn` stays: when a READ's original request was
         // lost, the responder knows that READ only from the probe's one-packet request,
         // its reply cache entry ends there, and a longer request for it again is refused
         // (invalid request, dropped) every time, until RETRY_EXC_ERR.
-        if !matches!(self.read_probe, Some(pr) if pr.psn == psn) {
-            self.read_probe = None;
+        if !matches!(self.probe, Some(pr) if pr.psn == psn) {
+            self.probe = None;
         }
         if psn.before(self.send_psn) {
             self.rto.on_retransmit();

@@ -367,8 +367,11 @@ fn retransmit_timeout_then_retry_exceeded() {
     let mut s = Sink::default();
     a.on_timer(TimerKind::Retransmit, &mut s);
     a.poll_tx(100, &mut s);
-    assert_eq!(s.sent().len(), 6, "go-back-N from una");
+    // The probe: the packet at una again, asking for an ACK, and nothing after it until
+    // it is answered.
+    assert_eq!(s.sent().len(), 1, "the probe alone");
     assert_eq!(s.sent()[0].hdrs.bth.psn, Psn::new(100));
+    assert!(s.sent()[0].hdrs.bth.ack_req);
     let mut s = Sink::default();
     a.on_timer(TimerKind::Retransmit, &mut s);
     assert_eq!(
@@ -627,7 +630,7 @@ fn consecutive_timeouts_back_off_and_progress_resets_the_wait() {
         let mut s = Sink::default();
         a.on_timer(TimerKind::Retransmit, &mut s);
         a.poll_tx(100, &mut s);
-        assert_eq!(s.sent().len(), 2, "go-back-N from una");
+        assert_eq!(s.sent().len(), 1, "the probe again, alone");
         waits.extend(rto_arms(&s));
     }
     let cap = t << rrxe_proto::req::MAX_RTO_BACKOFF;
@@ -643,6 +646,104 @@ fn consecutive_timeouts_back_off_and_progress_resets_the_wait() {
     a.on_packet(&ack, &mut env, &mut s);
     assert_eq!(s.completions().len(), 1);
     assert_eq!(rto_arms(&s), [t], "progress: the QP's own timeout again");
+}
+
+/// Three single-packet SENDs (PSN 100..102) that `b` receives as `delivered` says, with
+/// every ACK it sends lost; then `a`'s retransmit timeout and its probe. Returns the
+/// requester, the responder and env, and what `a` sent after the timeout.
+fn timeout_probe(delivered: [bool; 3]) -> (Q, Q, Env, Vec<TxPacket>) {
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
+    env.recvs = 3;
+    let mut s = Sink::default();
+    for id in 0..3 {
+        a.post_send(wqe(id, SEND, 16), &mut s).unwrap();
+    }
+    a.poll_tx(100, &mut s);
+    let first = s.sent();
+    assert_eq!(first.len(), 3);
+    let got: Vec<TxPacket> = first
+        .iter()
+        .zip(delivered)
+        .filter_map(|(p, d)| d.then_some(*p))
+        .collect();
+    let _lost_acks = answers(&mut b, &mut env, &got);
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    a.poll_tx(100, &mut s);
+    (a, b, env, s.sent())
+}
+
+#[test]
+fn a_late_timeout_costs_one_packet() {
+    // Everything arrived, only the ACKs were late (lost here): the probe is a duplicate,
+    // the responder re-ACKs all three, and nothing else goes again.
+    let (mut a, mut b, mut env, sent) = timeout_probe([true; 3]);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(100));
+    assert!(sent[0].hdrs.bth.ack_req);
+    let acks = answers(&mut b, &mut env, &sent);
+    assert_eq!(acks.len(), 1);
+    assert_eq!(
+        acks[0].hdrs.bth.psn,
+        Psn::new(102),
+        "a duplicate is re-ACKed at epsn - 1"
+    );
+    let mut s = Sink::default();
+    let (_, ack) = wire(&acks[0], 0);
+    a.on_packet(&ack, &mut env, &mut s);
+    a.poll_tx(100, &mut s);
+    assert_eq!(statuses(&s.completions()), [WcStatus::Success; 3]);
+    assert!(s.sent().is_empty(), "nothing sent again");
+    assert_eq!(a.send_queue().stats().retransmits, 1);
+}
+
+#[test]
+fn a_probe_answered_part_way_resumes_where_sending_stood() {
+    // The third SEND is still on its way: the probe's ACK covers two, and the third is not
+    // sent again; its own ACK completes it.
+    let (mut a, mut b, mut env, sent) = timeout_probe([true, true, false]);
+    assert_eq!(sent.len(), 1);
+    let acks = answers(&mut b, &mut env, &sent);
+    let mut s = Sink::default();
+    let (_, ack) = wire(&acks[0], 0);
+    a.on_packet(&ack, &mut env, &mut s);
+    a.poll_tx(100, &mut s);
+    assert_eq!(s.completions().len(), 2);
+    assert!(
+        s.sent().is_empty(),
+        "PSN 102 is taken as late: not sent again"
+    );
+    // The late original (the same packet as first sent) arrives and is acknowledged.
+    let mut s0 = Sink::default();
+    let mut a2 = qp(QpType::Rc, 1, 2);
+    for id in 0..3 {
+        a2.post_send(wqe(id, SEND, 16), &mut s0).unwrap();
+    }
+    a2.poll_tx(100, &mut s0);
+    let acks = answers(&mut b, &mut env, &[s0.sent()[2]]);
+    let (_, ack) = wire(&acks[0], 0);
+    let mut s = Sink::default();
+    a.on_packet(&ack, &mut env, &mut s);
+    assert_eq!(statuses(&s.completions()), [WcStatus::Success]);
+    assert_eq!(a.send_queue().stats().retransmits, 1);
+}
+
+#[test]
+fn a_lost_packet_found_by_the_probe_goes_back_n() {
+    // The first SEND was lost and the other two dropped out of sequence (their NAK lost
+    // too): the probe is the responder's next packet, its ACK covers it alone, and the
+    // rest goes again.
+    let (mut a, mut b, mut env, sent) = timeout_probe([false, false, false]);
+    assert_eq!(sent.len(), 1);
+    let acks = answers(&mut b, &mut env, &sent);
+    assert_eq!(acks[0].hdrs.bth.psn, Psn::new(100));
+    let mut s = Sink::default();
+    let (_, ack) = wire(&acks[0], 0);
+    a.on_packet(&ack, &mut env, &mut s);
+    a.poll_tx(100, &mut s);
+    assert_eq!(s.completions().len(), 1);
+    let again: Vec<u32> = s.sent().iter().map(|p| p.hdrs.bth.psn.get()).collect();
+    assert_eq!(again, [101, 102], "go-back-N after the probe");
 }
 
 #[test]

@@ -15,7 +15,7 @@ impl<const S: usize> SendQueue<S> {
             if *left == 0 {
                 return self.has_tx_work();
             }
-            if matches!(self.read_probe, Some(pr) if pr.psn != self.send_psn) {
+            if matches!(self.probe, Some(pr) if pr.psn != self.send_psn) {
                 // The probe is out; nothing more until it is answered (`on_timer`).
                 return false;
             }
@@ -78,6 +78,10 @@ impl<const S: usize> SendQueue<S> {
             }
             if rc && !read && next.distance_from(self.una) >= self.window() {
                 // The window is full after this packet: ask for the ACK that reopens it.
+                pkt.hdrs.bth.ack_req = true;
+            }
+            if rc && matches!(self.probe, Some(pr) if pr.psn == self.send_psn) {
+                // A timeout's probe: its ACK tells lost from late (`on_ack`).
                 pkt.hdrs.bth.ack_req = true;
             }
             if let Err(e) = sink.transmit(pkt) {
@@ -219,7 +223,7 @@ impl<const S: usize> SendQueue<S> {
                 // one original request and the responder can replay it).
                 let c = self.read_chunk();
                 let end = (k / c).saturating_add(1).saturating_mul(c).min(e.npkts);
-                let probe = matches!(self.read_probe, Some(pr) if pr.psn == psn);
+                let probe = matches!(self.probe, Some(pr) if pr.psn == psn);
                 let pkts = if probe {
                     1
                 } else {

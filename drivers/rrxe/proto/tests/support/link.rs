@@ -92,17 +92,19 @@ pub struct Netem {
     pub dup_ppm: u32,
 }
 
-/// One QP pair and its READs.
+/// One QP pair and its READs (or WRITEs).
 pub struct Pair {
     /// The requester (0) and the responder (1).
     pub qps: [TheQp; 2],
     /// [side][timer kind]: the generation of the timer armed last.
     timer_gen: [[u64; 2]; 2],
-    /// The READs (remote offset, len), WQE ids from 0.
+    /// The READs (remote offset, len), WQE ids from 0; or, with `write`, the WRITEs.
     reads: Vec<(usize, u32)>,
+    /// The operations are WRITEs of `bufs` to the responder's memory, not READs into them.
+    write: bool,
     /// How many of `reads` were posted.
     posted: usize,
-    /// The READ destination buffers by WQE id.
+    /// The READ destination (WRITE source) buffers by WQE id.
     bufs: Vec<Vec<u8>>,
     pub done: Vec<SendCompletion>,
     /// The run model, [side]: packets waiting for the next run, fired timers, a run
@@ -208,6 +210,27 @@ impl World {
         cfg: QpConfig,
         reads: Vec<(usize, u32)>,
     ) -> Result<(), String> {
+        self.add_pair_ops(psn, cfg, reads, false)
+    }
+
+    /// As [`World::add_pair`], but the requester WRITEs random bytes to `writes` (remote
+    /// offset, length: the caller keeps them apart, [`World::check`] compares each).
+    pub fn add_write_pair(
+        &mut self,
+        psn: [Psn; 2],
+        cfg: QpConfig,
+        writes: Vec<(usize, u32)>,
+    ) -> Result<(), String> {
+        self.add_pair_ops(psn, cfg, writes, true)
+    }
+
+    fn add_pair_ops(
+        &mut self,
+        psn: [Psn; 2],
+        cfg: QpConfig,
+        reads: Vec<(usize, u32)>,
+        write: bool,
+    ) -> Result<(), String> {
         let pair = self.pairs.len();
         let (a, b) = (0x100 + 2 * pair as u32, 0x101 + 2 * pair as u32);
         let [pa, pb] = psn;
@@ -224,14 +247,22 @@ impl World {
             Ok::<_, String>(q)
         };
         let qps = [qp(a, b, pa, pb)?, qp(b, a, pb, pa)?];
+        let rng = &mut self.rng;
         self.pairs.push(Pair {
             qps,
             timer_gen: [[0; 2]; 2],
             bufs: reads
                 .iter()
-                .map(|&(_, len)| vec![0; len as usize])
+                .map(|&(_, len)| {
+                    let mut b = vec![0; len as usize];
+                    if write {
+                        rng.fill(&mut b);
+                    }
+                    b
+                })
                 .collect(),
             reads,
+            write,
             posted: 0,
             done: vec![],
             rxq: [VecDeque::new(), VecDeque::new()],
@@ -249,13 +280,14 @@ impl World {
             .collect()
     }
 
-    /// Whether every READ completed, in order, with the data of the responder's memory.
+    /// Whether every READ completed, in order, with the data of the responder's memory
+    /// (every WRITE: with its data in that memory).
     pub fn check(&self) -> Result<(), String> {
         for (pair, p) in self.pairs.iter().enumerate() {
             let want = p.reads.len();
             if p.done.len() != want {
                 return Err(format!(
-                    "pair {pair}: {} of {want} READs completed",
+                    "pair {pair}: {} of {want} operations completed",
                     p.done.len()
                 ));
             }
@@ -265,7 +297,7 @@ impl World {
                 }
                 let (off, len) = p.reads[i];
                 if p.bufs[i][..] != self.mem.0[off..off + len as usize] {
-                    return Err(format!("pair {pair}: READ {i} data differs"));
+                    return Err(format!("pair {pair}: operation {i} data differs"));
                 }
             }
         }
@@ -290,7 +322,10 @@ impl World {
                 self.mem.0[o..o + len as usize].to_vec()
             }
             Payload::Inline(b) => b.to_vec(),
-            Payload::Wqe { .. } => panic!("READ requests carry no payload"),
+            Payload::Wqe { id, offset, len } => {
+                let b = &self.pairs[pair].bufs[id.0 as usize];
+                b[offset as usize..(offset + len) as usize].to_vec()
+            }
         };
         ib[hl..hl + plen].copy_from_slice(&payload);
         let pad = (4 - plen % 4) % 4;
@@ -349,6 +384,12 @@ impl World {
                     let b = &mut self.pairs[pair].bufs[id.0 as usize];
                     b[offset as usize..offset as usize + data.len()].copy_from_slice(data);
                 }
+                Action::PlaceMr { va, src, .. } => {
+                    let rx = rx.expect("PlaceMr without a packet");
+                    let data = &rx[src.off as usize..(src.off + src.len) as usize];
+                    let o = (va - MEM_VA) as usize;
+                    self.mem.0[o..o + data.len()].copy_from_slice(data);
+                }
                 Action::SendComplete(c) => self.pairs[pair].done.push(c),
                 Action::ArmTimer { kind, usecs } => {
                     let g = &mut self.pairs[pair].timer_gen[side][kind as usize];
@@ -373,7 +414,12 @@ impl World {
                 rkey: RKEY,
             };
             let id = self.pairs[pair].posted as u64;
-            let w = wqe(id, SendOp::Read { remote }, len);
+            let op = if self.pairs[pair].write {
+                SendOp::Write { remote, imm: None }
+            } else {
+                SendOp::Read { remote }
+            };
+            let w = wqe(id, op, len);
             let mut s = TSink::new(self);
             match self.pairs[pair].qps[0].post_send(w, &mut s) {
                 Ok(()) => {
