@@ -729,6 +729,32 @@ fn a_probe_answered_part_way_resumes_where_sending_stood() {
 }
 
 #[test]
+fn an_ack_before_the_probe_goes_out_ends_the_probe() {
+    // The timeout fired, but the originals' late ACK comes in before the driver's next
+    // poll sends the probe: the probe is moot, and the queue goes on (it used to keep a
+    // stale probe that held every later WQE, with no timer armed: ib_write_bw -q 64 hung).
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
+    env.recvs = 4;
+    let mut s = Sink::default();
+    for id in 0..3 {
+        a.post_send(wqe(id, SEND, 16), &mut s).unwrap();
+    }
+    a.poll_tx(100, &mut s);
+    let acks = answers(&mut b, &mut env, &s.sent());
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    // One ACK for all three (the responder coalesces; here the first two are lost).
+    let (_, ack) = wire(acks.last().unwrap(), 0);
+    a.on_packet(&ack, &mut env, &mut s);
+    assert_eq!(statuses(&s.completions()), [WcStatus::Success; 3]);
+    a.post_send(wqe(3, SEND, 16), &mut s).unwrap();
+    let mut s = Sink::default();
+    a.poll_tx(100, &mut s);
+    let psns: Vec<u32> = s.sent().iter().map(|p| p.hdrs.bth.psn.get()).collect();
+    assert_eq!(psns, [103], "the next WQE goes out; nothing is sent again");
+}
+
+#[test]
 fn a_lost_packet_found_by_the_probe_goes_back_n() {
     // The first SEND was lost and the other two dropped out of sequence (their NAK lost
     // too): the probe is the responder's next packet, its ACK covers it alone, and the

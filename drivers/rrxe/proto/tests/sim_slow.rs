@@ -150,3 +150,61 @@ fn slow_link_writes_complete_and_timeouts_cost_a_probe() {
         "{retransmits} packets sent again for {timeouts} timeouts on a lossless link"
     );
 }
+
+/// Many QP pairs of 64 KiB WRITEs over one link, with the driver's budgeted runs, a
+/// transmit queue that drops when full, and timers that fire late: the timeouts are
+/// harsher than any real setting (a 1 ms floor under queues of hundreds of ms), so some
+/// WQEs end in `RetryExcErr`, as they did before the probe; but every WQE must complete,
+/// one way or the other. A probe left behind by an ACK that came before it went out held
+/// its queue forever with no timer armed (`ib_write_bw -q 64` hung in the benchmark).
+#[test]
+fn many_write_pairs_never_hang() {
+    let mut hung = vec![];
+    for seed in 0..6u64 {
+        for (pairs, cpu, qlim, late) in [
+            (16usize, 0u64, None, 0u64),
+            (32, 20, None, 0),
+            (64, 10, Some(400u64), 0),
+            (64, 20, None, 500),
+            (8, 40, Some(100), 300),
+        ] {
+            let mut rng = Rng(seed ^ 0x77_0000);
+            let link = Link {
+                per_pkt: rng.range(5, 20),
+                delay: 20,
+                stall_ppm: 2000,
+                stall: 2000,
+                netem: None,
+            };
+            let mut mem = vec![0u8; MEM];
+            rng.fill(&mut mem);
+            let mut w = World::new(Rng(seed * 31 + 7), link, mem);
+            w.clock = true;
+            w.cpu_us = cpu;
+            w.qlim = qlim;
+            w.late_fire = late;
+            for _ in 0..pairs {
+                let psn = [random_psn(&mut rng), random_psn(&mut rng)];
+                let cfg = QpConfig {
+                    mtu: Mtu::M1024,
+                    timeout: 8,
+                    retry_cnt: 7,
+                    rnr_retry: 7,
+                    ..QpConfig::default()
+                };
+                // Twenty WRITEs of 64 KiB to the same place: only completion is checked.
+                w.add_write_pair(psn, cfg, vec![(0, 65536); 20]).unwrap();
+            }
+            w.run(20_000_000_000).unwrap();
+            for (i, p) in w.pairs.iter().enumerate() {
+                if p.done.len() != 20 {
+                    hung.push((seed, pairs, i, p.done.len()));
+                }
+            }
+        }
+    }
+    assert!(
+        hung.is_empty(),
+        "(seed, pairs, pair, WQEs completed of 20): {hung:?}"
+    );
+}

@@ -38,13 +38,14 @@ impl<const S: usize> SendQueue<S> {
         (progress, false)
     }
 
-    /// The SEND/WRITE probe an ACK of `psn` answers: one that went out (sending stopped
-    /// after it) and that the ACK covers. A READ's probe is answered by its response.
-    fn probe_answered(&self, psn: Psn) -> Option<Probe> {
+    /// The SEND/WRITE probe an ACK of `psn` answers, one whose PSN the ACK covers, and
+    /// whether it went out (sending stopped after it) or still waits to (an ACK of the
+    /// originals, late, came first). A READ's probe is answered by its response.
+    fn probe_answered(&self, psn: Psn) -> Option<(Probe, bool)> {
         let pr = self.probe?;
         let sent = self.send_psn != pr.psn;
         let read = matches!(self.entry(0), Some(e) if matches!(e.wqe.op, SendOp::Read { .. }));
-        (sent && !read && !psn.before(pr.psn)).then_some(pr)
+        (!read && !psn.before(pr.psn)).then_some((pr, sent))
     }
 
     fn on_progress<A: ActionSink>(&mut self, sink: &mut A) {
@@ -233,7 +234,7 @@ impl<const S: usize> SendQueue<S> {
             AethKind::Ack { .. } => {
                 let probe = self.probe_answered(psn);
                 let (progress, implied) = self.ack_through(psn, sink);
-                if let Some(pr) = probe {
+                if let Some((pr, sent)) = probe {
                     self.probe = None;
                     // An ACK beyond the probe's PSN: the packets after it had arrived too,
                     // so the original at `una` had; what is not covered yet is taken as
@@ -243,7 +244,9 @@ impl<const S: usize> SendQueue<S> {
                     // after a loss. A packet lost behind a partial ACK (its NAK lost
                     // too) waits for the next timeout; probing again at each partial ACK
                     // instead was slower in `sim_slow`, with 1 % loss too.
-                    if psn.after(pr.psn) && self.send_psn.before(pr.resume) {
+                    // An ACK covering the probe's PSN before the probe went out is an
+                    // original's, late: resume too.
+                    if (psn.after(pr.psn) || !sent) && self.send_psn.before(pr.resume) {
                         self.send_psn = pr.resume;
                     }
                 }

@@ -15,6 +15,11 @@ impl<const S: usize> SendQueue<S> {
             if *left == 0 {
                 return self.has_tx_work();
             }
+            if matches!(self.probe, Some(pr) if pr.psn.before(self.una)) {
+                // Its PSN is acknowledged: nothing is left to ask (a stale probe would
+                // hold the queue below with no timer armed to end it).
+                self.probe = None;
+            }
             if matches!(self.probe, Some(pr) if pr.psn != self.send_psn) {
                 // The probe is out; nothing more until it is answered (`on_timer`).
                 return false;
