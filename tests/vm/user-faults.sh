@@ -22,9 +22,13 @@ check "load cls_u32" kmod cls_u32
 # Band 1:2 (the default for everything) is faulty; IPv4/UDP 4791 with BTH DestQP 1 goes to 1:1.
 check "prio qdisc on eth0" tc qdisc replace dev eth0 root handle 1: prio bands 2 \
   priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
-check "u32 filter: QP 1 packets bypass netem" tc filter add dev eth0 parent 1: protocol ip \
-  prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff \
-  match u32 0x00000001 0x00ffffff at 32 flowid 1:1
+# bypass PRIO MATCH...: RoCEv2 packets (IPv4/UDP 4791) that also match MATCH go to band 1:1.
+bypass() {
+  local prio=$1; shift
+  tc filter add dev eth0 parent 1: protocol ip prio "$prio" u32 match ip protocol 17 0xff \
+    match ip dport 4791 0xffff "$@" flowid 1:1
+}
+check "u32 filter: QP 1 packets bypass netem" bypass 1 match u32 0x00000001 0x00ffffff at 32
 p=18900
 for fault in "loss 1%" "loss 5% reorder 10% 50% duplicate 2%"; do
   before=$(counter retransmits) cuts_before=$(counter cwnd_cuts)
@@ -37,9 +41,7 @@ for fault in "loss 1%" "loss 5% reorder 10% 50% duplicate 2%"; do
   # the suite at 1 % loss). During the ping-pong, RC ACKs (BTH opcode 0x11, the first byte
   # after the UDP header) go around netem; its data packets, and every packet of the steps
   # after it, still meet the faults.
-  check "[$fault] u32 filter: ACKs bypass netem for the ping-pong" tc filter add dev eth0 \
-    parent 1: protocol ip prio 2 u32 match ip protocol 17 0xff match ip dport 4791 0xffff \
-    match u8 0x11 0xff at 28 flowid 1:1
+  check "[$fault] u32 filter: ACKs bypass netem for the ping-pong" bypass 2 match u8 0x11 0xff at 28
   pair "[$fault] ibv_rc_pingpong 4 KiB x100, checked" 120 -- \
     ibv_rc_pingpong -d @DEV -g @GID -p $((p + 1)) -n 100 -s 4096 -c -- \
     ibv_rc_pingpong -d @DEV -g @GID -p $((p + 1)) -n 100 -s 4096 -c @PEER

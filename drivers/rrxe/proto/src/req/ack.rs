@@ -236,16 +236,14 @@ impl<const S: usize> SendQueue<S> {
                 let (progress, implied) = self.ack_through(psn, sink);
                 if let Some((pr, sent)) = probe {
                     self.probe = None;
-                    // An ACK beyond the probe's PSN: the packets after it had arrived too,
-                    // so the original at `una` had; what is not covered yet is taken as
-                    // late, and sending resumes where it stood. An ACK of the probe alone
-                    // (the responder took it as new: the original was lost) leaves
-                    // `send_psn` at the new `una`: everything after it goes again, as
-                    // after a loss. A packet lost behind a partial ACK (its NAK lost
+                    // An ACK beyond the probe's PSN, or one covering it before the probe
+                    // went out: the originals arrived, late; what is not covered yet is
+                    // taken as late too, and sending resumes where it stood. An ACK of the
+                    // probe alone (the responder took it as new: the original was lost)
+                    // leaves `send_psn` at the new `una`: everything after it goes again,
+                    // as after a loss. A packet lost behind a partial ACK (its NAK lost
                     // too) waits for the next timeout; probing again at each partial ACK
                     // instead was slower in `sim_slow`, with 1 % loss too.
-                    // An ACK covering the probe's PSN before the probe went out is an
-                    // original's, late: resume too.
                     if (psn.after(pr.psn) || !sent) && self.send_psn.before(pr.resume) {
                         self.send_psn = pr.resume;
                     }

@@ -11,14 +11,15 @@ impl<const S: usize> SendQueue<S> {
             return false;
         }
         let rc = self.cfg.qp_type.reliable();
+        if matches!(self.probe, Some(pr) if pr.psn.before(self.una)) {
+            // Its PSN is acknowledged: nothing is left to ask (a stale probe would hold the
+            // queue below with no timer armed to end it). Nothing in this loop moves `una`
+            // of an RC queue, so once per poll is enough.
+            self.probe = None;
+        }
         loop {
             if *left == 0 {
                 return self.has_tx_work();
-            }
-            if matches!(self.probe, Some(pr) if pr.psn.before(self.una)) {
-                // Its PSN is acknowledged: nothing is left to ask (a stale probe would
-                // hold the queue below with no timer armed to end it).
-                self.probe = None;
             }
             if matches!(self.probe, Some(pr) if pr.psn != self.send_psn) {
                 // The probe is out; nothing more until it is answered (`on_timer`).
@@ -81,12 +82,11 @@ impl<const S: usize> SendQueue<S> {
                 h.bth.opcode = h.bth.opcode.rc_to_xrc().unwrap_or(Opcode::XRC_SEND_ONLY);
                 h.xrceth = Some(e.wqe.xrc_srqn & 0x00ff_ffff);
             }
-            if rc && !read && next.distance_from(self.una) >= self.window() {
-                // The window is full after this packet: ask for the ACK that reopens it.
-                pkt.hdrs.bth.ack_req = true;
-            }
-            if rc && matches!(self.probe, Some(pr) if pr.psn == self.send_psn) {
-                // A timeout's probe: its ACK tells lost from late (`on_ack`).
+            // Ask for an ACK when the window is full after this packet (the ACK reopens
+            // it), and on a timeout's probe (its ACK tells lost from late, `on_ack`).
+            let window_full = !read && next.distance_from(self.una) >= self.window();
+            let probe = matches!(self.probe, Some(pr) if pr.psn == self.send_psn);
+            if rc && (window_full || probe) {
                 pkt.hdrs.bth.ack_req = true;
             }
             if let Err(e) = sink.transmit(pkt) {
