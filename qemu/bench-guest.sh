@@ -10,6 +10,8 @@
 #   CPU0 <stack> <test> <bytes> <qps> vm<N> <ticks>
 # and, with PROFILE=1, the top of a cpu-clock profile of both VMs during ib_write_bw:
 #   PROFILE <stack> vm<N> <percent> <symbol>
+# and the CPUs the guest kernel brought up (the report prints them, not the -smp asked for):
+#   NCPU vm<N> <cpus>
 # Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 REPS=${1:-3} VOLUME=${2:-16} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0} MTU=${6:-1500}
@@ -121,6 +123,7 @@ if [ "$MTU" != 1500 ]; then
   ip link set eth0 mtu "$MTU" || say "cannot set MTU $MTU on eth0"
 fi
 say "eth0 MTU $(cat /sys/class/net/eth0/mtu)"
+echo "NCPU vm$RRXE_VM $(nproc)"
 
 # The ceiling: TCP over the same link.
 sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0 2>/dev/null

@@ -30,6 +30,7 @@ def main():
     profiles = defaultdict(list)
     cpu = defaultdict(list)  # (stack, test, size, q, vm) -> [(ticks, bytes or None)]
     base = defaultdict(list)  # the same key -> [ticks of the run's fixed cost], run by run
+    ncpu = {}  # vm -> the CPUs its kernel brought up
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             w = line.split()
@@ -51,6 +52,8 @@ def main():
                     base[(w[1], w[2], int(w[3]), int(w[4]), w[5])].append(int(w[6]))
                 except ValueError:
                     continue
+            elif len(w) >= 3 and w[0] == "NCPU":
+                ncpu[w[1]] = w[2]
             elif len(w) >= 5 and w[0] == "PROFILE":
                 profiles[(w[1], w[2])].append((w[3], " ".join(w[4:])))
     med = {k: statistics.median(v) for k, v in runs.items()}
@@ -60,7 +63,15 @@ def main():
         return med.get((stack, test, size, q))
 
     out = []
-    out.append(f"Medians of {reps} run(s) each; two TCG VMs (-smp {smp}) over a QEMU socket link, "
+    # What the guests had, as their kernels saw it: "-smp 2" once gave guests of one CPU.
+    got = sorted(set(ncpu.values()))
+    if not got:
+        cpus = f"-smp {smp}"
+    elif got == [smp]:
+        cpus = f"-smp {smp}: {smp} CPU(s) each"
+    else:
+        cpus = f"-smp {smp} asked, but the guests brought up " + "/".join(ncpu[v] for v in sorted(ncpu)) + " CPU(s): NOT what was asked"
+    out.append(f"Medians of {reps} run(s) each; two TCG VMs ({cpus}) over a QEMU socket link, "
                f"link MTU {mtu}; "
                f"whole benchmark {secs} s; guest kernel: {kernel} ("
                + ("the test kernel, with lockdep and kmemleak built in" if kernel == "debug"

@@ -77,6 +77,6 @@ echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, $SM
 start=$(date +%s)
 qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
   "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" || echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
-cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE) ' > "$OUT/results.txt" || true
+cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU) ' > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED|counters:' "$OUT"/bench-vm*.out || true
 /usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL" "$MTU" "$SMP"
