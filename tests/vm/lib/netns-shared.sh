@@ -4,7 +4,7 @@
 # with a KIND child of eth0 in its own namespace. The pods' addresses appear in rrxe0's GID
 # table with their netdev; from inside the pods, over those GIDs: pod to pod across the VMs
 # (ibv_rc_pingpong -g, rping -V, ib_write_bw -x and -R, ib_send_lat -x) and between the two
-# pods of one VM. The far VM's capture shows the pod's MAC (macvlan: its own; ipvlan: eth0's,
+# pods of one VM; then a sending pod's device is deleted under its traffic. The far VM's capture shows the pod's MAC (macvlan: its own; ipvlan: eth0's,
 # which all its pods share) and IP, never eth0's address.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
@@ -66,6 +66,43 @@ both "pod1 to pod2 on this VM: rping -V -C 10" -- \
   ip netns exec pod1 "$RRXE_ROOT/tests/vm/lib/rping-run" -c -a "$(pod_ip 2)" -p $((p + 7 + RRXE_VM * 10)) -V -C 10
 check "no packet dropped for an unknown destination GID" \
   sh -c "[ \"\$(rdma statistic show link rrxe0/1 | tr ' ' '\n' | grep -A1 -x rx_drop_dgid | tail -n 1)\" = 0 ]"
+
+# The source netdev of a sending QP goes under its traffic: VM 1 deletes pod1's KIND device
+# while pod1's ib_write_bw writes to the other VM's pod1. rrxe keeps a QP's source netdev
+# between packets without a reference, trusting it only while the GID table is unchanged
+# (glue::IbDev::with_gid_netdev): the device must go at once (nothing holds it), the GID with
+# it, the QP's next packets must be refused (tx_drops), and the sender must give up.
+sent_over() { [ "$(counter rrxe0 sent_pkts)" -gt "$1" ]; }
+drops_over() { [ "$(counter rrxe0 tx_drops)" -gt "$1" ]; }
+pod1_gid_gone() { ! gid_index_v4 rrxe0 "$(pod_ip 1)"; }
+if [ "$RRXE_VM" = 0 ]; then
+  # perftest's TCP connection loses its far end without a FIN: the closed socket would
+  # retransmit its own FIN for about two minutes and keep pod1's namespace (so its GID)
+  # alive after `ip netns del` below. One retry lets it go in seconds.
+  ip netns exec pod1 sysctl -qw net.ipv4.tcp_orphan_retries=1
+  ip netns exec pod1 timeout 150 ib_write_bw -d rrxe0 -x "$G1" -p $((p + 8)) -s 65536 -D 60 -F \
+    >/dev/null 2>&1 &
+  spid=$!
+  retry 100 0.2 ip netns exec pod1 bash -c "$(declare -f listening); listening $((p + 8))"
+  peer_signal $((p + 1008))
+  # Its peer gone, the receiving side ends one way or another; that it ends is what counts.
+  check "the receiving pod's ib_write_bw ends once its sender's device is gone" \
+    retry 160 1 proc_gone "$spid"
+else
+  peer_wait $((p + 1008)) 60 || echo "# (no signal from VM 0)"
+  ip netns exec pod1 timeout 150 ib_write_bw -d rrxe0 -x "$G1" -p $((p + 8)) -s 65536 -D 60 -F \
+    "$(pod_peer_ip 1)" >"$TMPDIR/gid-gone.out" 2>&1 &
+  cpid=$!
+  s0=$(counter rrxe0 sent_pkts)
+  check "pod1 writes to the other VM's pod1 (ib_write_bw -D 60)" retry 120 0.5 sent_over $((s0 + 500))
+  d0=$(counter rrxe0 tx_drops)
+  check "ip link del net0 in pod1 under that traffic (the QP's source netdev): done at once" \
+    timeout 60 ip -n pod1 link del net0
+  check "pod1's GID leaves rrxe0 with its device" retry 30 1 pod1_gid_gone
+  check "the QP's next packets are refused (tx_drops rises from $d0)" retry 60 0.5 drops_over "$d0"
+  check "the sender gives up (ib_write_bw ends)" retry 160 1 proc_gone "$cpid"
+  tail -n 3 "$TMPDIR/gid-gone.out" | sed 's/^/#   /'
+fi
 
 check "ip netns del pod1 pod2" sh -c 'ip netns del pod1 && ip netns del pod2'
 pods_gids_gone() { ! gid_index_v4 rrxe0 "$(pod_ip 1)" && ! gid_index_v4 rrxe0 "$(pod_ip 2)"; }
