@@ -10,6 +10,7 @@ use crate::limits::{Limits, Obj};
 use crate::mr::MrTable;
 use crate::qp::QpTable;
 use crate::xrc::XrcSrqTable;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// Per-device driver state (grows with the datapath).
@@ -41,6 +42,10 @@ pub(crate) struct DeviceData {
     /// XRC SRQs by number.
     #[pin]
     pub(crate) xrc_srqs: XrcSrqTable,
+    /// The port's GID-table generation: moved by every GID the core adds or deletes
+    /// ([`gid_changed`]), read by each transmit to know whether the source netdev it kept
+    /// is still that of its GID (`glue::IbDev::with_gid_netdev`). Atomic, no lock.
+    pub(crate) gid_gen: AtomicU64,
 }
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
@@ -113,6 +118,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
         ahs <- AhTable::new(),
         qps <- qps,
         xrc_srqs <- xrc_srqs,
+        gid_gen: AtomicU64::new(0),
     }))
 }
 
@@ -299,6 +305,13 @@ pub(crate) fn port_immutable(_dev: &IbDev, port: u32, imm: &mut b::ib_port_immut
     imm.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
     imm.max_mad_size = MGMT_MAD_SIZE;
     Ok(())
+}
+
+/// The core added or deleted a GID of the port: every kept source netdev is looked up again
+/// before its next use. Release: the table change this reports (an entry marked deleted,
+/// or one about to be stored) comes first.
+pub(crate) fn gid_changed(dev: &IbDev) {
+    dev.data().gid_gen.fetch_add(1, Ordering::AcqRel);
 }
 
 /// The partition table: one default key.

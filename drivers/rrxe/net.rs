@@ -153,6 +153,33 @@ pub(crate) fn transmit(
     sport: u16,
     hdrs: &proto::Headers,
     payload_len: u32,
+    kept: Kept<'_>,
+    fill: impl FnOnce(&mut [u8]) -> bool,
+) -> Result<(), TxError> {
+    let v6 = av.ipv6 != 0;
+    let gen = &dev.data().gid_gen;
+    dev.with_gid_netdev(gen, kept.gid, av.sgid_index, v6, &av.sip, |ndev| {
+        build_and_send(ndev, av, sport, hdrs, payload_len, kept.route, fill)
+    })
+    .ok_or(TxError::Route)?
+}
+
+/// What a sender keeps between its packets, each part if it may be used.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Kept<'a> {
+    /// The route to a connected QP's peer (the kernel's `dst_cache`).
+    pub(crate) route: Option<&'a crate::glue::RouteCache>,
+    /// The netdev of the source GID (`glue::IbDev::with_gid_netdev`).
+    pub(crate) gid: Option<&'a core::cell::Cell<crate::glue::GidNetdevCache>>,
+}
+
+/// [`transmit`] once the netdev is known.
+fn build_and_send(
+    ndev: &crate::glue::NetDev,
+    av: &crate::ah::Av,
+    sport: u16,
+    hdrs: &proto::Headers,
+    payload_len: u32,
     route: Option<&crate::glue::RouteCache>,
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<(), TxError> {
@@ -160,10 +187,7 @@ pub(crate) fn transmit(
     let l3 = if v6 { IPV6_HDR } else { IPV4_HDR };
     let ib_len = proto::hdr::packet_len(hdrs.bth.opcode, payload_len).ok_or(TxError::Build)?;
     let ip_len = l3 + UDP_HDR + ib_len;
-    let ndev = dev
-        .gid_netdev(av.sgid_index, v6, &av.sip)
-        .ok_or(TxError::Route)?;
-    let mut skb = crate::glue::TxSkb::alloc(&ndev, ip_len, v6).ok_or(TxError::NoMem)?;
+    let mut skb = crate::glue::TxSkb::alloc(ndev, ip_len, v6).ok_or(TxError::NoMem)?;
     let buf = skb.data();
     let ok = if v6 {
         proto::net::write_ipv6_udp(

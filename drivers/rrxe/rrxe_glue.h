@@ -121,6 +121,8 @@ struct ib_device *rrxe_glue_ib_device_below(struct net_device *ndev);
 u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 max);
 struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool ipv6,
 					const u8 *addr);
+void rrxe_glue_rcu_read_lock(void);
+void rrxe_glue_rcu_read_unlock(void);
 
 struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb);
 int rrxe_glue_skb_linearize(struct sk_buff *skb);

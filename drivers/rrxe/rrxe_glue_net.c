@@ -289,6 +289,21 @@ struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool
 	return ndev;
 }
 
+/*
+ * An RCU read-side section for Rust (rcu_read_lock and rcu_read_unlock are inlines): a
+ * transmit that uses a source netdev kept without a reference runs inside one (see
+ * IbDev::with_gid_netdev in glue/net.rs).
+ */
+void rrxe_glue_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void rrxe_glue_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
 /* --- sk_buff access --- */
 
 struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb)

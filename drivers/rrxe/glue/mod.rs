@@ -34,7 +34,9 @@ pub(crate) mod wr;
 
 pub(crate) use verbs::{Advice, Verbs};
 
-pub(crate) use net::{open_sockets, Arrival, KernelCrc32, Receiver, RouteCache, SkBuff, TxSkb};
+pub(crate) use net::{
+    open_sockets, Arrival, GidNetdevCache, KernelCrc32, Receiver, RouteCache, SkBuff, TxSkb,
+};
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 
 use core::marker::PhantomData;

@@ -2,7 +2,10 @@
 //! Network glue: the RoCEv2 UDP tunnel sockets and received `sk_buff`s.
 
 use super::{bindings, IbDev, IbDevRef, NetDev, NetDevRef};
+use core::cell::Cell;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// The IANA port of RoCEv2.
@@ -110,12 +113,103 @@ impl IbDev {
         }
     }
 
+    /// Runs `f` on the netdev a packet from source GID `index` with source address `sip`
+    /// leaves through (as [`Self::gid_netdev`] finds it); `None` if that GID is gone or
+    /// holds another address. `cache` keeps the answer between one sender's packets: it is
+    /// used again, without the GID table's two read locks or a netdev reference, while
+    /// `gen` has not moved. `gen` is the device's GID-table generation, which its
+    /// `add_gid`/`del_gid` ops move after every change the core makes to the table
+    /// ([`crate::device::gid_changed`]). `f` runs inside an RCU read-side section: it must
+    /// not sleep (a transmit runs under the QP's engine lock anyway).
+    pub(crate) fn with_gid_netdev<R>(
+        &self,
+        gen: &AtomicU64,
+        cache: Option<&Cell<GidNetdevCache>>,
+        index: u8,
+        ipv6: bool,
+        sip: &[u8; 16],
+        f: impl FnOnce(&NetDev) -> R,
+    ) -> Option<R> {
+        let _rcu = RcuRead::lock();
+        // Read before the lookup below: what it finds is kept under this generation, so a
+        // change made meanwhile sends the next packet to the table again.
+        let g = gen.load(Ordering::Acquire);
+        if let Some(c) = cache.map(Cell::get) {
+            if let Some(p) = c.ndev {
+                if c.gen == g && c.index == index && c.ipv6 == ipv6 && c.sip == *sip {
+                    // SAFETY: p is the netdev that GID `index` of this device, holding `sip`,
+                    // had in generation g (looked up with a reference held, INVARIANT of
+                    // GidNetdevCache). The generation has not moved since this RCU read
+                    // section began, so that GID entry was not deleted before it: the core's
+                    // del_gid marks the entry deleted, calls our del_gid op (which moves the
+                    // generation), and only then drops the entry's reference on the netdev,
+                    // in an RCU callback (call_rcu of put_gid_ndev, drivers/infiniband/core/
+                    // cache.c), which waits for this section. So the netdev lives until `_rcu`
+                    // is dropped, after `f` returns.
+                    return Some(f(unsafe { NetDev::from_raw(p.as_ptr()) }));
+                }
+            }
+        }
+        let nd = self.gid_netdev(index, ipv6, sip)?;
+        if let Some(c) = cache {
+            // INVARIANT: found just now, with a reference held, in generation g or later.
+            c.set(GidNetdevCache {
+                gen: g,
+                index,
+                ipv6,
+                sip: *sip,
+                ndev: NonNull::new(nd.as_ptr()),
+            });
+        }
+        Some(f(&nd))
+    }
+
     /// Whether `gid` is a RoCE v2 GID of port 1 on `ndev` (the GID table lookup of
     /// rdma_rxe's `rxe_chk_dgid`).
     pub(crate) fn has_roce_gid(&self, gid: &[u8; 16], ndev: &NetDev) -> bool {
         // SAFETY: self and ndev are live; the helper reads 16 bytes of gid and drops the
         // reference its lookup takes.
         unsafe { bindings::rrxe_glue_has_roce_gid(self.as_ptr(), gid.as_ptr(), ndev.as_ptr()) }
+    }
+}
+
+/// One sender's source-GID netdev, kept between its packets by
+/// [`IbDev::with_gid_netdev`] (rdma_rxe looks the GID up for every packet, in
+/// `rxe_init_packet`; so did rrxe, two GID-table read locks a packet). Empty by default.
+///
+/// INVARIANT: `ndev`, if set, was the netdev of GID `index` (holding `sip`) of the device
+/// it was looked up on, found with a reference held while that device's GID-table
+/// generation was `gen` or later. No reference is kept: it is dereferenced only by
+/// `with_gid_netdev`, in an RCU read section that finds the generation still at `gen`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct GidNetdevCache {
+    gen: u64,
+    index: u8,
+    ipv6: bool,
+    sip: [u8; 16],
+    ndev: Option<NonNull<bindings::net_device>>,
+}
+
+// SAFETY: plain data; the pointer is dereferenced only under the protocol of
+// `with_gid_netdev`, which holds on any CPU.
+unsafe impl Send for GidNetdevCache {}
+
+/// An RCU read-side critical section, ended on drop (on the same CPU and in the same
+/// context: not `Send`).
+struct RcuRead(PhantomData<*mut ()>);
+
+impl RcuRead {
+    fn lock() -> Self {
+        // SAFETY: rcu_read_lock may be called in any context; the section is ended by Drop.
+        unsafe { bindings::rrxe_glue_rcu_read_lock() };
+        RcuRead(PhantomData)
+    }
+}
+
+impl Drop for RcuRead {
+    fn drop(&mut self) {
+        // SAFETY: ends the section `lock` began (sections nest).
+        unsafe { bindings::rrxe_glue_rcu_read_unlock() };
     }
 }
 

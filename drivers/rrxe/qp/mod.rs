@@ -158,6 +158,11 @@ struct Engine {
     /// The route to the peer of a connected QP (reset when its address vector changes);
     /// None without the memory for one.
     route: Option<crate::glue::RouteCache>,
+    /// The netdev of the source GID the last packet left from (any QP type: it is kept
+    /// with the GID index and address it belongs to). Boxed: `Qp::new` moves the engine
+    /// through its stack frame, which is near the module's limit; None without the memory
+    /// for it (each packet then looks the GID up).
+    gid: Option<KBox<crate::glue::GidNetdevCache>>,
 }
 
 /// What create_qp asks for.
@@ -358,6 +363,7 @@ impl Qp {
             },
             sport: proto::net::udp_sport(init.qpn, 0),
             route: crate::glue::RouteCache::new(),
+            gid: KBox::new(Default::default(), GFP_KERNEL).ok(),
         };
         // Bound to the QP once it is initialised (new_arc_bound): until then nothing
         // references the QP, and queueing or arming them would run nothing. The QP owns

@@ -173,8 +173,10 @@ impl Qp {
             sport,
             ndev: ndev.as_deref(),
             pkt: None,
-            // The address vector may be changing here: no kept route.
+            // The address vector may be changing here: no kept route (nor source netdev:
+            // it would be right, but this is no datapath).
             route: None,
+            gid: None,
         };
         proto.modify(&pm, &mut sink).map_err(|_| EINVAL)?;
         eng.attrs = attrs;

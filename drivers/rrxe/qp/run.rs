@@ -12,6 +12,7 @@ use crate::cq::Completion;
 use crate::glue::{NetDev, SkBuff};
 use crate::ib::{WcOpcode, WcStatus};
 use crate::proto;
+use core::cell::Cell;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
@@ -259,7 +260,9 @@ impl Qp {
             sport,
             seen,
             route,
+            gid,
         } = &mut *eng;
+        let gid = gid.as_deref_mut().map(Cell::from_mut);
         let mut sink = Sink {
             qp: self,
             av: attrs.av,
@@ -267,6 +270,7 @@ impl Qp {
             ndev,
             pkt: None,
             route: route.as_ref(),
+            gid: gid.as_deref(),
         };
 
         // 0. What a user process posted.
@@ -322,6 +326,7 @@ impl Qp {
                     smac,
                 }),
                 route: sink.route,
+                gid: sink.gid,
             };
             let st = proto.on_packet(&pkt, &mut env, &mut psink);
             match st {

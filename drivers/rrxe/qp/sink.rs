@@ -33,6 +33,8 @@ pub(super) struct Sink<'a> {
     pub(super) pkt: Option<RxCtx<'a>>,
     /// The engine's route cache (connected QPs sending to `av`), if it may be used.
     pub(super) route: Option<&'a crate::glue::RouteCache>,
+    /// The engine's kept source netdev, if it may be used.
+    pub(super) gid: Option<&'a core::cell::Cell<crate::glue::GidNetdevCache>>,
 }
 
 impl Sink<'_> {
@@ -107,7 +109,18 @@ impl Sink<'_> {
                 }
             }
         };
-        let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, route, fill);
+        let sent = crate::net::transmit(
+            qp.dev.get(),
+            &av,
+            self.sport,
+            &tx.hdrs,
+            len,
+            crate::net::Kept {
+                route,
+                gid: self.gid,
+            },
+            fill,
+        );
         gather?;
         match sent {
             Ok(()) => counters.inc(Counter::SentPkts),

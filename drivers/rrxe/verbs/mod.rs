@@ -79,6 +79,10 @@ impl Verbs for Rrxe {
         device::query_pkey(dev, port, index)
     }
 
+    fn gid_changed(dev: &IbDev) {
+        device::gid_changed(dev)
+    }
+
     fn alloc_ucontext<'a>(
         uctx: NewObj<'a, b::ib_ucontext>,
         udata: &mut Udata<'_>,

@@ -53,6 +53,17 @@ pub(super) unsafe extern "C" fn query_pkey<V: Verbs>(
     errno(V::query_pkey(dev, port, index).map(|v| *pkey = v))
 }
 
+/// `add_gid` and `del_gid` (same signature): `context` is left alone (no per-GID data).
+pub(super) unsafe extern "C" fn gid_changed_op<V: Verbs>(
+    attr: *const b::ib_gid_attr,
+    _context: *mut *mut core::ffi::c_void,
+) -> i32 {
+    // SAFETY: the core's contract; attr is a live GID attribute of one of our devices.
+    let dev = unsafe { IbDev::from_raw((*attr).device) };
+    V::gid_changed(dev);
+    0
+}
+
 pub(super) unsafe extern "C" fn alloc_ucontext<V: Verbs>(
     uctx: *mut b::ib_ucontext,
     udata: *mut b::ib_udata,

@@ -55,6 +55,9 @@ where
     fn port_immutable(dev: &IbDev, port: u32, imm: &mut b::ib_port_immutable) -> Result;
     /// `query_pkey`.
     fn query_pkey(dev: &IbDev, port: u32, index: u16) -> Result<u16>;
+    /// `add_gid` or `del_gid`: the core added a GID to the port's table or deleted one
+    /// (process context, the table's mutex held).
+    fn gid_changed(dev: &IbDev);
     /// `alloc_ucontext`.
     fn alloc_ucontext<'a>(
         uctx: NewObj<'a, b::ib_ucontext>,
@@ -265,6 +268,10 @@ where
     ops.get_port_immutable = Some(get_port_immutable::<V>);
     ops.get_link_layer = Some(get_link_layer);
     ops.query_pkey = Some(query_pkey::<V>);
+    // With both set the core calls them on every change to a RoCE port's GID table
+    // (rdma_cap_roce_gid_table); rdma_rxe sets neither. No per-GID context is kept.
+    ops.add_gid = Some(gid_changed_op::<V>);
+    ops.del_gid = Some(gid_changed_op::<V>);
     ops.alloc_ucontext = Some(alloc_ucontext::<V>);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
     ops.alloc_pd = Some(alloc_pd::<V>);
