@@ -5,12 +5,11 @@
 use crate::ah::AhTable;
 use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
-use crate::glue::{IbDev, IbDevRef, NetDev, Udata};
+use crate::glue::{GidGeneration, IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
 use crate::mr::MrTable;
 use crate::qp::QpTable;
 use crate::xrc::XrcSrqTable;
-use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// Per-device driver state (grows with the datapath).
@@ -45,7 +44,7 @@ pub(crate) struct DeviceData {
     /// The port's GID-table generation: moved by every GID the core adds or deletes
     /// ([`gid_changed`]), read by each transmit to know whether the source netdev it kept
     /// is still that of its GID (`glue::IbDev::with_gid_netdev`). Atomic, no lock.
-    pub(crate) gid_gen: AtomicU64,
+    pub(crate) gid_gen: GidGeneration,
 }
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
@@ -118,7 +117,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
         ahs <- AhTable::new(),
         qps <- qps,
         xrc_srqs <- xrc_srqs,
-        gid_gen: AtomicU64::new(0),
+        gid_gen: GidGeneration::new(),
     }))
 }
 
@@ -307,11 +306,11 @@ pub(crate) fn port_immutable(_dev: &IbDev, port: u32, imm: &mut b::ib_port_immut
     Ok(())
 }
 
-/// The core added or deleted a GID of the port: every kept source netdev is looked up again
-/// before its next use. Release: the table change this reports (an entry marked deleted,
-/// or one about to be stored) comes first.
+/// The core is adding a GID to the port (the op runs before the entry is stored) or has
+/// marked one deleted (before it drops the entry's netdev): every kept source netdev is
+/// looked up again before its next use.
 pub(crate) fn gid_changed(dev: &IbDev) {
-    dev.data().gid_gen.fetch_add(1, Ordering::AcqRel);
+    dev.data().gid_gen.bump();
 }
 
 /// The partition table: one default key.

@@ -157,8 +157,7 @@ pub(crate) fn transmit(
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<(), TxError> {
     let v6 = av.ipv6 != 0;
-    let gen = &dev.data().gid_gen;
-    dev.with_gid_netdev(gen, kept.gid, av.sgid_index, v6, &av.sip, |ndev| {
+    dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, |ndev| {
         build_and_send(ndev, av, sport, hdrs, payload_len, kept.route, fill)
     })
     .ok_or(TxError::Route)?

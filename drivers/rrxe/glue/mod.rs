@@ -35,7 +35,8 @@ pub(crate) mod wr;
 pub(crate) use verbs::{Advice, Verbs};
 
 pub(crate) use net::{
-    open_sockets, Arrival, GidNetdevCache, KernelCrc32, Receiver, RouteCache, SkBuff, TxSkb,
+    open_sockets, Arrival, GidGeneration, GidNetdevCache, KernelCrc32, Receiver, RouteCache,
+    SkBuff, TxSkb,
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 

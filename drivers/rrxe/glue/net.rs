@@ -116,14 +116,13 @@ impl IbDev {
     /// Runs `f` on the netdev a packet from source GID `index` with source address `sip`
     /// leaves through (as [`Self::gid_netdev`] finds it); `None` if that GID is gone or
     /// holds another address. `cache` keeps the answer between one sender's packets: it is
-    /// used again, without the GID table's two read locks or a netdev reference, while
-    /// `gen` has not moved. `gen` is the device's GID-table generation, which its
-    /// `add_gid`/`del_gid` ops move after every change the core makes to the table
-    /// ([`crate::device::gid_changed`]). `f` runs inside an RCU read-side section: it must
-    /// not sleep (a transmit runs under the QP's engine lock anyway).
+    /// used again, without the GID table's two read locks or a netdev reference, while the
+    /// device's [`GidGeneration`] has not moved (its `add_gid`/`del_gid` ops move it as the
+    /// core adds or deletes a GID: [`crate::device::gid_changed`]). `f` runs inside an RCU
+    /// read-side section: it must not sleep (a transmit runs under the QP's engine lock
+    /// anyway).
     pub(crate) fn with_gid_netdev<R>(
         &self,
-        gen: &AtomicU64,
         cache: Option<&Cell<GidNetdevCache>>,
         index: u8,
         ipv6: bool,
@@ -133,27 +132,32 @@ impl IbDev {
         let _rcu = RcuRead::lock();
         // Read before the lookup below: what it finds is kept under this generation, so a
         // change made meanwhile sends the next packet to the table again.
-        let g = gen.load(Ordering::Acquire);
+        let g = self.data().gid_gen.get();
+        let me = NonNull::new(self.as_ptr());
         if let Some(c) = cache.map(Cell::get) {
             if let Some(p) = c.ndev {
-                if c.gen == g && c.index == index && c.ipv6 == ipv6 && c.sip == *sip {
+                if c.dev == me && c.gen == g && c.index == index && c.ipv6 == ipv6 && c.sip == *sip
+                {
                     // SAFETY: p is the netdev that GID `index` of this device, holding `sip`,
-                    // had in generation g (looked up with a reference held, INVARIANT of
-                    // GidNetdevCache). The generation has not moved since this RCU read
-                    // section began, so that GID entry was not deleted before it: the core's
-                    // del_gid marks the entry deleted, calls our del_gid op (which moves the
-                    // generation), and only then drops the entry's reference on the netdev,
-                    // in an RCU callback (call_rcu of put_gid_ndev, drivers/infiniband/core/
-                    // cache.c), which waits for this section. So the netdev lives until `_rcu`
-                    // is dropped, after `f` returns.
+                    // had in generation g (looked up with a reference held: INVARIANT of
+                    // GidNetdevCache). The load above did not see the generation move past
+                    // g, so this RCU read section began before the grace period of any
+                    // call_rcu that drops that entry's netdev reference: the core's del_gid
+                    // (drivers/infiniband/core/cache.c), the only way a stored entry is
+                    // removed, marks the entry deleted, calls our del_gid op (which moves the
+                    // generation) and only then queues put_gid_ndev with call_rcu. So the
+                    // netdev lives until `_rcu` is dropped, after `f` returns; `f` cannot
+                    // keep the reference (it is only lent for the call).
                     return Some(f(unsafe { NetDev::from_raw(p.as_ptr()) }));
                 }
             }
         }
         let nd = self.gid_netdev(index, ipv6, sip)?;
         if let Some(c) = cache {
-            // INVARIANT: found just now, with a reference held, in generation g or later.
+            // INVARIANT: found just now on this device, with a reference held, at generation
+            // g or later.
             c.set(GidNetdevCache {
+                dev: me,
                 gen: g,
                 index,
                 ipv6,
@@ -177,12 +181,15 @@ impl IbDev {
 /// [`IbDev::with_gid_netdev`] (rdma_rxe looks the GID up for every packet, in
 /// `rxe_init_packet`; so did rrxe, two GID-table read locks a packet). Empty by default.
 ///
-/// INVARIANT: `ndev`, if set, was the netdev of GID `index` (holding `sip`) of the device
-/// it was looked up on, found with a reference held while that device's GID-table
-/// generation was `gen` or later. No reference is kept: it is dereferenced only by
-/// `with_gid_netdev`, in an RCU read section that finds the generation still at `gen`.
+/// INVARIANT: `ndev`, if set, was the netdev of GID `index` (holding `sip`) of device `dev`,
+/// found with a reference held while that device's GID-table generation was `gen` or
+/// later. No reference is kept: it is dereferenced only by `with_gid_netdev` of that same
+/// device, in an RCU read section that finds the generation still at `gen`. Safe code can
+/// neither fill one nor move a generation back: the fields and [`GidGeneration`]'s value are
+/// private to the glue.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct GidNetdevCache {
+    dev: Option<NonNull<bindings::ib_device>>,
     gen: u64,
     index: u8,
     ipv6: bool,
@@ -193,6 +200,28 @@ pub(crate) struct GidNetdevCache {
 // SAFETY: plain data; the pointer is dereferenced only under the protocol of
 // `with_gid_netdev`, which holds on any CPU.
 unsafe impl Send for GidNetdevCache {}
+
+/// A device's GID-table generation: moved (never back) each time the core adds or deletes a
+/// GID of the port, read by every transmit that kept a source netdev. What keeps a kept
+/// netdev alive is RCU (see [`IbDev::with_gid_netdev`]); the atomic orderings only make the
+/// moves visible promptly.
+pub(crate) struct GidGeneration(AtomicU64);
+
+impl GidGeneration {
+    /// The first generation.
+    pub(crate) const fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    /// The table changed: every kept netdev is looked up again before its next use.
+    pub(crate) fn bump(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
 
 /// An RCU read-side critical section, ended on drop (on the same CPU and in the same
 /// context: not `Send`).

@@ -4,8 +4,9 @@
 # with a KIND child of eth0 in its own namespace. The pods' addresses appear in rrxe0's GID
 # table with their netdev; from inside the pods, over those GIDs: pod to pod across the VMs
 # (ibv_rc_pingpong -g, rping -V, ib_write_bw -x and -R, ib_send_lat -x) and between the two
-# pods of one VM; then a sending pod's device is deleted under its traffic. The far VM's capture shows the pod's MAC (macvlan: its own; ipvlan: eth0's,
-# which all its pods share) and IP, never eth0's address.
+# pods of one VM; then, under a sending pod's traffic, its address is moved to a new GID
+# index, and another's device is deleted. The far VM's capture shows the pod's MAC
+# (macvlan: its own; ipvlan: eth0's, which all its pods share) and IP, never eth0's address.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 . "$RRXE_ROOT/tests/vm/lib/netns-common.sh"
@@ -67,41 +68,69 @@ both "pod1 to pod2 on this VM: rping -V -C 10" -- \
 check "no packet dropped for an unknown destination GID" \
   sh -c "[ \"\$(rdma statistic show link rrxe0/1 | tr ' ' '\n' | grep -A1 -x rx_drop_dgid | tail -n 1)\" = 0 ]"
 
-# The source netdev of a sending QP goes under its traffic: VM 1 deletes pod1's KIND device
-# while pod1's ib_write_bw writes to the other VM's pod1. rrxe keeps a QP's source netdev
-# between packets without a reference, trusting it only while the GID table is unchanged
-# (glue::IbDev::with_gid_netdev): the device must go at once (nothing holds it), the GID with
-# it, the QP's next packets must be refused (tx_drops), and the sender must give up.
+# A sending QP keeps its source GID's netdev between packets, without a reference, and
+# trusts it only while the GID table is unchanged (glue::IbDev::with_gid_netdev). Two
+# steps, each with VM 1 sending from a pod to the same pod of VM 0 (ib_write_bw -D 60):
+# 1. pod2's address is deleted and added back: the netdev and the route stay, the address
+#    gets a new GID index, and the QP's index stays deleted. Every packet of the QP must
+#    now be refused (a kept netdev trusted past the change would send them), and the sender
+#    must give up.
+# 2. pod1's device is deleted: it must go at once (nothing holds it), its GID with it, the
+#    QP's next packets must be refused, and the sender must give up.
 sent_over() { [ "$(counter rrxe0 sent_pkts)" -gt "$1" ]; }
 drops_over() { [ "$(counter rrxe0 tx_drops)" -gt "$1" ]; }
 pod1_gid_gone() { ! gid_index_v4 rrxe0 "$(pod_ip 1)"; }
-if [ "$RRXE_VM" = 0 ]; then
-  # perftest's TCP connection loses its far end without a FIN: the closed socket would
-  # retransmit its own FIN for about two minutes and keep pod1's namespace (so its GID)
+pod2_gid_moved() { local g; g=$(gid_index_v4 rrxe0 "$(pod_ip 2)") && [ "$g" != "$G2" ]; }
+# sent_still: no packet sent in 3 s.
+sent_still() { local a; a=$(counter rrxe0 sent_pkts); sleep 3; [ "$(counter rrxe0 sent_pkts)" = "$a" ]; }
+# receiver POD GID PORT: VM 0's side of a cut-off sender: a reader that must end.
+receiver() {
+  # perftest's TCP connection may lose its far end without a FIN: the closed socket would
+  # retransmit its own FIN for about two minutes and keep the pod's namespace (so its GID)
   # alive after `ip netns del` below. One retry lets it go in seconds.
-  ip netns exec pod1 sysctl -qw net.ipv4.tcp_orphan_retries=1
-  ip netns exec pod1 timeout 150 ib_write_bw -d rrxe0 -x "$G1" -p $((p + 8)) -s 65536 -D 60 -F \
+  ip netns exec "$1" sysctl -qw net.ipv4.tcp_orphan_retries=1
+  ip netns exec "$1" timeout 150 ib_write_bw -d rrxe0 -x "$2" -p "$3" -s 65536 -D 60 -F \
     >/dev/null 2>&1 &
-  spid=$!
-  retry 100 0.2 ip netns exec pod1 bash -c "$(declare -f listening); listening $((p + 8))"
-  peer_signal $((p + 1008))
+  local spid=$!
+  retry 100 0.2 ip netns exec "$1" bash -c "$(declare -f listening); listening $3"
+  peer_signal $(($3 + 1000))
   # Its peer gone, the receiving side ends one way or another; that it ends is what counts.
-  check "the receiving pod's ib_write_bw ends once its sender's device is gone" \
-    retry 160 1 proc_gone "$spid"
-else
-  peer_wait $((p + 1008)) 60 || echo "# (no signal from VM 0)"
-  ip netns exec pod1 timeout 150 ib_write_bw -d rrxe0 -x "$G1" -p $((p + 8)) -s 65536 -D 60 -F \
-    "$(pod_peer_ip 1)" >"$TMPDIR/gid-gone.out" 2>&1 &
+  check "$1: the receiving ib_write_bw ends once its sender is cut off" retry 160 1 proc_gone "$spid"
+}
+# sender POD GID PORT PEER_IP: VM 1's side; starts the writer (pid in $cpid) and waits for
+# its traffic.
+sender() {
+  peer_wait $(($3 + 1000)) 60 || echo "# (no signal from VM 0)"
+  ip netns exec "$1" timeout 150 ib_write_bw -d rrxe0 -x "$2" -p "$3" -s 65536 -D 60 -F "$4" \
+    >"$TMPDIR/$1-cut.out" 2>&1 &
   cpid=$!
+  local s0
   s0=$(counter rrxe0 sent_pkts)
-  check "pod1 writes to the other VM's pod1 (ib_write_bw -D 60)" retry 120 0.5 sent_over $((s0 + 500))
+  check "$1 writes to the other VM's $1 (ib_write_bw -D 60)" retry 120 0.5 sent_over $((s0 + 500))
+}
+if [ "$RRXE_VM" = 0 ]; then
+  receiver pod2 "$G2" $((p + 9))
+  receiver pod1 "$G1" $((p + 8))
+else
+  sender pod2 "$G2" $((p + 9)) "$(pod_peer_ip 2)"
+  d0=$(counter rrxe0 tx_drops)
+  check "pod2's address deleted and added back under that traffic" sh -c \
+    "ip -n pod2 addr del $(pod_ip 2)/24 dev net0 && ip -n pod2 addr add $(pod_ip 2)/24 dev net0"
+  check "pod2's address is back under a new GID index (the QP's index $G2 stays deleted)" \
+    retry 30 1 pod2_gid_moved
+  check "the QP's packets are refused (tx_drops rises from $d0)" retry 60 0.5 drops_over "$d0"
+  check "none is sent any more, though the address, its netdev and the route are back" sent_still
+  check "the pod2 sender gives up (ib_write_bw ends)" retry 160 1 proc_gone "$cpid"
+  tail -n 3 "$TMPDIR/pod2-cut.out" | sed 's/^/#   /'
+
+  sender pod1 "$G1" $((p + 8)) "$(pod_peer_ip 1)"
   d0=$(counter rrxe0 tx_drops)
   check "ip link del net0 in pod1 under that traffic (the QP's source netdev): done at once" \
     timeout 60 ip -n pod1 link del net0
   check "pod1's GID leaves rrxe0 with its device" retry 30 1 pod1_gid_gone
   check "the QP's next packets are refused (tx_drops rises from $d0)" retry 60 0.5 drops_over "$d0"
-  check "the sender gives up (ib_write_bw ends)" retry 160 1 proc_gone "$cpid"
-  tail -n 3 "$TMPDIR/gid-gone.out" | sed 's/^/#   /'
+  check "the pod1 sender gives up (ib_write_bw ends)" retry 160 1 proc_gone "$cpid"
+  tail -n 3 "$TMPDIR/pod1-cut.out" | sed 's/^/#   /'
 fi
 
 check "ip netns del pod1 pod2" sh -c 'ip netns del pod1 && ip netns del pod2'

@@ -55,8 +55,9 @@ where
     fn port_immutable(dev: &IbDev, port: u32, imm: &mut b::ib_port_immutable) -> Result;
     /// `query_pkey`.
     fn query_pkey(dev: &IbDev, port: u32, index: u16) -> Result<u16>;
-    /// `add_gid` or `del_gid`: the core added a GID to the port's table or deleted one
-    /// (process context, the table's mutex held).
+    /// `add_gid` or `del_gid`: the core is adding a GID to the port's table (before it
+    /// stores the entry) or deleting one (after marking it deleted, before dropping its
+    /// netdev); process context, the table's mutex held.
     fn gid_changed(dev: &IbDev);
     /// `alloc_ucontext`.
     fn alloc_ucontext<'a>(
