@@ -201,6 +201,15 @@ pub(crate) struct GidNetdevCache {
 // `with_gid_netdev`, which holds on any CPU.
 unsafe impl Send for GidNetdevCache {}
 
+impl GidNetdevCache {
+    /// An empty one on the heap (process context), or None without memory. Not inlined:
+    /// `Qp::new`, the caller, has the largest stack frame of the module.
+    #[inline(never)]
+    pub(crate) fn boxed() -> Option<KBox<Self>> {
+        KBox::new(Self::default(), GFP_KERNEL).ok()
+    }
+}
+
 /// A device's GID-table generation: moved (never back) each time the core adds or deletes a
 /// GID of the port, read by every transmit that kept a source netdev. What keeps a kept
 /// netdev alive is RCU (see [`IbDev::with_gid_netdev`]); the atomic orderings only make the

@@ -363,7 +363,7 @@ impl Qp {
             },
             sport: proto::net::udp_sport(init.qpn, 0),
             route: crate::glue::RouteCache::new(),
-            gid: KBox::new(Default::default(), GFP_KERNEL).ok(),
+            gid: crate::glue::GidNetdevCache::boxed(),
         };
         // Bound to the QP once it is initialised (new_arc_bound): until then nothing
         // references the QP, and queueing or arming them would run nothing. The QP owns
