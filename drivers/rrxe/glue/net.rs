@@ -138,17 +138,18 @@ impl IbDev {
             if let Some(p) = c.ndev {
                 if c.dev == me && c.gen == g && c.index == index && c.ipv6 == ipv6 && c.sip == *sip
                 {
-                    // SAFETY: p is the netdev that GID `index` of this device, holding `sip`,
-                    // had in generation g (looked up with a reference held: INVARIANT of
-                    // GidNetdevCache). The load above did not see the generation move past
-                    // g, so this RCU read section began before the grace period of any
-                    // call_rcu that drops that entry's netdev reference: the core's del_gid
-                    // (drivers/infiniband/core/cache.c), the only way a stored entry is
-                    // removed, marks the entry deleted, calls our del_gid op (which moves the
-                    // generation) and only then queues put_gid_ndev with call_rcu. So the
-                    // netdev lives until `_rcu` is dropped, after `f` returns; `f` cannot
-                    // keep the reference (it is only lent for the call).
-                    return Some(f(unsafe { NetDev::from_raw(p.as_ptr()) }));
+                    // Why p is still live: it is the netdev that GID `index` of this device,
+                    // holding `sip`, had in generation g (looked up with a reference held:
+                    // INVARIANT of GidNetdevCache). The load above did not see the generation
+                    // move past g, so this RCU read section began before the grace period of
+                    // any call_rcu that drops that entry's netdev reference: the core's
+                    // del_gid (drivers/infiniband/core/cache.c), the only way a stored entry
+                    // is removed, marks the entry deleted, calls our del_gid op (which moves
+                    // the generation) and only then queues put_gid_ndev with call_rcu.
+                    // SAFETY: p lives until `_rcu` is dropped (above), after `f` returns; `f`
+                    // is only lent the reference and cannot keep it.
+                    let nd = unsafe { NetDev::from_raw(p.as_ptr()) };
+                    return Some(f(nd));
                 }
             }
         }

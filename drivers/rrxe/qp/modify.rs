@@ -175,8 +175,7 @@ impl Qp {
             pkt: None,
             // The address vector may be changing here: no kept route (nor source netdev:
             // it would be right, but this is no datapath).
-            route: None,
-            gid: None,
+            kept: Default::default(),
         };
         proto.modify(&pm, &mut sink).map_err(|_| EINVAL)?;
         eng.attrs = attrs;

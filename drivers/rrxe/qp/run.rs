@@ -269,8 +269,10 @@ impl Qp {
             sport: *sport,
             ndev,
             pkt: None,
-            route: route.as_ref(),
-            gid: gid.as_deref(),
+            kept: crate::net::Kept {
+                route: route.as_ref(),
+                gid: gid.as_deref(),
+            },
         };
 
         // 0. What a user process posted.
@@ -325,8 +327,7 @@ impl Qp {
                     ip_hdr: ip_pkt.get(..l3).unwrap_or(&[]),
                     smac,
                 }),
-                route: sink.route,
-                gid: sink.gid,
+                kept: sink.kept,
             };
             let st = proto.on_packet(&pkt, &mut env, &mut psink);
             match st {

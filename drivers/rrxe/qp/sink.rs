@@ -31,10 +31,9 @@ pub(super) struct Sink<'a> {
     pub(super) sport: u16,
     pub(super) ndev: Option<&'a NetDev>,
     pub(super) pkt: Option<RxCtx<'a>>,
-    /// The engine's route cache (connected QPs sending to `av`), if it may be used.
-    pub(super) route: Option<&'a crate::glue::RouteCache>,
-    /// The engine's kept source netdev, if it may be used.
-    pub(super) gid: Option<&'a core::cell::Cell<crate::glue::GidNetdevCache>>,
+    /// What the engine keeps between packets (the route of a connected QP sending to `av`,
+    /// the source netdev), each part if it may be used.
+    pub(super) kept: crate::net::Kept<'a>,
 }
 
 impl Sink<'_> {
@@ -54,7 +53,10 @@ impl Sink<'_> {
             return Ok(());
         }
         // A UD packet goes where its WQE says: only a connected QP's route is kept.
-        let route = self.route.filter(|_| tx.ud_wqe.is_none());
+        let kept = crate::net::Kept {
+            route: self.kept.route.filter(|_| tx.ud_wqe.is_none()),
+            ..self.kept
+        };
         let av = match tx.ud_wqe {
             Some(id) => qp
                 .sq
@@ -109,18 +111,7 @@ impl Sink<'_> {
                 }
             }
         };
-        let sent = crate::net::transmit(
-            qp.dev.get(),
-            &av,
-            self.sport,
-            &tx.hdrs,
-            len,
-            crate::net::Kept {
-                route,
-                gid: self.gid,
-            },
-            fill,
-        );
+        let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, kept, fill);
         gather?;
         match sent {
             Ok(()) => counters.inc(Counter::SentPkts),
