@@ -177,7 +177,8 @@ int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
 			  unsigned int *sg_offset, int (*set_page)(struct ib_mr *, u64));
 
 struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx);
-void rrxe_glue_work_queue(struct rrxe_work *w);
+void rrxe_glue_work_queue_on(struct rrxe_work *w, unsigned int cpu);
+unsigned int rrxe_glue_this_cpu(void);
 void rrxe_glue_work_free(struct rrxe_work *w);
 struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), void *ctx,
 				       unsigned long id);

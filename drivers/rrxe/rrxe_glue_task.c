@@ -47,12 +47,25 @@ struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx)
 }
 
 /*
- * The high-priority pool: a QP's work preempts the (often busy-polling) process that
- * woke it instead of waiting for that process's time slice to end.
+ * Queues w on cpu's pool of the high-priority workqueue, or this CPU's if cpu is not online
+ * (high priority: a QP's work preempts the, often busy-polling, process that woke it instead
+ * of waiting for that process's time slice to end). cpu is a hint from rrxe_glue_this_cpu();
+ * any value is accepted: the check keeps out a CPU that was never online (queue_work_on
+ * warns about one). It races with hotplug, harmlessly: work queued on a CPU that has just
+ * gone offline runs on another one (queue_work_on's kernel-doc).
  */
-void rrxe_glue_work_queue(struct rrxe_work *w)
+void rrxe_glue_work_queue_on(struct rrxe_work *w, unsigned int cpu)
 {
-	queue_work(system_highpri_wq, &w->work);
+	if (cpu < nr_cpu_ids && cpu_online(cpu))
+		queue_work_on(cpu, system_highpri_wq, &w->work);
+	else
+		queue_work(system_highpri_wq, &w->work);
+}
+
+/* The CPU the caller runs on now: a hint, stale as soon as it is read (preemption). */
+unsigned int rrxe_glue_this_cpu(void)
+{
+	return raw_smp_processor_id();
 }
 
 /* Waits for a running instance and frees; the caller made sure nothing queues it again. */

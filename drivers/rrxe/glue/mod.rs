@@ -39,6 +39,7 @@ pub(crate) use net::{
     SkBuff, TxSkb,
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
+pub(crate) use task::this_cpu;
 
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};

@@ -21,6 +21,12 @@ pub(crate) fn now_us() -> u64 {
     u64::try_from(kernel::time::Ktime::ktime_get().to_ns() / 1000).unwrap_or(0)
 }
 
+/// The CPU this code runs on now: a hint, possibly stale once read (any context).
+pub(crate) fn this_cpu() -> u32 {
+    // SAFETY: no precondition; raw_smp_processor_id in any context.
+    unsafe { bindings::rrxe_glue_this_cpu() }
+}
+
 /// What a [`Work`] runs (process context).
 pub(crate) trait WorkTarget: Sync {
     /// Runs the deferred work.
@@ -102,10 +108,12 @@ impl<T> Work<T> {
         unsafe { bindings::rrxe_glue_work_cancel_sync(self.raw.as_ptr()) };
     }
 
-    /// Queues the work (no-op if already queued).
-    pub(crate) fn queue(&self) {
-        // SAFETY: live work item.
-        unsafe { bindings::rrxe_glue_work_queue(self.raw.as_ptr()) };
+    /// Queues the work to run on CPU `cpu` (a [`this_cpu`] value), or on this CPU if that
+    /// one is not online; no-op if already queued. A work item queued while it runs
+    /// elsewhere runs again there, after (the workqueue never runs one item twice at once).
+    pub(crate) fn queue_on(&self, cpu: u32) {
+        // SAFETY: live work item; the helper accepts any CPU number (it checks it).
+        unsafe { bindings::rrxe_glue_work_queue_on(self.raw.as_ptr(), cpu) };
     }
 }
 

@@ -262,6 +262,10 @@ pub(crate) struct Qp {
     fault_done: AtomicBool,
     /// Timers that fired (bit per proto::TimerKind).
     fired: AtomicU32,
+    /// The CPU the QP's work is queued on ([`Qp::kick`]): the one its owner last posted a
+    /// send from (a user doorbell or a kernel WR), at first the one that created it. A hint
+    /// read and written without ordering; any value is safe (`Work::queue_on`).
+    home_cpu: AtomicU32,
     /// Send WRs between the posters and the engine (the ring, its indices, the user queue's
     /// consumer index). IRQs off: kernel `post_send` (any context), the engine's run and
     /// `modify` (process context or softirq, under `engine`).
@@ -412,6 +416,7 @@ impl Qp {
             want_error: AtomicBool::new(false),
             fault_done: AtomicBool::new(false),
             fired: AtomicU32::new(0),
+            home_cpu: AtomicU32::new(crate::glue::this_cpu()),
             sq <- sq_init,
             rq <- rq_init,
             claim <- claim_init,
@@ -444,9 +449,23 @@ impl Qp {
         // Anything still queued is freed with the QP.
     }
 
+    /// Queues the QP's work on its home CPU. Work started by a received packet or a timer
+    /// runs where the QP's owner posts, not on the CPU that took the interrupt or sent the
+    /// packet (for two QPs of this host, the other QP's CPU): as the kernel's receive flow
+    /// steering moves a flow's packets to where its application runs, so that the QPs of
+    /// processes on different CPUs run in parallel. rdma_rxe queues its tasks on an unbound
+    /// workqueue (rxe_wq) and lets the scheduler place them.
     pub(crate) fn kick(&self) {
         if !self.dead.load(Ordering::Acquire) {
-            self.work.queue();
+            self.work.queue_on(self.home_cpu.load(Ordering::Relaxed));
+        }
+    }
+
+    /// Makes this CPU the QP's home (see [`Qp::kick`]); called where its owner posts.
+    fn note_owner_cpu(&self) {
+        let cpu = crate::glue::this_cpu();
+        if self.home_cpu.load(Ordering::Relaxed) != cpu {
+            self.home_cpu.store(cpu, Ordering::Relaxed);
         }
     }
 }

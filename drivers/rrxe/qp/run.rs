@@ -56,6 +56,7 @@ impl Qp {
             }
             sq.push(wr, sges, inline)?;
         }
+        self.note_owner_cpu();
         self.kick();
         Ok(())
     }
@@ -63,6 +64,7 @@ impl Qp {
     /// The user's doorbell (a post_send with no work requests, process context): read the
     /// shared send queue and transmit now, in the caller's time slice.
     pub(crate) fn doorbell(&self) {
+        self.note_owner_cpu();
         if self.user.is_some() {
             self.run();
         } else {
