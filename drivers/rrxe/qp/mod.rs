@@ -55,6 +55,7 @@ use crate::proto;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
+pub(crate) use run::Icrc;
 use run::RxRing;
 
 /// Send WQEs the protocol core tracks at once (its window).

@@ -18,12 +18,25 @@ use kernel::prelude::*;
 
 /// Received packets waiting for the work.
 pub(super) struct RxRing {
-    pub(super) skbs: KVec<Option<SkBuff>>,
+    pub(super) skbs: KVec<Option<(SkBuff, Icrc)>>,
     pub(super) head: usize,
     pub(super) len: usize,
     /// RC/UC: the path (address vector) packets must come from, set by modify; checked as
     /// they are queued.
     pub(super) path: Option<proto::addr::Path>,
+}
+
+/// Whether a received packet's ICRC was checked before it was queued.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Icrc {
+    /// Checked by the receive path (a packet from the wire).
+    Checked,
+    /// To be checked by the QP's run: a packet between QPs of this host, so that the
+    /// receiving QP's CPU pays for it, not the sender's (see [`Qp::kick`]).
+    Unchecked {
+        /// An IPv6 packet.
+        v6: bool,
+    },
 }
 
 impl Qp {
@@ -103,6 +116,7 @@ impl Qp {
     pub(super) fn enqueue_rx(
         &self,
         skb: SkBuff,
+        icrc: Icrc,
         from: &proto::addr::IpAddrs,
         pkey: u16,
     ) -> Result<(), (Refused, SkBuff)> {
@@ -121,14 +135,14 @@ impl Qp {
             let n = rx.skbs.len();
             let i = (rx.head + rx.len) % n;
             if let Some(slot) = rx.skbs.get_mut(i) {
-                *slot = Some(skb);
+                *slot = Some((skb, icrc));
             }
             rx.len += 1;
         }
         Ok(())
     }
 
-    pub(super) fn rx_pop(&self) -> Option<SkBuff> {
+    pub(super) fn rx_pop(&self) -> Option<(SkBuff, Icrc)> {
         let mut rx = self.rx.lock();
         if rx.len == 0 {
             return None;
@@ -302,12 +316,20 @@ impl Qp {
             access: attrs.access,
         };
         for _ in 0..RX_BUDGET {
-            let Some(mut skb) = self.rx_pop() else { break };
+            let Some((mut skb, icrc)) = self.rx_pop() else {
+                break;
+            };
             let smac = skb.smac();
             let _ = skb.linearize();
             let Some((ip_pkt, l3)) = skb.ip_packet() else {
                 continue;
             };
+            if let Icrc::Unchecked { v6 } = icrc {
+                if !proto::icrc::verify(&crate::glue::KernelCrc32, ip_pkt, v6) {
+                    counters.inc(Counter::IcrcErrors);
+                    continue;
+                }
+            }
             let Some(ib) = ip_pkt.get(l3 + 8..) else {
                 continue;
             };

@@ -106,12 +106,13 @@ impl QpTable {
         &self,
         qpn: u32,
         skb: SkBuff,
+        icrc: super::Icrc,
         from: &proto::addr::IpAddrs,
         pkey: u16,
     ) -> Result<Arc<Qp>, (Refused, SkBuff)> {
         let t = self.inner.lock();
         match t.slots.get(qpn as usize) {
-            Some(Slot::Used(qp)) => qp.enqueue_rx(skb, from, pkey).map(|()| qp.clone()),
+            Some(Slot::Used(qp)) => qp.enqueue_rx(skb, icrc, from, pkey).map(|()| qp.clone()),
             _ => Err((Refused::NoQp, skb)),
         }
     }
