@@ -402,11 +402,16 @@ bool rrxe_glue_has_roce_gid(struct ib_device *ibdev, const u8 *gid, struct net_d
 /*
  * An skb for an IP packet of ip_len bytes on ndev (headroom for the link layer); *data
  * points at the IP header the caller writes. NULL if no memory.
+ *
+ * netdev_alloc_skb: up to a page, the data comes from this CPU's page-fragment cache (a
+ * pointer bump; freeing drops a page reference), as for drivers' receive buffers; larger
+ * ones from kmalloc. rdma_rxe uses alloc_skb, whose kmalloc-2k data took the slab's slow
+ * path about once per slab of 16 objects (__slab_alloc_node was 3.6 % of the sending VM).
  */
 struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data)
 {
-	struct sk_buff *skb = alloc_skb(LL_RESERVED_SPACE(ndev) + ip_len + ndev->needed_tailroom,
-					GFP_ATOMIC);
+	struct sk_buff *skb = __netdev_alloc_skb(ndev, LL_RESERVED_SPACE(ndev) + ip_len +
+						 ndev->needed_tailroom, GFP_ATOMIC);
 
 	if (!skb)
 		return NULL;
