@@ -14,8 +14,8 @@
 #   NCPU vm<N> <cpus>
 # Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
+. "$RRXE_ROOT/qemu/bench-lib.sh"
 REPS=${1:-3} VOLUME=${2:-16} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0} MTU=${6:-1500}
-say() { echo "# vm$RRXE_VM: $*"; }
 # Kernel CPU time so far (system + irq + softirq of /proc/stat, USER_HZ ticks).
 kcpu() { awk '$1 == "cpu" {print $4 + $7 + $8}' /proc/stat; }
 port=19000
@@ -37,25 +37,6 @@ run() {
     sleep 0.5
     retry 30 1 timeout "$t" "${cli[@]}" 2>&1
   fi
-}
-
-setup_stack() { # STACK -> DEV, CONN (how perftest connects)
-  case "$1" in
-    rrxe) load_rrxe && rdma link add rrxe0 type rrxe netdev eth0; DEV=rrxe0 ;;
-    rxe) load_rxe && rdma link add rxe0 type rxe netdev eth0; DEV=rxe0 ;;
-    siw) load_siw && rdma link add siw0 type siw netdev eth0; DEV=siw0 ;;
-  esac || { say "$1: setup failed"; return 1; }
-  if [ "$1" = siw ]; then
-    CONN=(-R)   # iWARP: rdma_cm only
-  else
-    local gid
-    gid=$(retry 20 0.3 gid_index_v4 "$DEV" "$RRXE_MY_IP") || { say "$DEV: no RoCE v2 GID"; return 1; }
-    CONN=(-x "$gid")
-  fi
-}
-teardown_stack() {
-  rdma link delete "$DEV" 2>/dev/null
-  case "$1" in rrxe) rmmod rrxe ;; rxe) rmmod rdma_rxe ;; siw) rmmod siw ;; esac 2>/dev/null
 }
 
 # pt TEST BYTES QPS MSGS: one perftest bandwidth pair (server on VM 0, client on VM 1).

@@ -6,13 +6,18 @@
 #
 #   scripts/bench.sh [--reps N] [--volume MiB] [--stacks "rrxe rxe siw"]
 #                    [--sizes "1024 4096 ..."] [--profile] [--out DIR] [--kernel debug|nodebug]
-#                    [--mtu BYTES] [--smp CPUS]
+#                    [--mtu BYTES] [--smp CPUS] [--local]
 #
 # --mtu sets both guests' eth0 MTU (default 1500) before anything runs, TCP included: at 9000
 # every RoCE stack's port reports an active MTU of 4096 and perftest uses it as path MTU.
 #
 # --smp gives both guests that many virtual CPUs (default 1, as the tests): the variant that
 # shows whether the stacks' work spreads over CPUs. This machine has 2 cores for both VMs.
+#
+# --local runs one VM instead: each stack between two processes of that VM, over its own
+# loopback (qemu/bench-local-guest.sh), the server on the first CPU and the client on the
+# last. All the work is guest CPU: with --smp 2 it shows whether a stack's work spreads over
+# two CPUs, which the two-VM run cannot on a 2-core host. Report: bench-local.md.
 #
 # --kernel nodebug runs on a kernel without lockdep, the atomic-sleep and list checks and
 # kmemleak (qemu/kernel-nodebug.config): it exports HEAD to $RRXE_BENCH_TREE (default
@@ -21,7 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=3 VOLUME=16 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
-KERNEL=debug MTU=1500 SMP=1
+KERNEL=debug MTU=1500 SMP=1 LOCAL=0
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,7 +39,8 @@ while [ $# -gt 0 ]; do
     --kernel) KERNEL=$2; shift 2 ;;
     --mtu) MTU=$2; shift 2 ;;
     --smp) SMP=$2; shift 2 ;;
-    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel debug|nodebug] [--mtu BYTES] [--smp CPUS]" >&2; exit 2 ;;
+    --local) LOCAL=1; shift ;;
+    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel debug|nodebug] [--mtu BYTES] [--smp CPUS] [--local]" >&2; exit 2 ;;
   esac
 done
 case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel debug or nodebug" >&2; exit 2 ;; esac
@@ -69,6 +75,19 @@ make -s modules
 make -s provider
 mkdir -p "$OUT"
 nst=$(echo "$STACKS" | wc -w) nsz=$(echo "$SIZES" | wc -w)
+if [ "$LOCAL" = 1 ]; then
+  # --volume is per run here too; the default moves 256 MiB (about 3 s at 100 MB/s).
+  [[ " ${args[*]} " == *" --volume "* ]] || VOLUME=256
+  timeout=$(( REPS * nst * 3 * (VOLUME / 2 + 40) + 600 ))
+  echo "bench: --local, $REPS repetition(s), ${VOLUME} MiB per run, $SMP CPU(s), over: $STACKS (timeout ${timeout}s)"
+  start=$(date +%s)
+  qemu/run-vms --vms 1 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name local qemu/bench-local-guest.sh \
+    "$REPS" "$VOLUME" "$STACKS" || echo "bench: the VM run reported a problem (see $OUT/local-vm0.out)"
+  tr -d '\r' < "$OUT"/local-vm0.out | grep -aE '^(LOCAL|NCPU) ' > "$OUT/results-local.txt" || true
+  grep -ahE '^# vm0: FAILED' "$OUT"/local-vm0.out || true
+  exec /usr/bin/python3 scripts/bench-local-report.py "$OUT/results-local.txt" "$OUT" "$REPS" \
+    "$(( $(date +%s) - start ))" "$KERNEL" "$SMP"
+fi
 # Under TCG a stack moves ~5 MB/s: a bandwidth run takes VOLUME/5 s plus ~10 s of setup.
 # The 64-QP run moves at least 64 x 20 messages (five runs' volume at 64 KiB); the CPU baselines
 # add five short runs.
