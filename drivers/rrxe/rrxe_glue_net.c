@@ -403,15 +403,21 @@ bool rrxe_glue_has_roce_gid(struct ib_device *ibdev, const u8 *gid, struct net_d
  * An skb for an IP packet of ip_len bytes on ndev (headroom for the link layer); *data
  * points at the IP header the caller writes. NULL if no memory.
  *
- * netdev_alloc_skb: up to a page, the data comes from this CPU's page-fragment cache (a
- * pointer bump; freeing drops a page reference), as for drivers' receive buffers; larger
- * ones from kmalloc. rdma_rxe uses alloc_skb, whose kmalloc-2k data took the slab's slow
- * path about once per slab of 16 objects (__slab_alloc_node was 3.6 % of the sending VM).
+ * netdev_alloc_skb: from about 320 bytes up to a page, the data comes from this CPU's
+ * page-fragment cache (a pointer bump; freeing drops a page reference), as for drivers'
+ * receive buffers; smaller and larger ones from kmalloc. rdma_rxe uses alloc_skb, whose
+ * kmalloc-2k data took the slab's slow path about once per slab of 16 objects
+ * (__slab_alloc_node was 3.6 % of the sending VM). __GFP_NOMEMALLOC: netdev_alloc_skb adds
+ * __GFP_MEMALLOC while swap over the network is set up, reserves meant for receiving swap
+ * traffic, not for our transmits (alloc_skb would not touch them either). A kept skb keeps
+ * its fragment's whole page (32 KiB) alive: a QP's receive backlog (RX_RING skbs) of local
+ * packets can hold that many pages.
  */
 struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data)
 {
 	struct sk_buff *skb = __netdev_alloc_skb(ndev, LL_RESERVED_SPACE(ndev) + ip_len +
-						 ndev->needed_tailroom, GFP_ATOMIC);
+						 ndev->needed_tailroom,
+						 GFP_ATOMIC | __GFP_NOMEMALLOC);
 
 	if (!skb)
 		return NULL;
@@ -479,6 +485,17 @@ void rrxe_glue_route_free(struct rrxe_route *r)
 }
 
 /*
+ * Whether a route may be kept for (and taken from the cache by) a QP sending through ndev:
+ * it leaves through ndev, or through the loopback device of ndev's namespace (to a QP of
+ * this host). Not any IFF_LOOPBACK device: rt_flush_dev moves the uncached routes of a
+ * device going away (or leaving the namespace) to blackhole_netdev, which has the flag.
+ */
+static bool rrxe_route_dev_ok(const struct rtable *rt, const struct net_device *ndev)
+{
+	return rt->dst.dev == ndev || rt->dst.dev == dev_net(ndev)->loopback_dev;
+}
+
+/*
  * The cached route from saddr out of ndev (or through loopback, to a QP of this host),
  * with a reference, or NULL. A route through another device (the netdev moved, a pod's
  * macvlan) or from another address is not used.
@@ -494,7 +511,7 @@ static struct rtable *rrxe_route_get4(struct rrxe_route *r, struct net_device *n
 	local_bh_disable();
 	rt = dst_cache_get_ip4(&r->cache, &s);
 	local_bh_enable();
-	if (rt && ((rt->dst.dev != ndev && !(rt->dst.dev->flags & IFF_LOOPBACK)) || s != saddr)) {
+	if (rt && (!rrxe_route_dev_ok(rt, ndev) || s != saddr)) {
 		ip_rt_put(rt);
 		rt = NULL;
 	}
@@ -550,7 +567,7 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 			 * from 72 to 92 MB/s (ib_write_bw 64 KiB, benchmark kernel). dst_cache
 			 * drops it when the routes or addresses change.
 			 */
-			if (route && (rt->dst.dev == ndev || rt->dst.dev->flags & IFF_LOOPBACK))
+			if (route && rrxe_route_dev_ok(rt, ndev))
 				rrxe_route_set4(route, rt, fl.saddr);
 		}
 		dst = &rt->dst;

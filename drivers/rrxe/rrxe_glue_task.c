@@ -50,8 +50,8 @@ struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx)
  * Queues w on cpu's pool of the high-priority workqueue, or this CPU's if cpu is not online
  * (high priority: a QP's work preempts the, often busy-polling, process that woke it instead
  * of waiting for that process's time slice to end). cpu is a hint from rrxe_glue_this_cpu();
- * any value is accepted: the check keeps out a CPU that was never online (queue_work_on
- * warns about one). It races with hotplug, harmlessly: work queued on a CPU that has just
+ * any value is accepted: the check keeps out a CPU that was never online (whose pool has no
+ * worker: the work would never run). It races with hotplug, harmlessly: work queued on a CPU that has just
  * gone offline runs on another one (queue_work_on's kernel-doc).
  */
 void rrxe_glue_work_queue_on(struct rrxe_work *w, unsigned int cpu)

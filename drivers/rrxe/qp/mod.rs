@@ -450,11 +450,13 @@ impl Qp {
         // Anything still queued is freed with the QP.
     }
 
-    /// Queues the QP's work on its home CPU. Work started by a received packet or a timer
-    /// runs where the QP's owner posts, not on the CPU that took the interrupt or sent the
-    /// packet (for two QPs of this host, the other QP's CPU): as the kernel's receive flow
-    /// steering moves a flow's packets to where its application runs, so that the QPs of
-    /// processes on different CPUs run in parallel. rdma_rxe queues its tasks on an unbound
+    /// Queues the QP's work on its home CPU. Work started by a packet from another QP of
+    /// this host or by a timer runs where the QP's owner posts, not on the CPU that sent
+    /// the packet: as the kernel's receive flow steering moves a flow's packets to where
+    /// its application runs, so that the QPs of processes on different CPUs run in
+    /// parallel. Not a pinning: work queued while it runs (a run that re-queues itself)
+    /// stays on the CPU where it runs, and a QP that never posts a send (a responder only,
+    /// an XRC target) stays on its creator's CPU. rdma_rxe queues its tasks on an unbound
     /// workqueue (rxe_wq) and lets the scheduler place them.
     pub(crate) fn kick(&self) {
         if !self.dead.load(Ordering::Acquire) {

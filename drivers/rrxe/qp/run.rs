@@ -327,6 +327,12 @@ impl Qp {
             if let Icrc::Unchecked { v6 } = icrc {
                 if !proto::icrc::verify(&crate::glue::KernelCrc32, ip_pkt, v6) {
                     counters.inc(Counter::IcrcErrors);
+                    crate::glue::dbg(
+                        self.dev.get(),
+                        c"ICRC error: dropped",
+                        u64::from(self.qpn),
+                        0,
+                    );
                     continue;
                 }
             }
