@@ -436,7 +436,9 @@ struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv
  * entry per CPU, each checked against route changes (the route generation) when it is used,
  * as the UDP tunnels keep theirs. A route lookup per packet was 15 % of the sending VM's
  * samples during ib_write_bw on the lockdep kernel (rdma_rxe keeps an RC QP's route in its
- * socket, rxe_find_route). IPv4 only: IPv6 packets look their route up each time.
+ * socket, rxe_find_route). IPv4 and IPv6 alike; a cache holds routes of one family at a
+ * time (its QP's address vector; modify resets it when that changes), and an entry of the
+ * other family is not used.
  */
 struct rrxe_route {
 #if IS_ENABLED(CONFIG_DST_CACHE)
@@ -490,9 +492,9 @@ void rrxe_glue_route_free(struct rrxe_route *r)
  * this host). Not any IFF_LOOPBACK device: rt_flush_dev moves the uncached routes of a
  * device going away (or leaving the namespace) to blackhole_netdev, which has the flag.
  */
-static bool rrxe_route_dev_ok(const struct rtable *rt, const struct net_device *ndev)
+static bool rrxe_route_dev_ok(const struct dst_entry *dst, const struct net_device *ndev)
 {
-	return rt->dst.dev == ndev || rt->dst.dev == dev_net(ndev)->loopback_dev;
+	return dst->dev == ndev || dst->dev == dev_net(ndev)->loopback_dev;
 }
 
 /*
@@ -511,7 +513,8 @@ static struct rtable *rrxe_route_get4(struct rrxe_route *r, struct net_device *n
 	local_bh_disable();
 	rt = dst_cache_get_ip4(&r->cache, &s);
 	local_bh_enable();
-	if (rt && (!rrxe_route_dev_ok(rt, ndev) || s != saddr)) {
+	if (rt && (rt->dst.ops->family != AF_INET || !rrxe_route_dev_ok(&rt->dst, ndev) ||
+		   s != saddr)) {
 		ip_rt_put(rt);
 		rt = NULL;
 	}
@@ -529,6 +532,40 @@ static void rrxe_route_set4(struct rrxe_route *r, struct rtable *rt, __be32 sadd
 	local_bh_enable();
 #endif
 }
+
+#if IS_ENABLED(CONFIG_IPV6)
+/* rrxe_route_get4 for IPv6: the cached IPv6 route from *saddr, with a reference, or NULL. */
+static struct dst_entry *rrxe_route_get6(struct rrxe_route *r, struct net_device *ndev,
+					 const struct in6_addr *saddr)
+{
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	struct in6_addr s = {};
+	struct dst_entry *dst;
+
+	local_bh_disable();
+	dst = dst_cache_get_ip6(&r->cache, &s);
+	local_bh_enable();
+	if (dst && (dst->ops->family != AF_INET6 || !rrxe_route_dev_ok(dst, ndev) ||
+		    !ipv6_addr_equal(&s, saddr))) {
+		dst_release(dst);
+		dst = NULL;
+	}
+	return dst;
+#else
+	return NULL;
+#endif
+}
+
+static void rrxe_route_set6(struct rrxe_route *r, struct dst_entry *dst,
+			    const struct in6_addr *saddr)
+{
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	local_bh_disable();
+	dst_cache_set_ip6(&r->cache, dst, saddr);
+	local_bh_enable();
+#endif
+}
+#endif
 
 /*
  * Routes and sends a fully built IP packet (headers and ICRC written by the caller).
@@ -567,7 +604,7 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 			 * from 72 to 92 MB/s (ib_write_bw 64 KiB, benchmark kernel). dst_cache
 			 * drops it when the routes or addresses change.
 			 */
-			if (route && rrxe_route_dev_ok(rt, ndev))
+			if (route && rrxe_route_dev_ok(&rt->dst, ndev))
 				rrxe_route_set4(route, rt, fl.saddr);
 		}
 		dst = &rt->dst;
@@ -579,10 +616,16 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 		memcpy(&fl6.saddr, sip, 16);
 		memcpy(&fl6.daddr, dip, 16);
 		fl6.flowi6_proto = IPPROTO_UDP;
-		dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
-		if (IS_ERR(dst)) {
-			kfree_skb(skb);
-			return PTR_ERR(dst);
+		dst = route ? rrxe_route_get6(route, ndev, &fl6.saddr) : NULL;
+		if (!dst) {
+			dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+			if (IS_ERR(dst)) {
+				kfree_skb(skb);
+				return PTR_ERR(dst);
+			}
+			/* Kept as an IPv4 route is (above). */
+			if (route && rrxe_route_dev_ok(dst, ndev))
+				rrxe_route_set6(route, dst, &fl6.saddr);
 		}
 #else
 		kfree_skb(skb);

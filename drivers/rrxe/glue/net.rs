@@ -381,7 +381,7 @@ impl Drop for TxSkb {
 }
 
 /// A connected QP's route to its peer, kept between packets (the kernel's `dst_cache`: one
-/// entry per CPU, each checked against route changes when used; IPv4 only). Without the
+/// entry per CPU, each checked against route changes when used; IPv4 or IPv6). Without the
 /// memory for one, sends look their route up each time.
 pub(crate) struct RouteCache {
     raw: NonNull<bindings::rrxe_route>,
