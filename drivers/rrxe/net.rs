@@ -94,9 +94,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     // would for a packet from the wire, instead of the sender paying for both.
     let icrc = match arrival {
         Arrival::Wire => {
-            if !proto::icrc::verify(&KernelCrc32, ip_pkt, v6) {
-                counters.inc(Counter::IcrcErrors);
-                crate::glue::dbg(&dev, c"ICRC error: dropped", ib.len() as u64, 0);
+            if !icrc_ok(&dev, ip_pkt, v6) {
                 return;
             }
             Icrc::Checked
@@ -129,6 +127,17 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
             Refused::Addr(AddrDrop::PKey) => Counter::RxDropPkey,
         }),
     }
+}
+
+/// Whether the ICRC of `ip_pkt` (an IP packet of `dev`) is right; a wrong one is counted
+/// and logged, and the caller drops the packet.
+pub(crate) fn icrc_ok(dev: &crate::glue::IbDev, ip_pkt: &[u8], v6: bool) -> bool {
+    let ok = proto::icrc::verify(&KernelCrc32, ip_pkt, v6);
+    if !ok {
+        dev.data().counters.inc(Counter::IcrcErrors);
+        crate::glue::dbg(dev, c"ICRC error: dropped", ip_pkt.len() as u64, 0);
+    }
+    ok
 }
 
 /// The drop counter of a packet that does not parse.
