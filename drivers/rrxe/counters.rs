@@ -31,6 +31,9 @@ counters! {
     RetransmitTimeouts = c"retransmit_timeouts",
     /// Times a QP's congestion window was halved (once per loss episode).
     CwndCuts = c"cwnd_cuts",
+    /// Cuts undone: the retransmit timeout that made one proved spurious (its probe was
+    /// answered by the originals, late, not lost).
+    CwndUndos = c"cwnd_undos",
     /// RNR NAKs sent.
     RnrNaksSent = c"rnr_naks_sent",
     /// RNR NAKs received.

@@ -492,6 +492,7 @@ impl Qp {
             (Counter::RnrNaksRcvd, now.rnr_naks, seen.rnr_naks),
             (Counter::RetransmitTimeouts, now.timeouts, seen.timeouts),
             (Counter::CwndCuts, now.cwnd_cuts, seen.cwnd_cuts),
+            (Counter::CwndUndos, now.cwnd_undos, seen.cwnd_undos),
             (Counter::OdpUnplaced, now.unplaced, seen.unplaced),
         ] {
             counters.add(counter, now.wrapping_sub(before));

@@ -97,6 +97,16 @@
 //! resends everything after a loss, so a window that outruns what the path
 //! (or the sender's own transmit queue, shared by every QP) holds costs a whole
 //! window per loss; shrinking it keeps that cost proportional to the loss rate.
+//!
+//! A retransmit timeout is a loss indication only until its probe is answered: an answer
+//! that shows the originals arrived (an ACK beyond the probe's PSN, or one that came before
+//! the probe went out; a READ response of an earlier request) makes the timeout spurious,
+//! and the cut it made is undone (the window and its growth count as they were), unless
+//! another loss indication came in between. TCP does the same for a spurious retransmit
+//! timeout (RFC 5682 F-RTO, Linux's `tcp_try_undo_loss`). Here spurious timeouts come from
+//! hosts that deschedule a QP's work (TCG guests on a busy host), not from a congested
+//! path; without the undo each one halved the window for the rest of a run, since it
+//! grows back by one packet per window.
 
 use super::hdr::{
     rnr_timer_usecs, Aeth, AethKind, AtomicEth, Bth, Deth, Feth, Headers, NakCode, Packet, Reth,
@@ -185,6 +195,8 @@ pub struct SqStats {
     pub timeouts: u64,
     /// Times the congestion window was halved (once per loss episode).
     pub cwnd_cuts: u64,
+    /// Cuts undone: the retransmit timeout that made them proved spurious.
+    pub cwnd_undos: u64,
     /// READ responses and atomic acknowledgements dropped because their destination was
     /// not present yet (on-demand paging; asked for again).
     pub unplaced: u64,
@@ -197,6 +209,7 @@ impl SqStats {
         seq_naks: 0,
         timeouts: 0,
         cwnd_cuts: 0,
+        cwnd_undos: 0,
         unplaced: 0,
     };
 }
@@ -209,6 +222,9 @@ struct Cwnd {
     acked: u32,
     /// While `Some(p)`, losses belong to the episode that ends when `una` reaches `p`.
     recover: Option<Psn>,
+    /// `size` and `acked` before a retransmit timeout cut them, while that timeout may
+    /// still prove spurious: no other loss indication came since.
+    undo: Option<(u32, u32)>,
 }
 
 impl Cwnd {
@@ -217,12 +233,47 @@ impl Cwnd {
             size: max,
             acked: 0,
             recover: None,
+            undo: None,
         }
     }
 
     /// A loss was seen while `next` was the first unassigned PSN. Returns whether the
-    /// window shrank (the first loss of an episode).
+    /// window shrank (the first loss of an episode). A cut made by a timeout of this
+    /// episode is no longer undone: the loss is real.
     fn on_loss(&mut self, una: Psn, next: Psn) -> bool {
+        self.undo = None;
+        self.cut(una, next)
+    }
+
+    /// A retransmit timeout: [`Self::on_loss`], keeping what [`Self::undo`] restores if
+    /// this timeout cut the window. A later timeout of the same episode keeps the first
+    /// one's undo.
+    fn on_timeout(&mut self, una: Psn, next: Psn) -> bool {
+        let before = (self.size, self.acked);
+        let cut = self.cut(una, next);
+        if cut {
+            self.undo = Some(before);
+        }
+        cut
+    }
+
+    /// The timeout behind the current cut was spurious: the window is as it was before
+    /// it, and the episode is over. Returns whether there was a cut to undo.
+    fn undo(&mut self) -> bool {
+        let Some((size, acked)) = self.undo.take() else {
+            return false;
+        };
+        // Never below where it stands (it cannot have grown in the episode, but a
+        // smaller value would be a second cut).
+        if size >= self.size {
+            self.size = size;
+            self.acked = acked;
+        }
+        self.recover = None;
+        true
+    }
+
+    fn cut(&mut self, una: Psn, next: Psn) -> bool {
         if matches!(self.recover, Some(r) if una.before(r)) {
             return false;
         }
@@ -625,6 +676,20 @@ impl<const S: usize> SendQueue<S> {
     fn on_loss(&mut self) {
         if self.cwnd.on_loss(self.una, self.next_psn) {
             self.stats.cwnd_cuts = self.stats.cwnd_cuts.wrapping_add(1);
+        }
+    }
+
+    /// A retransmit timeout: a loss indication until its probe's answer says otherwise.
+    fn on_timeout_loss(&mut self) {
+        if self.cwnd.on_timeout(self.una, self.next_psn) {
+            self.stats.cwnd_cuts = self.stats.cwnd_cuts.wrapping_add(1);
+        }
+    }
+
+    /// The timeout's probe was answered by the originals: the timeout was spurious.
+    fn spurious_timeout(&mut self) {
+        if self.cwnd.undo() {
+            self.stats.cwnd_undos = self.stats.cwnd_undos.wrapping_add(1);
         }
     }
 

@@ -773,6 +773,36 @@ fn a_lost_packet_found_by_the_probe_goes_back_n() {
 }
 
 #[test]
+fn a_spurious_timeout_undoes_its_window_cut_and_a_real_one_keeps_it() {
+    // Late, not lost: the timeout halves the window, and the probe's ACK (beyond the
+    // probe's PSN) proves the timeout spurious and restores it.
+    let full = rrxe_proto::QpConfig::default().max_inflight;
+    let (mut a, mut b, mut env, sent) = timeout_probe([true; 3]);
+    assert_eq!(
+        a.send_queue().cwnd(),
+        full / 2,
+        "a timeout is a loss indication"
+    );
+    let acks = answers(&mut b, &mut env, &sent);
+    let mut s = Sink::default();
+    let (_, ack) = wire(&acks[0], 0);
+    a.on_packet(&ack, &mut env, &mut s);
+    assert_eq!(a.send_queue().cwnd(), full, "the cut is undone");
+    let st = a.send_queue().stats();
+    assert_eq!((st.cwnd_cuts, st.cwnd_undos), (1, 1));
+
+    // Lost: the probe's ACK covers the probe alone, and the window stays halved.
+    let (mut a, mut b, mut env, sent) = timeout_probe([false, false, false]);
+    let acks = answers(&mut b, &mut env, &sent);
+    let mut s = Sink::default();
+    let (_, ack) = wire(&acks[0], 0);
+    a.on_packet(&ack, &mut env, &mut s);
+    assert_eq!(a.send_queue().cwnd(), full / 2, "a real loss keeps the cut");
+    let st = a.send_queue().stats();
+    assert_eq!((st.cwnd_cuts, st.cwnd_undos), (1, 0));
+}
+
+#[test]
 fn a_read_waits_for_the_read_window_where_a_write_would_not() {
     // Window 1024: a 300-packet WRITE goes out whole, but a READ posted behind it does not
     // start while 300 >= MAX_READ_INFLIGHT PSNs are outstanding; the ACK of the WRITE lets
@@ -1274,7 +1304,9 @@ fn read_timeout_probes_one_packet_and_resumes_when_responses_were_late() {
     // until RetryExcErr, with nothing lost (tests/sim_slow.rs has the whole story).
     let (mut a, mut b, mut env) = pair_with(QpType::Rc, |c| c.retry_cnt = 7);
     let late = read_with_late_responses(&mut a, &mut b, &mut env);
+    let full = a.send_queue().cwnd();
     let probe = after_timeout(&mut a);
+    assert_eq!(a.send_queue().cwnd(), full / 2);
     assert_eq!(probe.len(), 1, "one probe, nothing behind it");
     assert_eq!(probe[0].hdrs.bth.psn, Psn::new(100));
     assert_eq!(probe[0].hdrs.reth.map(|r| r.len), Some(256));
@@ -1288,6 +1320,12 @@ fn read_timeout_probes_one_packet_and_resumes_when_responses_were_late() {
     assert!(s.sent().is_empty(), "{:?}", s.sent());
     let c = s.completions();
     assert_eq!((c.len(), c[0].status), (1, WcStatus::Success));
+    assert_eq!(
+        a.send_queue().cwnd(),
+        full,
+        "a spurious timeout's cut is undone"
+    );
+    assert_eq!(a.send_queue().stats().cwnd_undos, 1);
     // The probe's own answer, after them, is a duplicate.
     let answer = answers(&mut b, &mut env, &probe[..1]);
     let (_, p) = wire(&answer[0], 7);
@@ -1309,6 +1347,7 @@ fn read_timeout_probe_answered_alone_requests_the_rest_again() {
     let (_, p) = wire(&answer[0], 7);
     assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
     a.poll_tx(100, &mut s);
+    assert_eq!(a.send_queue().stats().cwnd_undos, 0, "lost: the cut stays");
     let rest = s.sent();
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].hdrs.bth.psn, Psn::new(101));

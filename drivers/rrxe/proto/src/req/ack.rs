@@ -244,8 +244,11 @@ impl<const S: usize> SendQueue<S> {
                     // as after a loss. A packet lost behind a partial ACK (its NAK lost
                     // too) waits for the next timeout; probing again at each partial ACK
                     // instead was slower in `sim_slow`, with 1 % loss too.
-                    if (psn.after(pr.psn) || !sent) && self.send_psn.before(pr.resume) {
-                        self.send_psn = pr.resume;
+                    if psn.after(pr.psn) || !sent {
+                        self.spurious_timeout();
+                        if self.send_psn.before(pr.resume) {
+                            self.send_psn = pr.resume;
+                        }
                     }
                 }
                 if progress {
@@ -407,6 +410,7 @@ impl<const S: usize> SendQueue<S> {
         // leaves it to be asked again as it was, see `rewind`).
         self.probe = None;
         if let Some(r) = resume {
+            self.spurious_timeout();
             if self.send_psn.before(r) {
                 self.send_psn = r;
             }
@@ -498,7 +502,7 @@ impl<const S: usize> SendQueue<S> {
                 self.retry_left -= 1;
                 self.rto.on_timeout();
                 self.nak_guard = None;
-                self.on_loss();
+                self.on_timeout_loss();
                 let resume = match self.probe {
                     Some(pr) if pr.resume.after(self.send_psn) => pr.resume,
                     _ => self.send_psn,
