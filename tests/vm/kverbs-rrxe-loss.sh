@@ -10,7 +10,7 @@
 # counter must rise. (UD is left out: datagrams are not retransmitted.)
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 KV_DEV=rrxe0
-KTEST_ARGS="ud=0 iters=2 sizes=1,4096,65536,262144"
+KTEST_ARGS="ud=0 iters=2 sizes=1,4096,65536,262144 lossy=1"
 kv_dev_setup() {
   load_rrxe && rdma link add rrxe0 type rrxe netdev eth0 &&
     kmod sch_netem && tc qdisc add dev eth0 root netem delay 1ms loss 5% reorder 10% 50%
