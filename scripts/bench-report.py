@@ -86,6 +86,8 @@ def main():
             ("ib_read_bw 64 KiB", "ib_read_bw", 65536, 1),
             ("ib_write_bw 64 KiB -q 8", "ib_write_bw", 65536, 8),
             ("ib_write_bw 64 KiB -q 64", "ib_write_bw", 65536, 64),
+            ("ib_send_bw 64 KiB -e (events)", "ib_send_bw-e", 65536, 1),
+            ("ib_read_bw 64 KiB -e (events)", "ib_read_bw-e", 65536, 1),
             ("ib_write_lat 2 B (t_typical)", "ib_write_lat", 2, 1),
             ("ib_send_lat 2 B (t_typical)", "ib_send_lat", 2, 1),
             ("ib_read_lat 2 B (t_typical)", "ib_read_lat", 2, 1)]
@@ -169,6 +171,13 @@ def main():
     cw = [cpu_gb(s, "ib_write_bw", 65536, 1, vm) for s in ("rrxe", "rxe") for vm in ("vm1", "vm0")]
     out.append(target("ib_write_bw 64 KiB kernel CPU/GB below rxe's, sender and receiver",
                       None if None in cw else cw[0] < cw[2] and cw[1] < cw[3]))
+
+    e = [(t, m(s, t, 65536), m(s, t + "-e", 65536)) for s in ("rrxe",) for t in ("ib_send_bw", "ib_read_bw")]
+    if any(a and b for _, a, b in e) and tcp:
+        out.append("\nWith completion events (-e: both processes sleep instead of spinning on "
+                   "their CQs, as iperf3 sleeps), rrxe: "
+                   + "; ".join(f"{t} {fmt(b, 'Gb/s')} Gb/s ({100 * b / tcp:.0f} % of TCP; "
+                               f"{fmt(a, 'Gb/s')} polling)" for t, a, b in e if a and b) + ".")
 
     spread = [(k, min(v), max(v)) for k, v in sorted(runs.items()) if len(v) > 1]
     if spread:

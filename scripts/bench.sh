@@ -90,8 +90,8 @@ if [ "$LOCAL" = 1 ]; then
 fi
 # Under TCG a stack moves ~5 MB/s: a bandwidth run takes VOLUME/5 s plus ~10 s of setup.
 # The 64-QP run moves at least 64 x 20 messages (five runs' volume at 64 KiB); the CPU baselines
-# add five short runs.
-timeout=$(( (REPS * nst * (18 + nsz) + REPS) * (VOLUME / 4 + 30) + 900 ))
+# add seven short runs; the two completion-event (-e) runs are two more.
+timeout=$(( (REPS * nst * (20 + nsz) + REPS) * (VOLUME / 4 + 30) + 900 ))
 echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, $SMP CPU(s) per VM, over: tcp $STACKS (timeout ${timeout}s)"
 start=$(date +%s)
 qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
