@@ -10,11 +10,27 @@ use crate::ib::WcOpcode;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
+/// Whether a queue shared with a process may have entries for `ring`: its producer index
+/// moved past the ring's `ucons` and the ring has room. Every run of a user QP asks (for
+/// each received packet too): this check costs a lock and a load, where a pull zeroes
+/// about a kilobyte of stack for its copies first.
+fn may_pull<T: Copy>(q: &Queue, ring: &IrqSpinLock<WrRing<T>>) -> bool {
+    let r = ring.lock();
+    !r.full() && q.producer().load(Ordering::Acquire) != r.ucons
+}
+
 impl Qp {
     /// User QPs: copies new entries of the shared send queue into the driver's ring,
     /// validating each. Stops when the ring is full (continued at the next run).
-    #[inline(never)]
     pub(super) fn pull_user_sq(&self) {
+        let Some(u) = &self.user else { return };
+        if may_pull(&u.sq, &self.sq) {
+            self.pull_user_sq_entries();
+        }
+    }
+
+    #[inline(never)]
+    fn pull_user_sq_entries(&self) {
         let Some(u) = &self.user else { return };
         let lim = crate::uwqe::SendLimits {
             max_sge: self.max_send_sge,
@@ -117,8 +133,19 @@ impl Qp {
 /// Copies new receive WQEs of a queue shared with a process into a driver ring, validating
 /// each; stops when the ring is full. `Err` when the queue is corrupt (its producer index
 /// or an entry): the caller moves its owner to the error state.
-#[inline(never)]
 pub(crate) fn pull_recv_queue(
+    q: &Queue,
+    ring: &IrqSpinLock<WrRing<RecvWr>>,
+    max_sge: u32,
+) -> Result<(), ()> {
+    if !may_pull(q, ring) {
+        return Ok(());
+    }
+    pull_recv_entries(q, ring, max_sge)
+}
+
+#[inline(never)]
+fn pull_recv_entries(
     q: &Queue,
     ring: &IrqSpinLock<WrRing<RecvWr>>,
     max_sge: u32,
