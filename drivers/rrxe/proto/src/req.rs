@@ -102,7 +102,9 @@
 //! that shows the originals arrived (an ACK beyond the probe's PSN, or one that came before
 //! the probe went out; a READ response of an earlier request) makes the timeout spurious,
 //! and the cut it made is undone (the window and its growth count as they were), unless
-//! another loss indication came in between. TCP does the same for a spurious retransmit
+//! another loss indication came in between. An answer that shows a loss, a probe dropped
+//! unanswered, or a timeout with no probe (an atomic or FLUSH at `una`) makes the cut
+//! stand. TCP does the same for a spurious retransmit
 //! timeout (RFC 5682 F-RTO, Linux's `tcp_try_undo_loss`). Here spurious timeouts come from
 //! hosts that deschedule a QP's work (TCG guests on a busy host), not from a congested
 //! path; without the undo each one halved the window for the rest of a run, since it
@@ -255,6 +257,12 @@ impl Cwnd {
             self.undo = Some(before);
         }
         cut
+    }
+
+    /// The timeout behind the current cut proved real, or can no longer prove spurious:
+    /// nothing will undo it.
+    fn keep_cut(&mut self) {
+        self.undo = None;
     }
 
     /// The timeout behind the current cut was spurious: the window is as it was before
@@ -629,7 +637,7 @@ impl<const S: usize> SendQueue<S> {
         // its reply cache entry ends there, and a longer request for it again is refused
         // (invalid request, dropped) every time, until RETRY_EXC_ERR.
         if !matches!(self.probe, Some(pr) if pr.psn == psn) {
-            self.probe = None;
+            self.drop_probe();
         }
         if psn.before(self.send_psn) {
             self.rto.on_retransmit();
@@ -683,6 +691,14 @@ impl<const S: usize> SendQueue<S> {
     fn on_timeout_loss(&mut self) {
         if self.cwnd.on_timeout(self.una, self.next_psn) {
             self.stats.cwnd_cuts = self.stats.cwnd_cuts.wrapping_add(1);
+        }
+    }
+
+    /// Forgets the probe unanswered: with it goes the chance to find its timeout
+    /// spurious, so that timeout's cut stands.
+    fn drop_probe(&mut self) {
+        if self.probe.take().is_some() {
+            self.cwnd.keep_cut();
         }
     }
 

@@ -800,6 +800,32 @@ fn a_spurious_timeout_undoes_its_window_cut_and_a_real_one_keeps_it() {
     assert_eq!(a.send_queue().cwnd(), full / 2, "a real loss keeps the cut");
     let st = a.send_queue().stats();
     assert_eq!((st.cwnd_cuts, st.cwnd_undos), (1, 0));
+
+    // Still in that episode, a second timeout whose probe finds its packets late must not
+    // undo the first, real, cut. The rest (101, 102) goes again and arrives; its ACKs are
+    // lost; the timeout probes 101 and the responder's ACK covers 102.
+    a.poll_tx(100, &mut s);
+    let again = s.sent();
+    assert_eq!(again.len(), 2);
+    let _lost_acks = answers(&mut b, &mut env, &again);
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Retransmit, &mut s);
+    a.poll_tx(100, &mut s);
+    let probe = s.sent();
+    assert_eq!(probe.len(), 1);
+    assert_eq!(probe[0].hdrs.bth.psn, Psn::new(101));
+    let acks = answers(&mut b, &mut env, &probe);
+    let (_, ack) = wire(&acks[0], 0);
+    let mut s = Sink::default();
+    a.on_packet(&ack, &mut env, &mut s);
+    assert_eq!(statuses(&s.completions()), [WcStatus::Success; 2]);
+    assert_eq!(
+        a.send_queue().cwnd(),
+        full / 2,
+        "the real loss's cut still stands"
+    );
+    let st = a.send_queue().stats();
+    assert_eq!((st.cwnd_cuts, st.cwnd_undos), (1, 0));
 }
 
 #[test]

@@ -249,6 +249,9 @@ impl<const S: usize> SendQueue<S> {
                         if self.send_psn.before(pr.resume) {
                             self.send_psn = pr.resume;
                         }
+                    } else {
+                        // The probe alone: the original was lost, the cut stands.
+                        self.cwnd.keep_cut();
                     }
                 }
                 if progress {
@@ -407,8 +410,11 @@ impl<const S: usize> SendQueue<S> {
             _ => return RxStatus::Invalid,
         }
         // The probe is answered (kept until here: a response that cannot be placed yet
-        // leaves it to be asked again as it was, see `rewind`).
-        self.probe = None;
+        // leaves it to be asked again as it was, see `rewind`). Its own answer (or one
+        // taken for it) means the responses were lost: the cut stands.
+        if self.probe.take().is_some() && resume.is_none() {
+            self.cwnd.keep_cut();
+        }
         if let Some(r) = resume {
             self.spurious_timeout();
             if self.send_psn.before(r) {
@@ -502,12 +508,14 @@ impl<const S: usize> SendQueue<S> {
                 self.retry_left -= 1;
                 self.rto.on_timeout();
                 self.nak_guard = None;
-                self.on_timeout_loss();
                 let resume = match self.probe {
                     Some(pr) if pr.resume.after(self.send_psn) => pr.resume,
                     _ => self.send_psn,
                 };
+                // Before the cut: a probe this drops takes an earlier timeout's undo with
+                // it, never this one's.
                 self.rewind(self.una);
+                self.on_timeout_loss();
                 // A READ, SEND or WRITE at `una`: one packet first. Sending everything
                 // again on a timeout that only means "late" (packets or responses queued
                 // behind other traffic on a slow host, or behind 63 other QPs) multiplies
@@ -526,6 +534,9 @@ impl<const S: usize> SendQueue<S> {
                         psn: self.una,
                         resume,
                     });
+                } else {
+                    // No probe, no answer to tell late from lost: the cut stands.
+                    self.cwnd.keep_cut();
                 }
             }
             TimerKind::Rnr => {

@@ -15,7 +15,7 @@ impl<const S: usize> SendQueue<S> {
             // Its PSN is acknowledged: nothing is left to ask (a stale probe would hold the
             // queue below with no timer armed to end it). Nothing in this loop moves `una`
             // of an RC queue, so once per poll is enough.
-            self.probe = None;
+            self.drop_probe();
         }
         loop {
             if *left == 0 {
