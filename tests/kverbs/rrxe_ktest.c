@@ -355,13 +355,13 @@ static int kt_wait_tok(struct kt *kt, struct kt_tok *t, struct ib_cq *direct_cq,
 	return t->wc.status == IB_WC_SUCCESS ? 0 : -EIO;
 }
 
-static void kt_diag_wait(const char *what, int ret, const struct kt_tok *t)
+static void kt_diag_wait(const char *what, int ret, const struct kt_tok *t, unsigned int ms)
 {
 	if (ret == -EIO)
 		diag("%s: completion with status %s (%d), vendor_err 0x%x", what,
 		     ib_wc_status_msg(t->wc.status), t->wc.status, t->wc.vendor_err);
 	else if (ret == -ETIMEDOUT)
-		diag("%s: no completion within %u ms", what, timeout_ms);
+		diag("%s: no completion within %u ms", what, ms);
 	else if (ret == -ECONNRESET)
 		diag("%s: the connection went away while waiting", what);
 	else
@@ -765,7 +765,7 @@ static int kt_exec_ms(struct kt *kt, struct ib_send_wr *wr, const char *what, un
 	}
 	ret = kt_wait_tok(kt, &kt->tx_tok, NULL, ms, true);
 	if (ret)
-		kt_diag_wait(what, ret, &kt->tx_tok);
+		kt_diag_wait(what, ret, &kt->tx_tok, ms);
 	return ret;
 }
 
@@ -781,7 +781,7 @@ static int kt_recv(struct kt *kt, unsigned int ms, const char *what)
 
 	ret = kt_wait_tok(kt, &kt->rx_tok[i], NULL, ms, true);
 	if (ret) {
-		kt_diag_wait(what, ret, &kt->rx_tok[i]);
+		kt_diag_wait(what, ret, &kt->rx_tok[i], ms);
 		return ret;
 	}
 	kt->rx_next = (i + 1) % KT_NRECV;
@@ -1476,7 +1476,7 @@ static int kt_ud_send(struct kt *kt, struct ib_ah *ah, u32 qpn, u32 qkey, u32 se
 	}
 	ret = kt_wait_tok(kt, &u->tx_tok, u->cq, timeout_ms, false);
 	if (ret)
-		kt_diag_wait("UD SEND", ret, &u->tx_tok);
+		kt_diag_wait("UD SEND", ret, &u->tx_tok, timeout_ms);
 	return ret;
 }
 
@@ -1495,7 +1495,7 @@ static int kt_ud_recv(struct kt *kt, u32 want_seed, u32 want_len, bool *good)
 
 	ret = kt_wait_tok(kt, &u->rx_tok[i], u->cq, timeout_ms, false);
 	if (ret) {
-		kt_diag_wait("UD RECV", ret, &u->rx_tok[i]);
+		kt_diag_wait("UD RECV", ret, &u->rx_tok[i], timeout_ms);
 		return ret;
 	}
 	u->rx_next = (i + 1) % KT_UD_NRECV;
@@ -1688,7 +1688,7 @@ static void kt_rc_flush_checks(struct kt *kt)
 			flushed++;
 		else
 			kt_diag_wait("posted RECV after disconnect", ret ? ret : -EPROTO,
-				     &kt->rx_tok[i]);
+				     &kt->rx_tok[i], timeout_ms);
 	}
 	tap(flushed == KT_NRECV, "RC: all %d posted RECVs completed with WR_FLUSH_ERR after the disconnect (%d did)",
 	    KT_NRECV, flushed);
