@@ -172,7 +172,7 @@ def main():
     out.append(target("ib_write_bw 64 KiB kernel CPU/GB below rxe's, sender and receiver",
                       None if None in cw else cw[0] < cw[2] and cw[1] < cw[3]))
 
-    e = [(t, m(s, t, 65536), m(s, t + "-e", 65536)) for s in ("rrxe",) for t in ("ib_send_bw", "ib_read_bw")]
+    e = [(t, m("rrxe", t, 65536), m("rrxe", t + "-e", 65536)) for t in ("ib_send_bw", "ib_read_bw")]
     if any(a and b for _, a, b in e) and tcp:
         out.append("\nWith completion events (-e: both processes sleep instead of spinning on "
                    "their CQs, as iperf3 sleeps), rrxe: "

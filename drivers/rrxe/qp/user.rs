@@ -3,7 +3,7 @@
 //! driver's rings).
 
 use super::wr::{RecvWr, SendKind, SendWr, Sge, WrRing};
-use super::{Qp, MAX_SGE};
+use super::{Qp, UserRings, MAX_SGE};
 use crate::glue::sync::IrqSpinLock;
 use crate::glue::Queue;
 use crate::ib::WcOpcode;
@@ -25,13 +25,12 @@ impl Qp {
     pub(super) fn pull_user_sq(&self) {
         let Some(u) = &self.user else { return };
         if may_pull(&u.sq, &self.sq) {
-            self.pull_user_sq_entries();
+            self.pull_user_sq_entries(u);
         }
     }
 
     #[inline(never)]
-    fn pull_user_sq_entries(&self) {
-        let Some(u) = &self.user else { return };
+    fn pull_user_sq_entries(&self, u: &UserRings) {
         let lim = crate::uwqe::SendLimits {
             max_sge: self.max_send_sge,
             max_inline: self.max_inline,

@@ -271,8 +271,8 @@ impl Cwnd {
         let Some((size, acked)) = self.undo.take() else {
             return false;
         };
-        // Never below where it stands (it cannot have grown in the episode, but a
-        // smaller value would be a second cut).
+        // Never below where it stands: ACKs of the episode may have grown it (by one a
+        // window, never past what the cut took), and a smaller value would be a second cut.
         if size >= self.size {
             self.size = size;
             self.acked = acked;
@@ -682,14 +682,18 @@ impl<const S: usize> SendQueue<S> {
 
     /// A loss indication: the window shrinks once per episode.
     fn on_loss(&mut self) {
-        if self.cwnd.on_loss(self.una, self.next_psn) {
-            self.stats.cwnd_cuts = self.stats.cwnd_cuts.wrapping_add(1);
-        }
+        let cut = self.cwnd.on_loss(self.una, self.next_psn);
+        self.count_cut(cut);
     }
 
     /// A retransmit timeout: a loss indication until its probe's answer says otherwise.
     fn on_timeout_loss(&mut self) {
-        if self.cwnd.on_timeout(self.una, self.next_psn) {
+        let cut = self.cwnd.on_timeout(self.una, self.next_psn);
+        self.count_cut(cut);
+    }
+
+    fn count_cut(&mut self, cut: bool) {
+        if cut {
             self.stats.cwnd_cuts = self.stats.cwnd_cuts.wrapping_add(1);
         }
     }
@@ -702,9 +706,13 @@ impl<const S: usize> SendQueue<S> {
         }
     }
 
-    /// The timeout's probe was answered by the originals: the timeout was spurious.
-    fn spurious_timeout(&mut self) {
-        if self.cwnd.undo() {
+    /// The timeout's probe is answered: by the originals, `late` (the timeout was
+    /// spurious and its cut is undone), or by the probe's own answer (a loss: the cut
+    /// stands).
+    fn probe_verdict(&mut self, late: bool) {
+        if !late {
+            self.cwnd.keep_cut();
+        } else if self.cwnd.undo() {
             self.stats.cwnd_undos = self.stats.cwnd_undos.wrapping_add(1);
         }
     }

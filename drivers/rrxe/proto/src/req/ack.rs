@@ -244,14 +244,10 @@ impl<const S: usize> SendQueue<S> {
                     // as after a loss. A packet lost behind a partial ACK (its NAK lost
                     // too) waits for the next timeout; probing again at each partial ACK
                     // instead was slower in `sim_slow`, with 1 % loss too.
-                    if psn.after(pr.psn) || !sent {
-                        self.spurious_timeout();
-                        if self.send_psn.before(pr.resume) {
-                            self.send_psn = pr.resume;
-                        }
-                    } else {
-                        // The probe alone: the original was lost, the cut stands.
-                        self.cwnd.keep_cut();
+                    let late = psn.after(pr.psn) || !sent;
+                    self.probe_verdict(late);
+                    if late && self.send_psn.before(pr.resume) {
+                        self.send_psn = pr.resume;
                     }
                 }
                 if progress {
@@ -411,12 +407,11 @@ impl<const S: usize> SendQueue<S> {
         }
         // The probe is answered (kept until here: a response that cannot be placed yet
         // leaves it to be asked again as it was, see `rewind`). Its own answer (or one
-        // taken for it) means the responses were lost: the cut stands.
-        if self.probe.take().is_some() && resume.is_none() {
-            self.cwnd.keep_cut();
+        // taken for it) means the responses were lost.
+        if self.probe.take().is_some() {
+            self.probe_verdict(resume.is_some());
         }
         if let Some(r) = resume {
-            self.spurious_timeout();
             if self.send_psn.before(r) {
                 self.send_psn = r;
             }
