@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine for rrxe from the package registries only, then builds (or
 # reuses from the cache) the guest kernel. Idempotent: fast when everything is in place.
+#   scripts/setup.sh [--kernel 6.12|7.3]
+# The kernel is 6.12 by default (or $RRXE_KERNEL); scripts/build-kernel.sh builds it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage() { sed -n '2,5s/^# \{0,1\}//p' "$0"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_KERNEL=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "setup: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+. scripts/env.sh
+case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) ;; *)
+  echo "setup: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
+esac
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 
 PKGS=(
