@@ -130,7 +130,7 @@ pub(crate) fn create<'a>(
             }
         }
         // Plain data, initialised by value.
-        obj.init(AhData { av, num })
+        Ok(obj.init_value(AhData { av, num }))
     })
 }
 

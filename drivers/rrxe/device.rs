@@ -232,24 +232,26 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.odp_caps.per_transport_caps.ud_odp_caps = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
     attr.max_pkeys = 1;
     attr.local_ca_ack_delay = 15;
+    // The "firmware" version (ibv_devinfo's fw_ver, sysfs fw_ver): the module's version.
+    attr.fw_ver = crate::glue::module_version_raw();
     // The object maxima, enforced by crate::limits.
-    attr.max_pd = Obj::Pd.max() as i32;
-    attr.max_mr = Obj::Mr.max() as i32;
-    attr.max_mw = Obj::Mw.max() as i32;
-    attr.max_cq = Obj::Cq.max() as i32;
-    attr.max_cqe = crate::cq::MAX_CQE as i32;
+    attr.max_pd = Obj::Pd.max() as _;
+    attr.max_mr = Obj::Mr.max() as _;
+    attr.max_mw = Obj::Mw.max() as _;
+    attr.max_cq = Obj::Cq.max() as _;
+    attr.max_cqe = crate::cq::MAX_CQE as _;
     attr.max_fast_reg_page_list_len = 512;
-    attr.max_ah = Obj::Ah.max() as i32;
-    attr.max_qp = Obj::Qp.max() as i32;
-    attr.max_qp_wr = crate::qp::MAX_QP_WR as i32;
-    attr.max_send_sge = crate::qp::MAX_SGE as i32;
-    attr.max_recv_sge = crate::qp::MAX_SGE as i32;
-    attr.max_sge_rd = crate::qp::MAX_SGE as i32;
-    attr.max_srq = Obj::Srq.max() as i32;
-    attr.max_srq_wr = crate::qp::MAX_QP_WR as i32;
-    attr.max_srq_sge = crate::qp::MAX_SGE as i32;
-    attr.max_qp_rd_atom = crate::qp::MAX_RD_ATOMIC as i32;
-    attr.max_qp_init_rd_atom = crate::qp::MAX_INIT_RD_ATOMIC as i32;
+    attr.max_ah = Obj::Ah.max() as _;
+    attr.max_qp = Obj::Qp.max() as _;
+    attr.max_qp_wr = crate::qp::MAX_QP_WR as _;
+    attr.max_send_sge = crate::qp::MAX_SGE as _;
+    attr.max_recv_sge = crate::qp::MAX_SGE as _;
+    attr.max_sge_rd = crate::qp::MAX_SGE as _;
+    attr.max_srq = Obj::Srq.max() as _;
+    attr.max_srq_wr = crate::qp::MAX_QP_WR as _;
+    attr.max_srq_sge = crate::qp::MAX_SGE as _;
+    attr.max_qp_rd_atom = crate::qp::MAX_RD_ATOMIC as _;
+    attr.max_qp_init_rd_atom = crate::qp::MAX_INIT_RD_ATOMIC as _;
     attr.max_res_rd_atom = 16 * 1024;
     attr.atomic_cap = b::ib_atomic_cap_IB_ATOMIC_HCA;
     // The responder serves ATOMIC WRITE and FLUSH (global visibility: memory is coherent),

@@ -8,6 +8,48 @@
 #include "rrxe_glue_int.h"
 
 MODULE_ALIAS_RDMA_LINK("rrxe");
+MODULE_AUTHOR("rrxe developers");
+MODULE_VERSION(RRXE_VERSION);
+
+/* A new ib_device of size bytes, zeroed but for the core's own initialisation. */
+struct ib_device *rrxe_glue_alloc_device(size_t size)
+{
+	return rrxe_ib_alloc_device(size);
+}
+
+/*
+ * ib_register_device with no DMA device (the core then uses virtual DMA, as for every
+ * software device). The core refuses a name in use with -ENFILE (its answer for a full
+ * "%d" pattern too): a name without a pattern was taken, -EEXIST, as the early check
+ * (rrxe_glue_ib_device_name_exists) answers where the tree allows it.
+ */
+int rrxe_glue_register_device(struct ib_device *ibdev, const char *name)
+{
+	int err = ib_register_device(ibdev, name, NULL);
+
+	if (err == -ENFILE && !strchr(name, '%'))
+		err = -EEXIST;
+	return err;
+}
+
+/*
+ * Whether an RDMA device is called name now (an early, clearly logged refusal at link
+ * add). A tree without ib_device_get_by_name answers false: its ib_register_device still
+ * refuses a name in use (with -ENFILE, which the Rust glue turns into -EEXIST).
+ */
+bool rrxe_glue_ib_device_name_exists(const char *name)
+{
+#ifdef RRXE_HAVE_IB_DEVICE_GET_BY_NAME
+	struct ib_device *dev = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
+
+	if (!dev)
+		return false;
+	ib_device_put(dev);
+	return true;
+#else
+	return false;
+#endif
+}
 
 struct module *rrxe_glue_this_module(void)
 {
@@ -170,9 +212,26 @@ static void rrxe_disassociate_ucontext(struct ib_ucontext *uctx)
 {
 }
 
+/* RRXE_VERSION ("major.minor.patch") as major << 32 | minor << 16 | patch. */
+u64 rrxe_glue_module_version_raw(void)
+{
+	unsigned int v[3] = {};
+
+	if (sscanf(RRXE_VERSION, "%u.%u.%u", &v[0], &v[1], &v[2]) < 1)
+		return 0;
+	return (u64)(v[0] & 0xffff) << 32 | (u64)(v[1] & 0xffff) << 16 | (v[2] & 0xffff);
+}
+
+/* The "firmware" version in sysfs (fw_ver): the module's version. */
+static void rrxe_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	strscpy(str, RRXE_VERSION, IB_FW_VERSION_NAME_MAX);
+}
+
 static const struct ib_device_ops rrxe_sysfs_ops = {
 	.device_group = &rrxe_dev_attr_group,
 	.disassociate_ucontext = rrxe_disassociate_ucontext,
+	.get_dev_fw_str = rrxe_get_dev_fw_str,
 };
 
 /* Adds the device attributes above and disassociate_ucontext; call before ib_register_device(). */
@@ -217,6 +276,29 @@ void rrxe_glue_spin_lock_bh(spinlock_t *lock)
 void rrxe_glue_spin_unlock_bh(spinlock_t *lock)
 {
 	spin_unlock_bh(lock);
+}
+
+/* spin_trylock_irqsave: true with *flags saved and the lock held, or false (IRQs as before). */
+bool rrxe_glue_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags)
+{
+	return spin_trylock_irqsave(lock, *flags);
+}
+
+bool rrxe_glue_spin_trylock_bh(spinlock_t *lock)
+{
+	return spin_trylock_bh(lock);
+}
+
+/* A lockdep assertion that lock is held (nothing without lockdep). */
+void rrxe_glue_spin_assert_held(spinlock_t *lock)
+{
+	lockdep_assert_held(lock);
+}
+
+/* The monotonic clock, in ns (any context but NMI). */
+u64 rrxe_glue_ktime_get_ns(void)
+{
+	return ktime_get_ns();
 }
 
 struct ib_ucontext *rrxe_glue_udata_ucontext(struct ib_udata *udata)

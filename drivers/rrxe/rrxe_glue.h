@@ -82,6 +82,10 @@ struct rrxe_timer;
 int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av);
 void rrxe_glue_av_to_ah_attr(const struct rrxe_kav *av, struct rdma_ah_attr *attr);
 struct module *rrxe_glue_this_module(void);
+struct ib_device *rrxe_glue_alloc_device(size_t size);
+bool rrxe_glue_ib_device_name_exists(const char *name);
+int rrxe_glue_register_device(struct ib_device *ibdev, const char *name);
+u64 rrxe_glue_module_version_raw(void);
 /*
  * The driver's receive path, called with each datagram of our UDP sockets (softirq) and
  * each packet our QPs send to this host (bottom halves off); it owns the skb.
@@ -137,6 +141,10 @@ unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 void rrxe_glue_spin_lock_bh(spinlock_t *lock);
 void rrxe_glue_spin_unlock_bh(spinlock_t *lock);
+bool rrxe_glue_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
+bool rrxe_glue_spin_trylock_bh(spinlock_t *lock);
+void rrxe_glue_spin_assert_held(spinlock_t *lock);
+u64 rrxe_glue_ktime_get_ns(void);
 
 void *rrxe_glue_vmalloc_user(size_t size);
 void rrxe_glue_vfree(void *addr);

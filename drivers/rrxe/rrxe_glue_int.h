@@ -24,7 +24,6 @@
 #include <linux/random.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
-#include <net/ipv6_stubs.h>
 #include <net/route.h>
 #include <net/dst_cache.h>
 #include <net/sch_generic.h>
@@ -33,6 +32,7 @@
 #include <net/ip6_route.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include "rrxe_glue_compat.h"
 #include "rrxe_glue.h"
 
 #endif

@@ -115,7 +115,7 @@ void rrxe_glue_mmap_free(struct rdma_user_mmap_entry *r)
 struct ib_umem *rrxe_glue_umem_get(struct ib_device *dev, u64 start, u64 length, int access,
 				   int *err)
 {
-	struct ib_umem *umem = ib_umem_get(dev, start, length, access);
+	struct ib_umem *umem = rrxe_ib_umem_get(dev, start, length, access);
 
 	if (IS_ERR(umem)) {
 		*err = PTR_ERR(umem);
@@ -214,7 +214,7 @@ int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
 #include <linux/dma-buf.h>
 #include <linux/iosys-map.h>
 
-MODULE_IMPORT_NS(DMA_BUF);
+RRXE_MODULE_IMPORT_NS_DMA_BUF;
 
 /*
  * A dma-buf an MR is registered over (one reference), and the kernel mapping of the whole

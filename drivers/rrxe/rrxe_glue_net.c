@@ -84,7 +84,7 @@ static struct socket *rrxe_udp_open(struct net *net, bool ipv6, u16 port, int *e
 		return NULL;
 	tnl_cfg.encap_type = 1;
 	tnl_cfg.encap_rcv = rrxe_udp_encap_recv;
-	setup_udp_tunnel_sock(net, sock, &tnl_cfg);
+	rrxe_setup_udp_tunnel_sock(net, sock, &tnl_cfg);
 	return sock;
 }
 
@@ -135,9 +135,9 @@ static void rrxe_net_exit(struct net *net)
 
 	mutex_lock(&rrxe_net_mutex);
 	if (rn->sock6)
-		udp_tunnel_sock_release(rn->sock6);
+		rrxe_udp_tunnel_sock_release(rn->sock6);
 	if (rn->sock4)
-		udp_tunnel_sock_release(rn->sock4);
+		rrxe_udp_tunnel_sock_release(rn->sock4);
 	rn->sock4 = NULL;
 	rn->sock6 = NULL;
 	mutex_unlock(&rrxe_net_mutex);
@@ -369,7 +369,7 @@ struct net_device *rrxe_glue_local_addr_dev(struct net_device *ndev, bool ipv6, 
 	}
 #if IS_ENABLED(CONFIG_IPV6)
 	rcu_read_lock();
-	dev = ipv6_stub->ipv6_dev_find(net, (const struct in6_addr *)addr, NULL);
+	dev = rrxe_ipv6_dev_find(net, (const struct in6_addr *)addr);
 	if (IS_ERR(dev))
 		dev = NULL;
 	if (dev)
@@ -618,7 +618,7 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 		fl6.flowi6_proto = IPPROTO_UDP;
 		dst = route ? rrxe_route_get6(route, ndev, &fl6.saddr) : NULL;
 		if (!dst) {
-			dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+			dst = rrxe_ip6_dst_lookup_flow(net, &fl6);
 			if (IS_ERR(dst)) {
 				kfree_skb(skb);
 				return PTR_ERR(dst);

@@ -8,19 +8,79 @@
 #include <linux/sched/mm.h>
 
 /*
+ * rrxe's own page table of an ODP umem: one word per page, the page's kernel address with
+ * RRXE_ODP_PRESENT and RRXE_ODP_WRITE in its low bits (pages are aligned), or 0. Only
+ * rrxe writes it, under `lock`: a fault copies what the core mapped into it, holding the
+ * umem's umem_mutex after ib_umem_odp_map_dma_and_lock has checked its notifier sequence;
+ * the invalidation callback clears it, under umem_mutex too, before the core unmaps. The
+ * access path reads it alone. It does not read the core's list: in trees with the HMM
+ * rework, map.pfn_list is also hmm_range_fault's output buffer, written without any lock,
+ * so a walk racing with an invalidation can store a freed page's pfn there until the
+ * fault's sequence check repairs it.
+ */
+#define RRXE_ODP_PRESENT 1ULL
+#define RRXE_ODP_WRITE 2ULL
+
+/*
+ * The core's entry idx of u in rrxe's form (0 if not mapped), from the list the tree has:
+ * HMM pfns in map.pfn_list, or, in trees before the ODP rework, "DMA addresses" with
+ * ODP_READ/WRITE_ALLOWED bits in dma_list, which for a virtual-DMA device are the pages'
+ * kernel addresses (ib_dma_map_page). Under umem_mutex, after a successful map.
+ */
+#ifdef RRXE_HAVE_ODP_HMM_MAP
+#include <linux/hmm.h>
+static u64 rrxe_odp_core_entry(struct ib_umem_odp *u, u64 idx)
+{
+	unsigned long e = READ_ONCE(u->map.pfn_list[idx]);
+
+	if (!(e & HMM_PFN_VALID))
+		return 0;
+	/* INFINIBAND_VIRT_DMA excludes HIGHMEM: every page has a kernel address. */
+	return (u64)(uintptr_t)page_address(hmm_pfn_to_page(e)) | RRXE_ODP_PRESENT |
+	       (e & HMM_PFN_WRITE ? RRXE_ODP_WRITE : 0);
+}
+
+/* The access mask ib_umem_odp_map_dma_and_lock takes (reading is implied). */
+static u64 rrxe_odp_fault_mask(bool write)
+{
+	return write ? HMM_PFN_WRITE : 0;
+}
+#else
+static u64 rrxe_odp_core_entry(struct ib_umem_odp *u, u64 idx)
+{
+	u64 e = READ_ONCE(u->dma_list[idx]);
+
+	if (!(e & ODP_READ_ALLOWED_BIT))
+		return 0;
+	return (e & ODP_DMA_ADDR_MASK) | RRXE_ODP_PRESENT |
+	       (e & ODP_WRITE_ALLOWED_BIT ? RRXE_ODP_WRITE : 0);
+}
+
+static u64 rrxe_odp_fault_mask(bool write)
+{
+	return ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+}
+#endif
+
+/*
  * An on-demand-paging umem and the lock of rrxe's access path. The access path runs under
  * spinlocks (a region's, a QP's engine), in softirq or process context, so it cannot take
- * umem_mutex: it takes `lock` (bottom halves off) to read dma_list and copy through the
- * pages it names. The invalidation callback takes umem_mutex, then `lock`, and unmaps, so
- * an access that found a page mapped finishes with it before the page goes. Faults
- * (ib_umem_odp_map_dma_and_lock, which may sleep) run in process context with no rrxe
- * lock held; they only add mappings (dma_list entries become non-zero or gain the write
- * bit, one aligned word store each), which the access path reads with READ_ONCE.
+ * umem_mutex: it takes `lock` (bottom halves off) to read `pages` and copy through the
+ * pages it names. The invalidation callback takes umem_mutex, then `lock`, clears `pages`
+ * and unmaps, so an access that found a page present finishes with it before the page
+ * goes. Faults (ib_umem_odp_map_dma_and_lock, which may sleep) run in process context with
+ * no spinlock held, one at a time per umem (`fault_mutex`, so that no walk of another
+ * fault writes the core's list while one copies from it), and add entries under `lock`.
  */
 struct rrxe_odp {
 	struct ib_umem_odp *umem;
-	/* Guards dma_list entries against unmapping; BH-off, never with IRQs off. */
+	/* Guards `pages`; BH-off, never with IRQs off. Taken inside umem_mutex. */
 	spinlock_t lock;
+	/* Serialises this umem's faults (process context); taken outside umem_mutex. */
+	struct mutex fault_mutex;
+	/* rrxe's page table (above): one word per page of the umem; NULL for an implicit root. */
+	u64 *pages;
+	u64 npages;
 	/*
 	 * An implicit root: the process's mm, held (mmgrab) so that children can be created
 	 * from it until the root is released (the core's root does not hold it).
@@ -46,8 +106,15 @@ static bool rrxe_odp_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	start = max_t(u64, ib_umem_start(umem_odp), range->start);
 	end = min_t(u64, ib_umem_end(umem_odp), range->end);
-	if (start < end)
+	if (start < end) {
+		u64 first = (start - ib_umem_start(umem_odp)) >> umem_odp->page_shift;
+		u64 last = (ALIGN(end, 1ULL << umem_odp->page_shift) -
+			    ib_umem_start(umem_odp)) >> umem_odp->page_shift;
+
+		if (o && o->pages)
+			memset(&o->pages[first], 0, (min(last, o->npages) - first) * sizeof(u64));
 		ib_umem_odp_unmap_dma_pages(umem_odp, start, end);
+	}
 	if (o)
 		spin_unlock_bh(&o->lock);
 	mutex_unlock(&umem_odp->umem_mutex);
@@ -71,13 +138,22 @@ static struct rrxe_odp *rrxe_odp_wrap(struct ib_umem_odp *u, int *err)
 		*err = PTR_ERR(u);
 		return NULL;
 	}
-	o = kzalloc(sizeof(*o), GFP_KERNEL);
+	o = kzalloc(sizeof(*o), GFP_KERNEL_ACCOUNT);
+	if (o && !u->is_implicit_odp) {
+		o->npages = ib_umem_odp_num_pages(u);
+		o->pages = kvcalloc(o->npages, sizeof(u64), GFP_KERNEL_ACCOUNT);
+		if (!o->pages) {
+			kfree(o);
+			o = NULL;
+		}
+	}
 	if (!o) {
 		ib_umem_odp_release(u);
 		*err = -ENOMEM;
 		return NULL;
 	}
 	spin_lock_init(&o->lock);
+	mutex_init(&o->fault_mutex);
 	o->umem = u;
 	mutex_lock(&u->umem_mutex);
 	u->private = o;
@@ -148,6 +224,8 @@ void rrxe_glue_odp_release(struct rrxe_odp *o)
 	ib_umem_odp_release(o->umem);
 	if (o->mm)
 		mmdrop(o->mm);
+	kvfree(o->pages);
+	mutex_destroy(&o->fault_mutex);
 	kfree(o);
 }
 
@@ -160,17 +238,15 @@ u64 rrxe_glue_odp_address(struct rrxe_odp *o)
 static int rrxe_odp_check(struct rrxe_odp *o, u64 addr, u64 len, bool write)
 {
 	struct ib_umem_odp *u = o->umem;
-	u64 need = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	u64 need = RRXE_ODP_PRESENT | (write ? RRXE_ODP_WRITE : 0);
 	u64 start = ib_umem_start(u), end = ib_umem_end(u), a;
 
 	lockdep_assert_held(&o->lock);
-	if (addr < start || addr > end || len > end - addr)
+	if (!o->pages || addr < start || addr > end || len > end - addr)
 		return -EINVAL;
 	for (a = ALIGN_DOWN(addr, 1ULL << u->page_shift); a < addr + len;
 	     a += 1ULL << u->page_shift) {
-		u64 dma = READ_ONCE(u->dma_list[(a - start) >> u->page_shift]);
-
-		if ((dma & need) != need)
+		if ((o->pages[(a - start) >> u->page_shift] & need) != need)
 			return -EAGAIN;
 	}
 	return 0;
@@ -191,11 +267,9 @@ int rrxe_glue_odp_present(struct rrxe_odp *o, u64 addr, u64 len, bool write)
 static void *rrxe_odp_kva(struct rrxe_odp *o, u64 addr)
 {
 	struct ib_umem_odp *u = o->umem;
-	u64 dma = READ_ONCE(u->dma_list[(addr - ib_umem_start(u)) >> u->page_shift]);
+	u64 e = o->pages[(addr - ib_umem_start(u)) >> u->page_shift];
 
-	/* A virtual-DMA device's "DMA address" is the page's kernel address (ib_dma_map_page). */
-	return (void *)(uintptr_t)((dma & ODP_DMA_ADDR_MASK) +
-				   (addr & ((1ULL << u->page_shift) - 1)));
+	return (void *)(uintptr_t)((e & PAGE_MASK) + (addr & ((1ULL << u->page_shift) - 1)));
 }
 
 /*
@@ -255,15 +329,29 @@ void rrxe_glue_odp_unlock(struct rrxe_odp *o)
  */
 int rrxe_glue_odp_map(struct rrxe_odp *o, u64 addr, u64 len, bool write, bool fault)
 {
-	u64 mask = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	struct ib_umem_odp *u = o->umem;
+	u64 start = ib_umem_start(u), first, last, i;
 	int ret;
 
 	if (!len)
 		return 0;
-	ret = ib_umem_odp_map_dma_and_lock(o->umem, addr, len, mask, fault);
-	if (ret < 0)
+	/* Outside the umem: -EFAULT, as ib_umem_odp_map_dma_and_lock answers it. */
+	if (!o->pages || addr < start || addr > ib_umem_end(u) || len > ib_umem_end(u) - addr)
+		return -EFAULT;
+	mutex_lock(&o->fault_mutex);
+	ret = ib_umem_odp_map_dma_and_lock(u, addr, len, rrxe_odp_fault_mask(write), fault);
+	if (ret < 0) {
+		mutex_unlock(&o->fault_mutex);
 		return ret;
-	mutex_unlock(&o->umem->umem_mutex);
+	}
+	/* umem_mutex held, the sequence checked: the core's entries of the range are current. */
+	first = (addr - start) >> u->page_shift;
+	last = min((ALIGN(addr + len, 1ULL << u->page_shift) - start) >> u->page_shift, o->npages);
+	spin_lock_bh(&o->lock);
+	for (i = first; i < last; i++)
+		o->pages[i] = rrxe_odp_core_entry(u, i);
+	spin_unlock_bh(&o->lock);
+	mutex_unlock(&u->umem_mutex);
+	mutex_unlock(&o->fault_mutex);
 	return 0;
 }
-

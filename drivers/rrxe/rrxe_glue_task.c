@@ -29,7 +29,7 @@ static void rrxe_work_fn(struct work_struct *w)
 
 static void rrxe_timer_fn(struct timer_list *t)
 {
-	struct rrxe_timer *rt = from_timer(rt, t, timer);
+	struct rrxe_timer *rt = timer_container_of(rt, t, timer);
 
 	rt->fn(rt->ctx, rt->id);
 }

@@ -39,7 +39,8 @@ mod xrc;
 module! {
     type: RrxeModule,
     name: "rrxe",
-    author: "rrxe developers",
+    // The author and version are in rrxe_glue.c (MODULE_AUTHOR, MODULE_VERSION): this
+    // macro names the author key differently across kernels.
     description: "Soft-RoCE (RoCEv2) RDMA device written in Rust",
     license: "GPL",
 }

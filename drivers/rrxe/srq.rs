@@ -244,11 +244,8 @@ pub(crate) fn create<'a>(
         } else {
             None
         };
-        obj.init(SrqHandle { srq, xrc_srqn }).inspect_err(|_| {
-            if let Some(n) = xrc_srqn {
-                drop(dev.data().xrc_srqs.remove(n));
-            }
-        })
+        // Plain data, initialised by value: nothing can fail from here on.
+        Ok(obj.init_value(SrqHandle { srq, xrc_srqn }))
     })
 }
 

@@ -264,15 +264,16 @@ impl IbDev {
         let ops = verbs::device_ops::<V>();
         let reg = registry().ok_or(ENODEV)?;
         let size = core::mem::size_of::<RrxeDev>();
-        // SAFETY: _ib_alloc_device allocates `size` zeroed bytes (size >= sizeof(ib_device))
-        // and initialises the ib_device at their start.
-        let raw = unsafe { bindings::_ib_alloc_device(size) };
+        // SAFETY: rrxe_glue_alloc_device (the core's _ib_alloc_device) allocates `size`
+        // zeroed bytes (size >= sizeof(ib_device)) and initialises the ib_device at their
+        // start.
+        let raw = unsafe { bindings::rrxe_glue_alloc_device(size) };
         let rdev = NonNull::new(raw.cast::<RrxeDev>()).ok_or(ENOMEM)?;
         let ib = raw;
         // SAFETY: freshly allocated and never moved (the core frees it in place), not yet
         // visible to anybody: we have exclusive access and may pin-initialise data in place.
         // The initialiser is infallible.
-        let _ = unsafe { data.__pinned_init(ptr::addr_of_mut!((*rdev.as_ptr()).data)) };
+        let _ = unsafe { pin_init_slot(data, ptr::addr_of_mut!((*rdev.as_ptr()).data)) };
         // SAFETY: as above.
         unsafe {
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as _;
@@ -308,9 +309,8 @@ impl IbDev {
         if let Err(e) = reg.insert(rdev) {
             return Err(free(e));
         }
-        // SAFETY: ib is fully set up; name is a NUL-terminated string; NULL dma_device makes
-        // the core use virtual DMA, as for every software device.
-        let err = unsafe { bindings::ib_register_device(ib, name.as_char_ptr(), ptr::null_mut()) };
+        // SAFETY: ib is fully set up; name is a NUL-terminated string.
+        let err = unsafe { bindings::rrxe_glue_register_device(ib, name.as_char_ptr()) };
         if err != 0 {
             // dealloc_driver removes the registry entry.
             return Err(free(Error::from_errno(err)));
@@ -448,15 +448,11 @@ impl IbDevRef {
     }
 
     /// Whether any RDMA device (of any driver) is named `name`.
+    /// A tree without `ib_device_get_by_name` answers false (`rrxe_glue.c`): registration
+    /// refuses a taken name there, with EEXIST.
     pub(crate) fn name_exists(name: &CStr) -> bool {
-        // SAFETY: name is NUL-terminated; the core returns null or a held reference.
-        let p = unsafe {
-            bindings::ib_device_get_by_name(
-                name.as_char_ptr(),
-                bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
-            )
-        };
-        NonNull::new(p).map(IbDevRef).is_some()
+        // SAFETY: name is NUL-terminated; the glue drops the reference it may take.
+        unsafe { bindings::rrxe_glue_ib_device_name_exists(name.as_char_ptr()) }
     }
 }
 
@@ -685,6 +681,11 @@ impl Drop for Registration {
         // 3. No more netdev events, no more packets: every namespace's sockets are closed.
         // SAFETY: registered in new().
         unsafe { bindings::rrxe_glue_unregister_notifier() };
+        // A receive softirq may still be inside the encapsulation callback of a socket just
+        // released (UDP's lookup is an RCU read section; the socket release does not wait
+        // for one in every tree): wait for it before the module's data goes.
+        // SAFETY: process context (module exit), no lock held.
+        unsafe { bindings::rrxe_glue_synchronize_rcu() };
         REGISTRY.store(ptr::null_mut(), Ordering::Release);
     }
 }
@@ -814,4 +815,30 @@ unsafe extern "C" fn rrxe_rs_netdev_event(
     if let Some(reg) = registry() {
         (reg.netdev_event)(event, ndev);
     }
+}
+
+/// Runs a pin-initialiser on `slot`. The one place that names the kernel's entry point for
+/// it, which trees spell differently: `__init` in the pin-init crate, `__pinned_init` in
+/// older trees' `kernel::init`.
+///
+/// # Safety
+///
+/// As `PinInit`'s: `slot` is valid for writes and uninitialised, and does not move until
+/// it is dropped; on `Err` the caller does not touch it.
+pub(crate) unsafe fn pin_init_slot<T, E>(init: impl PinInit<T, E>, slot: *mut T) -> Result<(), E> {
+    #[cfg(rrxe_have_pin_init_init)]
+    // SAFETY: the caller's contract is PinInit::__init's.
+    let r = unsafe { init.__init(slot) };
+    #[cfg(not(rrxe_have_pin_init_init))]
+    // SAFETY: the caller's contract is PinInit::__pinned_init's.
+    let r = unsafe { init.__pinned_init(slot) };
+    r
+}
+
+/// The module's version (`RRXE_VERSION`, from Cargo.toml) as a raw firmware version:
+/// major, minor and patch in bits 47..32, 31..16 and 15..0, as libibverbs' providers read
+/// `fw_ver` ("major.minor.sub_minor").
+pub(crate) fn module_version_raw() -> u64 {
+    // SAFETY: no arguments; reads a compile-time string.
+    unsafe { bindings::rrxe_glue_module_version_raw() }
 }

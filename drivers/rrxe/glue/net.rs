@@ -422,7 +422,7 @@ pub(crate) struct KernelCrc32;
 impl crate::proto::Crc32 for KernelCrc32 {
     fn update(&self, crc: u32, data: &[u8]) -> u32 {
         // SAFETY: crc32_le reads exactly len bytes from p, which data provides.
-        unsafe { bindings::crc32_le(crc, data.as_ptr(), data.len()) }
+        unsafe { bindings::crc32_le(crc, data.as_ptr().cast(), data.len()) }
     }
 }
 

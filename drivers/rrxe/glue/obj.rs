@@ -164,8 +164,15 @@ impl<'a, I: DriverObj> NewObj<'a, I> {
     pub(crate) fn init(self, init: impl PinInit<I::Data, Error>) -> Result<Created<'a, I>> {
         // SAFETY: the data slot is allocated, uninitialised and never moves until the
         // destruction callback (contract of from_raw); on error nothing is left to drop.
-        unsafe { init.__pinned_init(addr_of_mut!((*self.0.as_ptr()).data))? };
+        unsafe { super::pin_init_slot(init, addr_of_mut!((*self.0.as_ptr()).data))? };
         Ok(Created(self.0, PhantomData))
+    }
+
+    /// Initialises plain driver data by value (what cannot fail once built).
+    pub(crate) fn init_value(self, data: I::Data) -> Created<'a, I> {
+        // SAFETY: the data slot is allocated, uninitialised and ours (contract of from_raw).
+        unsafe { addr_of_mut!((*self.0.as_ptr()).data).write(data) };
+        Created(self.0, PhantomData)
     }
 }
 

@@ -40,6 +40,20 @@ unsafe impl Backend for IrqSpinLockBackend {
         // SAFETY: the caller owns the lock; flags come from the matching lock().
         unsafe { super::bindings::rrxe_glue_spin_unlock_irqrestore(ptr.cast(), *flags) }
     }
+
+    #[cfg(rrxe_have_lock_backend_try_lock)]
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        let mut flags = 0;
+        // SAFETY: the caller guarantees the lock was initialised; flags is a local.
+        unsafe { super::bindings::rrxe_glue_spin_trylock_irqsave(ptr.cast(), &mut flags) }
+            .then_some(flags)
+    }
+
+    #[cfg(rrxe_have_lock_backend_assert_is_held)]
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: the caller guarantees the lock was initialised.
+        unsafe { super::bindings::rrxe_glue_spin_assert_held(ptr.cast()) }
+    }
 }
 
 /// Creates an [`IrqSpinLock`] initialiser with its own lockdep class.
@@ -85,6 +99,18 @@ unsafe impl Backend for BhSpinLockBackend {
     unsafe fn unlock(ptr: *mut Self::State, _: &Self::GuardState) {
         // SAFETY: the caller owns the lock, taken by lock() above.
         unsafe { super::bindings::rrxe_glue_spin_unlock_bh(ptr.cast()) }
+    }
+
+    #[cfg(rrxe_have_lock_backend_try_lock)]
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        // SAFETY: the caller guarantees the lock was initialised.
+        unsafe { super::bindings::rrxe_glue_spin_trylock_bh(ptr.cast()) }.then_some(())
+    }
+
+    #[cfg(rrxe_have_lock_backend_assert_is_held)]
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: the caller guarantees the lock was initialised.
+        unsafe { super::bindings::rrxe_glue_spin_assert_held(ptr.cast()) }
     }
 }
 

@@ -18,7 +18,8 @@ use kernel::sync::Arc;
 
 /// The monotonic clock in µs (`ktime_get`; any context but NMI).
 pub(crate) fn now_us() -> u64 {
-    u64::try_from(kernel::time::Ktime::ktime_get().to_ns() / 1000).unwrap_or(0)
+    // SAFETY: ktime_get_ns has no preconditions outside NMI context, where rrxe never runs.
+    unsafe { super::bindings::rrxe_glue_ktime_get_ns() / 1000 }
 }
 
 /// The CPU this code runs on now: a hint, possibly stale once read (any context).

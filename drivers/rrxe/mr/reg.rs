@@ -238,7 +238,7 @@ pub(crate) fn alloc_mw(mut mw: NewObj<'_, b::ib_mw>) -> Result<Created<'_, b::ib
         };
         let key = dev.data().mrs.insert_window(pd, type2)?;
         mw.ib_mut().rkey = key;
-        mw.init(())
+        Ok(mw.init_value(()))
     })
 }
 

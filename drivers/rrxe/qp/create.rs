@@ -169,7 +169,7 @@ fn create_uncounted<'a>(
     };
     obj.ib_mut().qp_num = qpn;
     // Plain data, initialised by value: nothing can fail from here on.
-    obj.init(h)
+    Ok(obj.init_value(h))
 }
 
 /// `destroy_qp`, before the QP's handle is dropped: no more received packets reach it, then

@@ -88,12 +88,12 @@ impl Verbs for Rrxe {
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_ucontext>> {
         device::alloc_ucontext(uctx.dev(), udata)?;
-        uctx.init(())
+        Ok(uctx.init_value(()))
     }
 
     fn alloc_pd(pd: NewObj<'_, b::ib_pd>) -> Result<Created<'_, b::ib_pd>> {
         pd.dev().data().limits.take(limits::Obj::Pd)?;
-        pd.init(())
+        Ok(pd.init_value(()))
     }
 
     fn dealloc_pd(pd: &Obj<'_, b::ib_pd>) {

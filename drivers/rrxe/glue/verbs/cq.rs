@@ -54,11 +54,18 @@ pub(super) unsafe extern "C" fn poll_cq<V: Verbs>(
     V::poll_cq(&obj, wcs) as i32
 }
 
+/// `resize_cq` (`resize_user_cq` in trees where the core calls it for user CQs only, with
+/// an unsigned size: one above `i32::MAX` is out of range for every CQ, EINVAL).
 pub(super) unsafe extern "C" fn resize_cq<V: Verbs>(
     ibcq: *mut b::ib_cq,
-    cqe: i32,
+    #[cfg(rrxe_have_resize_user_cq)] cqe: u32,
+    #[cfg(not(rrxe_have_resize_user_cq))] cqe: i32,
     udata: *mut b::ib_udata,
 ) -> i32 {
+    // Through i64: the conversion is fallible whichever type the tree gives cqe.
+    let Ok(cqe) = i32::try_from(i64::from(cqe)) else {
+        return EINVAL.to_errno();
+    };
     // SAFETY: the core's contract: a live CQ; udata is null or the command's.
     let (obj, mut udata) = unsafe { (Obj::from_raw(ibcq), Udata::from_raw(udata)) };
     let Some(obj) = obj else {

@@ -284,7 +284,14 @@ where
     ops.destroy_cq = Some(destroy_cq::<V>);
     ops.poll_cq = Some(poll_cq::<V>);
     ops.req_notify_cq = Some(req_notify_cq::<V>);
-    ops.resize_cq = Some(resize_cq::<V>);
+    #[cfg(rrxe_have_resize_user_cq)]
+    {
+        ops.resize_user_cq = Some(resize_cq::<V>);
+    }
+    #[cfg(not(rrxe_have_resize_user_cq))]
+    {
+        ops.resize_cq = Some(resize_cq::<V>);
+    }
     ops.create_qp = Some(create_qp::<V>);
     ops.destroy_qp = Some(destroy_qp::<V>);
     ops.modify_qp = Some(modify_qp::<V>);

@@ -3,6 +3,12 @@
 
 use super::*;
 
+/// The DMA handle type a tree's registrations carry (none before `struct ib_dmah`).
+#[cfg(rrxe_have_reg_mr_dmah)]
+type DmaHandle = b::ib_dmah;
+#[cfg(not(rrxe_have_reg_mr_dmah))]
+type DmaHandle = core::ffi::c_void;
+
 pub(super) unsafe extern "C" fn get_dma_mr<V: Verbs>(
     pd: *mut b::ib_pd,
     access: i32,
@@ -14,6 +20,7 @@ pub(super) unsafe extern "C" fn get_dma_mr<V: Verbs>(
     ptr_or_err(V::get_dma_mr(&pd, access))
 }
 
+#[cfg(not(rrxe_have_reg_mr_dmah))]
 pub(super) unsafe extern "C" fn reg_user_mr<V: Verbs>(
     pd: *mut b::ib_pd,
     start: u64,
@@ -29,6 +36,30 @@ pub(super) unsafe extern "C" fn reg_user_mr<V: Verbs>(
     ptr_or_err(V::reg_user_mr(&pd, start, length, iova, access))
 }
 
+/// A tree whose registrations carry a DMA handle (`struct ib_dmah`: a TPH steering tag
+/// for a PCI device's DMA): a software device has no DMA to steer, so a registration that
+/// names one is refused with EOPNOTSUPP, as rdma_rxe refuses it.
+#[cfg(rrxe_have_reg_mr_dmah)]
+pub(super) unsafe extern "C" fn reg_user_mr<V: Verbs>(
+    pd: *mut b::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: i32,
+    dmah: *mut b::ib_dmah,
+    _udata: *mut b::ib_udata,
+) -> *mut b::ib_mr {
+    if !dmah.is_null() {
+        return ptr_or_err(Err(crate::glue::eopnotsupp()));
+    }
+    // SAFETY: the core's contract: a live PD of our device.
+    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
+        return ptr_or_err(Err(EINVAL));
+    };
+    ptr_or_err(V::reg_user_mr(&pd, start, length, iova, access))
+}
+
+#[cfg(not(rrxe_have_reg_mr_dmah))]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn reg_user_mr_dmabuf<V: Verbs>(
     pd: *mut b::ib_pd,
@@ -37,8 +68,41 @@ pub(super) unsafe extern "C" fn reg_user_mr_dmabuf<V: Verbs>(
     iova: u64,
     fd: i32,
     access: i32,
+    attrs: *mut b::uverbs_attr_bundle,
+) -> *mut b::ib_mr {
+    // SAFETY: the core's contract, passed on unchanged.
+    unsafe {
+        reg_user_mr_dmabuf_dmah::<V>(
+            pd,
+            offset,
+            length,
+            iova,
+            fd,
+            access,
+            core::ptr::null_mut(),
+            attrs,
+        )
+    }
+}
+
+#[cfg(rrxe_have_reg_mr_dmah)]
+pub(super) use reg_user_mr_dmabuf_dmah as reg_user_mr_dmabuf;
+
+/// `reg_user_mr_dmabuf` with a DMA handle, which is refused as for `reg_user_mr`.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn reg_user_mr_dmabuf_dmah<V: Verbs>(
+    pd: *mut b::ib_pd,
+    offset: u64,
+    length: u64,
+    iova: u64,
+    fd: i32,
+    access: i32,
+    dmah: *mut DmaHandle,
     _attrs: *mut b::uverbs_attr_bundle,
 ) -> *mut b::ib_mr {
+    if !dmah.is_null() {
+        return ptr_or_err(Err(crate::glue::eopnotsupp()));
+    }
     // SAFETY: the core's contract: a live PD of our device.
     let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
         return ptr_or_err(Err(EINVAL));
