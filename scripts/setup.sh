@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine for rrxe from the package registries only, then builds (or
 # reuses from the cache) the guest kernel. Idempotent: fast when everything is in place.
-#   scripts/setup.sh [--kernel 6.12|7.3]
+#   scripts/setup.sh [--kernel 6.12|7.3] [--no-kernel]
 # The kernel is 6.12 by default (or $RRXE_KERNEL); scripts/build-kernel.sh builds it.
+# --no-kernel: the packages and tools only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,5s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,6s/^# \{0,1\}//p' "$0"; }
+build_kernel=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_KERNEL=$2; shift 2 ;;
+    --no-kernel) build_kernel=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "setup: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -27,6 +30,7 @@ PKGS=(
   rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
   iproute2 iperf3 ethtool python3
   nvme-cli fio nfs-kernel-server nfs-common
+  dkms
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -59,4 +63,4 @@ fi
 # tests: the 56.1 source from Debian's trixie deb-src.
 bash scripts/rdma-core-src.sh || echo "setup: rdma-core source unavailable; provider layout tests will say so"
 
-bash scripts/build-kernel.sh
+[ "$build_kernel" = 0 ] || bash scripts/build-kernel.sh

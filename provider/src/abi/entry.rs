@@ -179,7 +179,13 @@ unsafe extern "C" fn rrxe_match_device(sysfs_dev: *mut verbs_sysfs_dev) -> bool 
     let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
     let ours = device::is_rrxe_device(path);
     if std::env::var_os("RRXE_PROVIDER_DEBUG").is_some() {
-        eprintln!("rrxe: match_device {}: {}", path.display(), ours);
+        // The provider's version, as the module's (modinfo, ibv_devinfo's fw_ver).
+        eprintln!(
+            "rrxe: librrxe {}: match_device {}: {}",
+            env!("CARGO_PKG_VERSION"),
+            path.display(),
+            ours
+        );
     }
     ours
 }
