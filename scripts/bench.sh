@@ -30,6 +30,7 @@ KERNEL=debug MTU=1500 SMP=1 LOCAL=0
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
+    -h|--help) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --reps) REPS=$2; shift 2 ;;
     --volume) VOLUME=$2; shift 2 ;;
     --stacks) STACKS=$2; shift 2 ;;

@@ -4,7 +4,7 @@
 # longer than the suite (TCG plus KASAN), so it is run by hand, e.g. before resolving a
 # change to memory handling:
 #
-#   bash scripts/kasan-suite.sh [VM-TEST-NAME...]
+#   bash scripts/kasan-suite.sh [--kernel 6.12|7.3] [VM-TEST-NAME...]
 #
 # It exports the committed tree (HEAD) to $RRXE_KASAN_TREE (default /var/tmp/rrxe-kasan-tree:
 # rx-spoof runs its injector as `nobody`, which cannot read a tree under /root),
@@ -17,7 +17,20 @@
 # console.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; }
+names=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_KERNEL=$2; shift 2 ;;
+    -*) echo "kasan-suite: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+    *) [ -f "tests/vm/$1.sh" ] || { echo "kasan-suite: no VM test '$1'" >&2; exit 2; }; names+=("$1"); shift ;;
+  esac
+done
 . scripts/env.sh
+case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) ;; *)
+  echo "kasan-suite: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
+esac
 tree=${RRXE_KASAN_TREE:-/var/tmp/rrxe-kasan-tree}
 rm -rf "$tree"
 mkdir -p "$tree"
@@ -40,4 +53,4 @@ export RRXE_GUEST_APPEND="no5lvl${RRXE_GUEST_APPEND:+ $RRXE_GUEST_APPEND}"
 # (KASAN_STACK_ORDER in arch/x86/include/asm/page_64_types.h) and its redzones widen every
 # frame (Qp::new: 2040 bytes in the test kernel's build, 2120 in KASAN's).
 export RRXE_STACK_FRAME_LIMIT=${RRXE_STACK_FRAME_LIMIT:-4096}
-RRXE_VM_ONLY=1 RRXE_TIMEOUT_SCALE=${RRXE_TIMEOUT_SCALE:-4} exec bash tests/run-all.sh --skip-setup "$@"
+RRXE_VM_ONLY=1 RRXE_TIMEOUT_SCALE=${RRXE_TIMEOUT_SCALE:-4} exec bash tests/run-all.sh --skip-setup --kernel "$RRXE_KERNEL" "${names[@]}"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fetches rdma-core's Debian source (trixie, 56.x) into $RRXE_CACHE/rdma-core-src once.
 # Prints the source directory.
+#   scripts/rdma-core-src.sh [--help]
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,4s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 . "$(dirname "$0")/env.sh"
 dest=$RRXE_CACHE/rdma-core-src
 if ! ls -d "$dest"/rdma-core-*/libibverbs >/dev/null 2>&1; then

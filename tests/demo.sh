@@ -18,20 +18,23 @@ run_pair() { # DEV: rping + ib_write_bw over DEV
   fi
 }
 
-load_rrxe && rdma link add rrxe0 type rrxe netdev eth0
+rc=0
+failed() { say "FAILED: $*"; rc=1; }
+load_rrxe && rdma link add rrxe0 type rrxe netdev eth0 || failed "loading rrxe and adding rrxe0"
 say "rrxe0 on eth0:"; ibv_devinfo -d rrxe0 | sed "s/^/[vm$RRXE_VM]   /"
 say "--- rping + ib_write_bw over rrxe0"
-if ! run_pair rrxe0; then
-  say "rrxe0: rping/ib_write_bw failed"
-fi
+run_pair rrxe0 || failed "rrxe0: rping/ib_write_bw"
 say "--- the kernel-verbs test over rrxe0 (kernel rdma_cm: RC SEND/WRITE/READ/atomics/FRMR, UD)"
 if [ "$RRXE_VM" = 0 ]; then role="role=server"; else role="role=client"; sleep 2; fi
 if insmod "$RRXE_ROOT/tests/kverbs/rrxe_ktest.ko" $role addr=10.77.0.1 iters=1; then
   dmesg | grep -E 'rrxe_ktest: (ok|not ok|# done)' | sed "s/^.*rrxe_ktest: /[vm$RRXE_VM]   /" | tail -n 40
+  dmesg | grep -q 'rrxe_ktest: not ok' && failed "the kernel-verbs test"
   rmmod rrxe_ktest
+else
+  failed "insmod rrxe_ktest.ko"
 fi
 rdma link delete rrxe0; rmmod rrxe
 say "--- rping + ib_write_bw over the stock rdma_rxe, for reference"
-load_rxe && rdma link add rxe0 type rxe netdev eth0 && run_pair rxe0
+{ load_rxe && rdma link add rxe0 type rxe netdev eth0 && run_pair rxe0; } || failed "rxe0: rping/ib_write_bw"
 rdma link delete rxe0
-exit 0
+exit "$rc"

@@ -1,14 +1,53 @@
 #!/usr/bin/env bash
 # All of rrxe's tests: setup (idempotent), host unit/property/simulation tests, the module
-# and provider builds, then every VM test in tests/vm/. Ends with "N passed, N failed".
-#   tests/run-all.sh [--skip-setup] [VM-TEST-NAME...]
+# and provider builds, then the VM tests in tests/vm/. Ends with "N passed, N failed".
+#   tests/run-all.sh [--kernel 6.12|7.3] [--skip-setup] [VM-TEST-NAME...]
+#   tests/run-all.sh --list | --help
+# With no kernel and no names (the README's test command, and CI's): every VM test on the
+# default kernel (6.12), then the cross-kernel set (tests/vm/sets/other-kernel) on 7.3.
+# --kernel K: every VM test (or the named ones) on K only. Names without --kernel: those
+# tests on 6.12. Unknown options and test names are refused before anything runs.
 # RRXE_VM_ONLY=1 skips the host tests and fuzzing (scripts/kasan-suite.sh: they do not
 # depend on the guest kernel and run in the normal suite).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-skip_setup=0
-[ "${1:-}" = --skip-setup ] && { skip_setup=1; shift; }
+usage() { sed -n '2,11s/^# \{0,1\}//p' "$0"; }
+all_tests() { ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'; }
+skip_setup=0 kernel= names=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --list) all_tests; exit 0 ;;
+    --skip-setup) skip_setup=1; shift ;;
+    --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; kernel=$2; shift 2 ;;
+    -*) echo "run-all: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+    *) names+=("$1"); shift ;;
+  esac
+done
+. scripts/env.sh
+if [ -n "$kernel" ]; then
+  case " $RRXE_KERNELS " in *" $kernel "*) ;; *)
+    echo "run-all: unknown kernel '$kernel' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
+  esac
+fi
+for t in "${names[@]}"; do
+  [ -f "tests/vm/$t.sh" ] || { echo "run-all: no VM test '$t' (tests/run-all.sh --list shows them)" >&2; exit 2; }
+done
+# The plan: one "KERNEL:TEST TEST ..." entry per kernel, in order.
+mapfile -t other_set < <(grep -v '^#' tests/vm/sets/other-kernel | xargs -n1)
+for t in "${other_set[@]}"; do
+  [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/other-kernel names no VM test '$t'" >&2; exit 2; }
+done
+plan=()
+if [ -n "$kernel" ]; then
+  plan=("$kernel:${names[*]:-$(all_tests | xargs)}")
+elif [ ${#names[@]} -gt 0 ]; then
+  plan=("6.12:${names[*]}")
+else
+  plan=("6.12:$(all_tests | xargs)" "7.3:${other_set[*]}")
+fi
+
 passed=0 failed=0
 failures=()
 t0=$(date +%s)
@@ -23,13 +62,56 @@ finish() {
   [ "$failed" = 0 ]
   exit
 }
+# tap_host NAME CMD...: a host test printing TAP; each ok passes, each not ok fails.
+tap_host() {
+  local name=$1 log l; shift
+  log=$(mktemp)
+  "$@" >"$log" 2>&1; local rc=$?
+  cat "$log"
+  passed=$((passed + $(grep -c '^ok ' "$log")))
+  while IFS= read -r l; do [ -n "$l" ] && fail "$name: ${l#not ok }"; done < <(grep '^not ok ' "$log")
+  [ "$rc" = 0 ] || grep -q '^not ok ' "$log" || fail "$name: exit $rc"
+  rm -f "$log"
+}
+# use_kernel K: this script's and its children's kernel tree is K's from now on.
+use_kernel() {
+  export RRXE_KERNEL=$1
+  unset RRXE_KBUILD KDIR RRXE_MODROOT
+  . scripts/env.sh
+}
 
+# Setup: the packages, then the first kernel of the plan in the foreground. Every later
+# kernel is built in the background from the start, with idle priority (SCHED_IDLE: it
+# only takes CPU time that nothing else wants: the serial stretches of the first build,
+# fuzzing's one core, the second core while a one-VM test runs), so a cold run does not
+# pay for two kernel builds in a row. Its output is shown, and waited for, at its turn.
+bg_kernels=()
 if [ "$skip_setup" = 0 ]; then
-  note "setup"
-  bash scripts/setup.sh || { fail "scripts/setup.sh"; finish; }
+  note "setup: packages and tools"
+  bash scripts/setup.sh --no-kernel || { fail "scripts/setup.sh"; finish; }
+  for entry in "${plan[@]:1}"; do
+    k=${entry%%:*}
+    note "setup: kernel $k, in the background (log: qemu/out/build-kernel-$k.log)"
+    mkdir -p qemu/out
+    chrt --idle 0 bash scripts/build-kernel.sh --kernel "$k" >"qemu/out/build-kernel-$k.log" 2>&1 &
+    bg_kernels+=("$k:$!")
+  done
+  first=${plan[0]%%:*}
+  note "setup: kernel $first"
+  bash scripts/build-kernel.sh --kernel "$first" || { fail "scripts/build-kernel.sh --kernel $first"; finish; }
 fi
-. scripts/env.sh
-echo "kernel: $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s)"
+# wait_kernel K: waits for K's background build, if any, and shows its log.
+wait_kernel() {
+  local e rc
+  for e in "${bg_kernels[@]}"; do
+    [ "${e%%:*}" = "$1" ] || continue
+    note "setup: waiting for kernel $1's background build"
+    wait "${e#*:}"; rc=$?
+    cat "qemu/out/build-kernel-$1.log"
+    [ "$rc" = 0 ] || { fail "scripts/build-kernel.sh --kernel $1"; return 1; }
+  done
+  return 0
+}
 
 # The provider's layout test must really compare against rdma-core's headers here.
 export RRXE_REQUIRE_RDMA_CORE_SRC=1
@@ -50,15 +132,6 @@ else
   rm -f "$log"
 fi
 
-note "build: rrxe.ko"
-if make -s modules >build.log 2>&1; then pass; else cat build.log; fail "make modules (rrxe.ko)"; fi
-# An eighth of the kernel stack: 2 KiB of x86-64's 16 KiB. A KASAN kernel doubles the stack
-# (KASAN_STACK_ORDER) and pads every frame with redzones: scripts/kasan-suite.sh sets 4096.
-limit=${RRXE_STACK_FRAME_LIMIT:-2048}
-note "check: no stack frame over $limit bytes in rrxe.ko (an eighth of the kernel stack)"
-big=$(objdump -d rrxe.ko | python3 scripts/stack-frames.py "$limit")
-if [ -z "$big" ]; then pass; else echo "$big"; fail "stack frames over $limit bytes in rrxe.ko"; fi
-
 if [ "${RRXE_VM_ONLY:-0}" = 1 ]; then
   note "fuzz: not run (RRXE_VM_ONLY=1)"
 else
@@ -76,18 +149,32 @@ else
   fi
 fi
 
+note "check: make refuses an unfit kernel tree at once, saying why (tests/check-kdir.sh)"
+tap_host "check-kdir" bash tests/check-kdir.sh
+
+build_modules() { # rrxe.ko and rrxe_ktest.ko for the current kernel
+note "build: rrxe.ko (kernel $RRXE_KERNEL)"
+if make -s modules >build.log 2>&1; then pass; else cat build.log; fail "make modules (rrxe.ko)"; fi
+# An eighth of the kernel stack: 2 KiB of x86-64's 16 KiB. A KASAN kernel doubles the stack
+# (KASAN_STACK_ORDER) and pads every frame with redzones: scripts/kasan-suite.sh sets 4096.
+limit=${RRXE_STACK_FRAME_LIMIT:-2048}
+note "check: no stack frame over $limit bytes in rrxe.ko (an eighth of the kernel stack)"
+big=$(objdump -d rrxe.ko | python3 scripts/stack-frames.py "$limit")
+if [ -z "$big" ]; then pass; else echo "$big"; fail "stack frames over $limit bytes in rrxe.ko"; fi
+
 note "build: rrxe_ktest.ko (kernel-verbs test module)"
 if make -s -C tests/kverbs >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/kverbs (rrxe_ktest.ko)"; fi
-note "build: librrxe-rdmav34.so"
-if make -s provider >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make provider"; fi
-note "build: tests/user (user-verbs test programs)"
-if make -s -C tests/user >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/user"; fi
 
+note "check: DKMS adds, builds and installs rrxe against kernel $RRXE_KERNEL (tests/dkms.sh)"
+tap_host "dkms ($RRXE_KERNEL)" bash tests/dkms.sh
+}
+
+
+run_vm_tests() { # TEST...: on the current kernel
+local t f vms to retries append vrc i o p f2 l
 out=$ROOT/qemu/out
 mkdir -p "$out"
-tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=($(ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'))
-for t in "${tests[@]}"; do
+for t in "$@"; do
   f=tests/vm/$t.sh
   vms=$(sed -n 's/^# vms: *//p' "$f" | head -n 1); vms=${vms:-1}
   to=$(sed -n 's/^# timeout: *//p' "$f" | head -n 1); to=${to:-300}
@@ -114,5 +201,20 @@ for t in "${tests[@]}"; do
     while IFS= read -r l; do [ -n "$l" ] && fail "$t: ${l#not ok }"; done <<<"$f2"
   done
   [ "$vrc" = 0 ] || fail "$t: VM run (timeout, splat or script failure; see qemu/out/$t-vm*.console)"
+done
+}
+
+note "build: $(basename build/provider/librrxe-rdmav*.so 2>/dev/null || echo 'the provider')"
+if make -s provider >build.log 2>&1; then pass; else tail -n 40 build.log; fail "make provider"; fi
+note "build: tests/user (user-verbs test programs)"
+if make -s -C tests/user >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/user"; fi
+
+for entry in "${plan[@]}"; do
+  wait_kernel "${entry%%:*}" || continue
+  use_kernel "${entry%%:*}"
+  read -ra tests <<<"${entry#*:}"
+  note "kernel $RRXE_KERNEL: $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s), ${#tests[@]} VM tests"
+  build_modules
+  run_vm_tests "${tests[@]}"
 done
 finish
