@@ -17,9 +17,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 . "$(dirname "$0")/env.sh"
-case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) ;; *)
-  echo "build-kernel: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
-esac
+rrxe_kernel_check build-kernel || exit 2
 
 stamp=$RRXE_KBUILD/.done
 if [ -f "$stamp" ]; then

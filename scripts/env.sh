@@ -10,6 +10,12 @@ RRXE_CACHE=${RRXE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rrxe}
 RRXE_KERNELS="6.12 7.3"
 RRXE_KERNEL=${RRXE_KERNEL:-6.12}
 RRXE_KVER_PKG=linux-source-$RRXE_KERNEL
+# rrxe_kernel_check WHO: RRXE_KERNEL is a known series, or WHO says so and the caller exits 2.
+rrxe_kernel_check() {
+  case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) return 0 ;; esac
+  echo "$1: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2
+  return 2
+}
 RUST_LIB_SRC=${RUST_LIB_SRC:-$(ls -d /usr/src/rustc-1.96*/library 2>/dev/null | tail -n 1)}
 KRUSTC=${KRUSTC:-/usr/bin/rustc}
 BINDGEN=${BINDGEN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}

@@ -28,9 +28,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 . scripts/env.sh
-case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) ;; *)
-  echo "kasan-suite: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
-esac
+rrxe_kernel_check kasan-suite || exit 2
 tree=${RRXE_KASAN_TREE:-/var/tmp/rrxe-kasan-tree}
 rm -rf "$tree"
 mkdir -p "$tree"

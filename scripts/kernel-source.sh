@@ -15,9 +15,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 . "$(dirname "$0")/env.sh"
-case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) ;; *)
-  echo "kernel-source: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
-esac
+rrxe_kernel_check kernel-source || exit 2
 
 src=$RRXE_CACHE/src
 case "$RRXE_KERNEL" in

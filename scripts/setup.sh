@@ -17,9 +17,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 . scripts/env.sh
-case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) ;; *)
-  echo "setup: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
-esac
+rrxe_kernel_check setup || exit 2
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 
 PKGS=(

@@ -26,11 +26,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 . scripts/env.sh
-if [ -n "$kernel" ]; then
-  case " $RRXE_KERNELS " in *" $kernel "*) ;; *)
-    echo "run-all: unknown kernel '$kernel' (known: $RRXE_KERNELS)" >&2; exit 2 ;;
-  esac
-fi
+[ -z "$kernel" ] || RRXE_KERNEL=$kernel rrxe_kernel_check run-all || exit 2
 for t in "${names[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: no VM test '$t' (tests/run-all.sh --list shows them)" >&2; exit 2; }
 done

@@ -27,34 +27,57 @@ pub(super) unsafe extern "C" fn reg_user_mr<V: Verbs>(
     length: u64,
     iova: u64,
     access: i32,
-    _udata: *mut b::ib_udata,
+    udata: *mut b::ib_udata,
 ) -> *mut b::ib_mr {
-    // SAFETY: the core's contract: a live PD of our device.
-    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
-        return ptr_or_err(Err(EINVAL));
-    };
-    ptr_or_err(V::reg_user_mr(&pd, start, length, iova, access))
+    // SAFETY: the core's contract, passed on unchanged.
+    unsafe {
+        reg_user_mr_dmah::<V>(
+            pd,
+            start,
+            length,
+            iova,
+            access,
+            core::ptr::null_mut(),
+            udata,
+        )
+    }
 }
+
+#[cfg(rrxe_have_reg_mr_dmah)]
+pub(super) use reg_user_mr_dmah as reg_user_mr;
 
 /// A tree whose registrations carry a DMA handle (`struct ib_dmah`: a TPH steering tag
 /// for a PCI device's DMA): a software device has no DMA to steer, so a registration that
-/// names one is refused with EOPNOTSUPP, as rdma_rxe refuses it.
-#[cfg(rrxe_have_reg_mr_dmah)]
-pub(super) unsafe extern "C" fn reg_user_mr<V: Verbs>(
+/// names one is refused with EOPNOTSUPP, as rdma_rxe refuses it. Else the PD, as `Obj`.
+///
+/// # Safety
+///
+/// `pd` is null or a live PD of our device (the core's contract).
+unsafe fn registration_pd<'a>(
+    pd: *mut b::ib_pd,
+    dmah: *mut DmaHandle,
+) -> Result<Obj<'a, b::ib_pd>> {
+    if !dmah.is_null() {
+        return Err(crate::glue::eopnotsupp());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { Obj::from_raw(pd) }.ok_or(EINVAL)
+}
+
+/// `reg_user_mr` with a DMA handle (see [`registration_pd`]).
+pub(super) unsafe extern "C" fn reg_user_mr_dmah<V: Verbs>(
     pd: *mut b::ib_pd,
     start: u64,
     length: u64,
     iova: u64,
     access: i32,
-    dmah: *mut b::ib_dmah,
+    dmah: *mut DmaHandle,
     _udata: *mut b::ib_udata,
 ) -> *mut b::ib_mr {
-    if !dmah.is_null() {
-        return ptr_or_err(Err(crate::glue::eopnotsupp()));
-    }
     // SAFETY: the core's contract: a live PD of our device.
-    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
-        return ptr_or_err(Err(EINVAL));
+    let pd = match unsafe { registration_pd(pd, dmah) } {
+        Ok(pd) => pd,
+        Err(e) => return ptr_or_err(Err(e)),
     };
     ptr_or_err(V::reg_user_mr(&pd, start, length, iova, access))
 }
@@ -88,7 +111,7 @@ pub(super) unsafe extern "C" fn reg_user_mr_dmabuf<V: Verbs>(
 #[cfg(rrxe_have_reg_mr_dmah)]
 pub(super) use reg_user_mr_dmabuf_dmah as reg_user_mr_dmabuf;
 
-/// `reg_user_mr_dmabuf` with a DMA handle, which is refused as for `reg_user_mr`.
+/// `reg_user_mr_dmabuf` with a DMA handle (see [`registration_pd`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn reg_user_mr_dmabuf_dmah<V: Verbs>(
     pd: *mut b::ib_pd,
@@ -100,12 +123,10 @@ pub(super) unsafe extern "C" fn reg_user_mr_dmabuf_dmah<V: Verbs>(
     dmah: *mut DmaHandle,
     _attrs: *mut b::uverbs_attr_bundle,
 ) -> *mut b::ib_mr {
-    if !dmah.is_null() {
-        return ptr_or_err(Err(crate::glue::eopnotsupp()));
-    }
     // SAFETY: the core's contract: a live PD of our device.
-    let Some(pd) = (unsafe { Obj::from_raw(pd) }) else {
-        return ptr_or_err(Err(EINVAL));
+    let pd = match unsafe { registration_pd(pd, dmah) } {
+        Ok(pd) => pd,
+        Err(e) => return ptr_or_err(Err(e)),
     };
     ptr_or_err(V::reg_user_mr_dmabuf(
         &pd,
