@@ -16,15 +16,22 @@ while [ $# -gt 0 ]; do
     *) echo "build-kernel: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
+given_kbuild=${RRXE_KBUILD:-}
 . "$(dirname "$0")/env.sh"
 rrxe_kernel_check build-kernel || exit 2
+# The source first: its package version is part of the cache key, and on a new machine
+# 7.3's is known only once kernel-source.sh has fetched it.
+tarball=$(bash "$RRXE_ROOT/scripts/kernel-source.sh")
+if [ -z "$given_kbuild" ]; then
+  unset RRXE_KBUILD KDIR RRXE_MODROOT
+  . "$RRXE_ROOT/scripts/env.sh"
+fi
 
 stamp=$RRXE_KBUILD/.done
 if [ -f "$stamp" ]; then
   echo "kernel $RRXE_KERNEL: cached at $RRXE_KBUILD"
   exit 0
 fi
-tarball=$(bash "$RRXE_ROOT/scripts/kernel-source.sh")
 mkdir -p "$RRXE_CACHE"
 rm -rf "$RRXE_KBUILD.tmp"
 mkdir -p "$RRXE_KBUILD.tmp"
