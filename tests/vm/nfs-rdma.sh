@@ -18,6 +18,7 @@ if [ "$RRXE_VM" = 0 ]; then
   echo "# portlist: $(paste -sd' ' /proc/fs/nfsd/portlist 2>/dev/null)"
   peer_signal 17101
   check "the client is done (it signals)" peer_wait 17102 700
+  nfs_diag server  # comments only: read them when the client reports a failure
   check "nfsd stopped, export withdrawn" nfs_server_down
   check "rdma link delete rrxe0" rdma link delete rrxe0
 else
@@ -49,6 +50,7 @@ else
   check "fio randrw 64 KiB, crc32c verify after the remount" nfs_fio_verify \
     --name=c --bs=64k --size=16m
   check "umount" timeout 120 umount "$MNT"
+  [ "$TAP_FAILED" = 0 ] || nfs_diag client
   peer_signal 17102
   check "rdma link delete rrxe0" rdma link delete rrxe0
 fi

@@ -42,3 +42,15 @@ nfs_fio_verify() {
   timeout 300 fio --directory="$MNT" --rw=randrw --ioengine=libaio --direct=1 --iodepth=16 \
     --verify=crc32c --verify_fatal=1 --do_verify=1 --output-format=terse "$@"
 }
+# nfs_diag WHO: as TAP comments, what a stalled transfer leaves behind: rrxe0's non-zero
+# counters, its QPs' states, the mount's RPC transport line (client) or nfsd's thread pool
+# (server), and the kernel log's last lines. The scripts call it when a step failed.
+nfs_diag() {
+  echo "# $1 diagnostics:"
+  rdma statistic show link rrxe0/1 2>/dev/null | tr ' ' '\n' | awk 'p && $1 != 0 {print n "=" $1} {n = $1; p = ($1 ~ /^[a-z_]+$/)}' |
+    paste -sd' ' | fold -w 160 | sed 's/^/#   counters: /'
+  rdma res show qp link rrxe0/1 2>/dev/null | sed 's/^/#   /'
+  grep -A2 " $MNT " /proc/self/mountstats 2>/dev/null | grep -E 'xprt:' | sed 's/^[[:space:]]*/#   /'
+  [ -r /proc/fs/nfsd/pool_stats ] && sed 's/^/#   pool_stats: /' /proc/fs/nfsd/pool_stats
+  dmesg | tail -n 15 | sed 's/^/#   /'
+}
