@@ -6,7 +6,7 @@
 // Logic only: the FFI layer (`crate::abi`) holds all unsafe code.
 #![deny(unsafe_code)]
 
-use crate::abi::verbs::ibv_wc;
+use crate::abi::verbs::{ibv_wc, wc_imm_union};
 use rrxe_proto::uabi::{
     self, recv_wqe, send_wqe, sge, wr_atomic, wr_bind_mw, wr_rdma, wr_ud, WrOpcode,
 };
@@ -332,11 +332,11 @@ pub fn decode_cqe(b: &[u8]) -> ibv_wc {
     }
     ibv_wc {
         wr_id: get64(b, 0),
-        status: get32(b, 8) as i32,
-        opcode: get32(b, 12) as i32,
+        status: get32(b, 8),
+        opcode: get32(b, 12),
         vendor_err: get32(b, 16),
         byte_len: get32(b, 20),
-        imm: get32(b, 24),
+        __bindgen_anon_1: wc_imm_union(get32(b, 24)),
         qp_num: get32(b, 28),
         src_qp: get32(b, 32),
         wc_flags: flags,
@@ -808,7 +808,7 @@ mod tests {
         assert_eq!(wc.wr_id, 42);
         assert_eq!((wc.status, wc.opcode), (5, 128));
         assert_eq!(wc.byte_len, 1000);
-        assert_eq!(wc.imm, 0x12345678);
+        assert_eq!(crate::abi::verbs::wc_imm(&wc), 0x12345678);
         assert_eq!((wc.qp_num, wc.src_qp), (17, 99));
         assert_eq!(wc.wc_flags, ibv_wc_flags::GRH | ibv_wc_flags::WITH_INV);
         b[36..40].copy_from_slice(&(kflags::WITH_IMM | kflags::IP_CSUM_OK).to_ne_bytes());

@@ -70,13 +70,13 @@ unsafe fn with_batch(
 ///
 /// # Safety
 /// As [`our_qp`].
-unsafe fn wr_begin(qpx: *mut ibv_qp_ex, op: u64, mut wr: SendWr) {
+unsafe fn wr_begin(qpx: *mut ibv_qp_ex, op: ibv_qp_create_send_ops_flags, mut wr: SendWr) {
     // SAFETY: per the contract.
     let (qp, wr_id, flags) = unsafe { (our_qp(qpx), (*qpx).wr_id, (*qpx).wr_flags) };
     wr.wr_id = wr_id;
     // Inline data comes from ibv_wr_set_inline_data*, not from the flag.
     wr.send_flags = flags & !uabi::SEND_INLINE;
-    let allowed = qp.send_ops & op != 0;
+    let allowed = qp.send_ops & u64::from(op) != 0;
     // SAFETY: per the contract.
     unsafe {
         with_batch(qpx, |b, q| {
