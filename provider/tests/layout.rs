@@ -11,12 +11,14 @@
 //! * `verbs_qp_follows_qp_ex`: `verbs_qp.comp_mask` sits right after the target's
 //!   `ibv_qp_ex` (rdma-core 45 grew it by `wr_flush`; libibverbs looks for `VERBS_QP_EX`
 //!   there).
-//! * `installed_verbs_set_ops_matches_generated`: the target library's own machine code reads
-//!   every slot of the generated `verbs_context_ops`, in the order of the source's
-//!   `dummy_ops.c`, and no other: the library and the private headers of the build agree.
+//! * `installed_verbs_set_ops_matches_generated`: the target library's own machine code (its
+//!   `verbs_set_ops`, disassembled from the file the build linked) reads every slot of the
+//!   generated `verbs_context_ops`, in the order of the source's `dummy_ops.c`, and no other:
+//!   the library and the private headers of the build agree.
 
 use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
+
 use std::process::Command;
 
 use rrxe::abi::sys::*;
@@ -154,16 +156,10 @@ fn generated_ops_order() -> Vec<String> {
         .collect()
 }
 
-/// The libibverbs.so.1 this test process has mapped (the crate links it).
-fn mapped_libibverbs() -> Option<PathBuf> {
-    // Make sure the library is really loaded: reference one of its symbols.
-    let _keep = rrxe::abi::ffi::verbs_set_ops as *const () as usize;
-    std::fs::read_to_string("/proc/self/maps")
-        .ok()?
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|p| p.contains("/libibverbs.so"))
-        .map(PathBuf::from)
+/// The libibverbs.so.1 the build linked (the target's, under `RRXE_SYSROOT`).
+fn target_libibverbs() -> Option<PathBuf> {
+    let lib = Path::new(env!("RRXE_IBVERBS_LIBDIR")).join("libibverbs.so.1");
+    lib.exists().then_some(lib)
 }
 
 /// `verbs_set_ops` is, for each op, `if (ops->name) { priv->ops.name = ...; ... }`: a load
@@ -240,8 +236,11 @@ fn verbs_set_ops_loads(lib: &Path) -> Result<Vec<usize>, String> {
 #[test]
 fn installed_verbs_set_ops_matches_generated() {
     let test = "installed_verbs_set_ops_matches_generated";
-    let Some(lib) = mapped_libibverbs() else {
-        println!("SKIP {test}: libibverbs.so not mapped");
+    let Some(lib) = target_libibverbs() else {
+        println!(
+            "SKIP {test}: no libibverbs.so.1 in {}",
+            env!("RRXE_IBVERBS_LIBDIR")
+        );
         return;
     };
     let loads = match verbs_set_ops_loads(&lib) {
