@@ -59,13 +59,20 @@ fn transport(qp_type: ibv_qp_type) -> Option<Transport> {
     }
 }
 
+/// `IBV_QP_EX_WITH_FLUSH` where verbs.h has `ibv_wr_flush` (rdma-core 45+).
+#[cfg(rrxe_have_wr_flush)]
+const WITH_FLUSH: ibv_qp_create_send_ops_flags = IBV_QP_EX_WITH_FLUSH;
+#[cfg(not(rrxe_have_wr_flush))]
+const WITH_FLUSH: ibv_qp_create_send_ops_flags = 0;
+
 /// The extended-API operations each transport can do here.
 fn send_ops_for(t: Transport) -> u64 {
     let send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
     let ops = match t {
-        // XRC has no ATOMIC WRITE opcode.
+        // XRC has no ATOMIC WRITE or FLUSH opcode.
         Transport::Xrc => {
-            return send_ops_for(Transport::Rc) & !u64::from(IBV_QP_EX_WITH_ATOMIC_WRITE)
+            return send_ops_for(Transport::Rc)
+                & !u64::from(IBV_QP_EX_WITH_ATOMIC_WRITE | WITH_FLUSH)
         }
         Transport::Ud => send,
         Transport::Uc => {
@@ -85,6 +92,7 @@ fn send_ops_for(t: Transport) -> u64 {
                 | IBV_QP_EX_WITH_BIND_MW
                 | IBV_QP_EX_WITH_SEND_WITH_INV
                 | IBV_QP_EX_WITH_ATOMIC_WRITE
+                | WITH_FLUSH
         }
     };
     u64::from(ops)

@@ -37,6 +37,10 @@ pub(super) fn install(x: &mut ibv_qp_ex) {
     x.wr_set_sge = Some(wr_set_sge);
     x.wr_set_sge_list = Some(wr_set_sge_list);
     x.wr_atomic_write = Some(wr_atomic_write);
+    #[cfg(rrxe_have_wr_flush)]
+    {
+        x.wr_flush = Some(wr_flush);
+    }
 }
 
 /// Our QP behind an `ibv_qp_ex` pointer.
@@ -306,6 +310,37 @@ unsafe extern "C" fn wr_atomic_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, 
     };
     // SAFETY: libibverbs passes our QP.
     unsafe { wr_begin(qpx, IBV_QP_EX_WITH_ATOMIC_WRITE, wr) };
+}
+
+/// `ibv_wr_flush` (verbs.h of rdma-core 45+): the type and level values of verbs.h are the
+/// ABI's `RRXE_FLUSH_*`; the kernel checks them.
+#[cfg(rrxe_have_wr_flush)]
+unsafe extern "C" fn wr_flush(
+    qpx: *mut ibv_qp_ex,
+    rkey: u32,
+    addr: u64,
+    len: usize,
+    placement: u8,
+    level: u8,
+) {
+    let Ok(length) = u32::try_from(len) else {
+        // SAFETY: libibverbs passes our QP.
+        unsafe { with_batch(qpx, |b, _| b.reject(WrError::Opcode)) };
+        return;
+    };
+    let wr = SendWr {
+        opcode: uabi::WR_FLUSH,
+        rkey,
+        remote_addr: addr,
+        flush: crate::wqe::FlushArgs {
+            length,
+            placement,
+            level,
+        },
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_FLUSH, wr) };
 }
 
 unsafe extern "C" fn wr_set_ud_addr(qpx: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
