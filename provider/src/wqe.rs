@@ -1,7 +1,8 @@
 //! Work queue and completion entries of `include/rdma/rrxe-abi.h`: validating verbs work
 //! requests against a queue's limits, encoding them into slot bytes, and decoding CQEs.
-//! The byte layout is the kernel decoder's (`rrxe_proto::uabi`), which `tests/layout.rs`
-//! checks against the C header: the provider writes what the kernel reads by construction.
+//! The byte layout is the kernel decoder's (`rrxe_proto::uabi`), which the tests check
+//! against the C header's types as bindgen generated them: the provider writes what the
+//! kernel reads by construction.
 
 // Logic only: the FFI layer (`crate::abi`) holds all unsafe code.
 #![deny(unsafe_code)]
@@ -421,10 +422,10 @@ mod tests {
         );
     }
 
-    /// The kernel decoder's layout, which the encoder writes, against the `#[repr(C)]`
-    /// mirror (which `tests/layout.rs` checks against the C header, as it does `uabi`).
+    /// The kernel decoder's layout, which the encoder writes, against bindgen's types of the
+    /// C header (whose layout bindgen's compile-time assertions check).
     #[test]
-    fn uabi_layout_matches_the_mirror() {
+    fn uabi_layout_matches_the_header() {
         use crate::abi::rrxe::*;
         use core::mem::{offset_of, size_of};
         use rrxe_proto::uabi::wr_flush;

@@ -39,7 +39,7 @@ fn proto_wqe_layout() {
     assert_eq!(uabi::recv_wqe::SIZE, size_of::<rrxe_recv_wqe>());
     assert_eq!(uabi::recv_wqe::WR_ID, offset_of!(rrxe_recv_wqe, wr_id));
     assert_eq!(uabi::recv_wqe::NUM_SGE, offset_of!(rrxe_recv_wqe, num_sge));
-    // The rest of the send WQE's offsets: `wqe::tests::uabi_layout_matches_the_mirror`.
+    // The rest of the send WQE's offsets: `wqe::tests::uabi_layout_matches_the_header`.
     let values: [(&str, u32, u32); 22] = [
         (
             "RRXE_WR_RDMA_WRITE",
