@@ -100,7 +100,9 @@ fn main() {
     if !SUPPORTED.iter().any(|(n, _)| *n == pabi) {
         fail(&format!(
             "{} (rdma-core {version}) has private ABI IBVERBS_PRIVATE_{pabi}, which this \
-             provider does not know; it builds for {}",
+             provider does not know; it builds for {} (with the private headers of an rdma-core \
+             source of that ABI: `scripts/rdma-core-src.sh --all` fetches 56.1 and 65.0, \
+             RRXE_RDMA_CORE_SRC names another); point RRXE_SYSROOT at such a libibverbs",
             lib.display(),
             supported_list()
         ));
