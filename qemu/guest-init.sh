@@ -27,7 +27,7 @@ ip -6 addr add "fd77::$((RRXE_VM + 1))/64" dev eth0 nodad 2>/dev/null
 # libibverbs driver files: the host's, plus ours pointing at the build tree.
 mkdir -p /run/libibverbs.d
 cp /etc/libibverbs.d/*.driver /run/libibverbs.d/ 2>/dev/null
-if [ -f "$RRXE_ROOT/build/provider/librrxe-rdmav34.so" ]; then
+if ls "$RRXE_ROOT"/build/provider/librrxe-rdmav*.so >/dev/null 2>&1; then
   echo "driver $RRXE_ROOT/build/provider/librrxe" > /run/libibverbs.d/rrxe.driver
 fi
 mount --bind /run/libibverbs.d /etc/libibverbs.d

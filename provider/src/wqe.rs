@@ -1,14 +1,15 @@
 //! Work queue and completion entries of `include/rdma/rrxe-abi.h`: validating verbs work
 //! requests against a queue's limits, encoding them into slot bytes, and decoding CQEs.
-//! The byte layout is the kernel decoder's (`rrxe_proto::uabi`), which `tests/layout.rs`
-//! checks against the C header: the provider writes what the kernel reads by construction.
+//! The byte layout is the kernel decoder's (`rrxe_proto::uabi`), which the tests check
+//! against the C header's types as bindgen generated them: the provider writes what the
+//! kernel reads by construction.
 
 // Logic only: the FFI layer (`crate::abi`) holds all unsafe code.
 #![deny(unsafe_code)]
 
-use crate::abi::verbs::ibv_wc;
+use crate::abi::verbs::{ibv_wc, wc_imm_union};
 use rrxe_proto::uabi::{
-    self, recv_wqe, send_wqe, sge, wr_atomic, wr_bind_mw, wr_rdma, wr_ud, WrOpcode,
+    self, recv_wqe, send_wqe, sge, wr_atomic, wr_bind_mw, wr_flush, wr_rdma, wr_ud, WrOpcode,
 };
 
 /// Size of `struct rrxe_send_wqe`.
@@ -103,6 +104,20 @@ pub struct SendWr {
     /// XRC send QPs: the remote XRC SRQ (`wr.qp_type.xrc.remote_srqn`,
     /// `ibv_wr_set_xrc_srqn`).
     pub xrc_srqn: u32,
+    /// FLUSH: what to flush (with `remote_addr` and `rkey`).
+    pub flush: FlushArgs,
+}
+
+/// The arguments of a FLUSH (`ibv_wr_flush`) besides its target address and rkey.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlushArgs {
+    /// Bytes from `remote_addr` (level `RRXE_FLUSH_RANGE`).
+    pub length: u32,
+    /// Placement type: `RRXE_FLUSH_GLOBAL` and/or `RRXE_FLUSH_PERSISTENT` (the values of
+    /// `IBV_FLUSH_GLOBAL`/`IBV_FLUSH_PERSISTENT`).
+    pub placement: u8,
+    /// Selectivity: `RRXE_FLUSH_RANGE` or `RRXE_FLUSH_MR` (`IBV_FLUSH_RANGE`/`IBV_FLUSH_MR`).
+    pub level: u8,
 }
 
 /// The binding a BIND_MW request gives a memory window.
@@ -155,9 +170,9 @@ fn get64(b: &[u8], off: usize) -> u64 {
 }
 
 /// Whether `op` may be posted on `t`: UD sends only; UC sends, RDMA WRITEs and the local
-/// operations; RC every opcode of the legacy `ibv_send_wr` (`IBV_WR_*` 0..=9, the same
-/// numbers as `RRXE_WR_*`) and ATOMIC WRITE, but not FLUSH (libibverbs 44 has no
-/// `ibv_wr_flush`).
+/// operations; RC every opcode: those of the legacy `ibv_send_wr` (`IBV_WR_*` 0..=9, the same
+/// numbers as `RRXE_WR_*`), ATOMIC WRITE and FLUSH (`ibv_wr_atomic_write`, and
+/// `ibv_wr_flush` of rdma-core 45+). The kernel checks FLUSH's arguments.
 fn opcode_allowed(t: Transport, op: WrOpcode) -> bool {
     use WrOpcode::*;
     match t {
@@ -166,7 +181,7 @@ fn opcode_allowed(t: Transport, op: WrOpcode) -> bool {
             op,
             Send | SendWithImm | RdmaWrite | RdmaWriteWithImm | LocalInv | BindMw
         ),
-        Transport::Rc => op != Flush,
+        Transport::Rc => true,
         // XRC has no ATOMIC WRITE (or FLUSH) opcode (the kernel's proto::opcode).
         Transport::Xrc => !matches!(op, Flush | AtomicWrite),
     }
@@ -206,6 +221,20 @@ pub fn encode_send(
         put64(out, WR + wr_atomic::REMOTE_ADDR, wr.remote_addr);
         put64(out, WR + wr_atomic::COMPARE_ADD, wr.compare_add);
         put32(out, WR + wr_atomic::RKEY, wr.rkey);
+        return Ok(SEND_HDR);
+    }
+    if op == WrOpcode::Flush {
+        // No data: the target is the (remote) range or MR.
+        put32(
+            out,
+            send_wqe::SEND_FLAGS,
+            wr.send_flags & !uabi::SEND_INLINE,
+        );
+        put64(out, WR + wr_flush::REMOTE_ADDR, wr.remote_addr);
+        put32(out, WR + wr_flush::LENGTH, wr.flush.length);
+        put32(out, WR + wr_flush::RKEY, wr.rkey);
+        out[WR + wr_flush::TYPE] = wr.flush.placement;
+        out[WR + wr_flush::LEVEL] = wr.flush.level;
         return Ok(SEND_HDR);
     }
     if matches!(op, WrOpcode::BindMw | WrOpcode::LocalInv) {
@@ -332,11 +361,11 @@ pub fn decode_cqe(b: &[u8]) -> ibv_wc {
     }
     ibv_wc {
         wr_id: get64(b, 0),
-        status: get32(b, 8) as i32,
-        opcode: get32(b, 12) as i32,
+        status: get32(b, 8),
+        opcode: get32(b, 12),
         vendor_err: get32(b, 16),
         byte_len: get32(b, 20),
-        imm: get32(b, 24),
+        __bindgen_anon_1: wc_imm_union(get32(b, 24)),
         qp_num: get32(b, 28),
         src_qp: get32(b, 32),
         wc_flags: flags,
@@ -393,10 +422,10 @@ mod tests {
         );
     }
 
-    /// The kernel decoder's layout, which the encoder writes, against the `#[repr(C)]`
-    /// mirror (which `tests/layout.rs` checks against the C header, as it does `uabi`).
+    /// The kernel decoder's layout, which the encoder writes, against bindgen's types of the
+    /// C header (whose layout bindgen's compile-time assertions check).
     #[test]
-    fn uabi_layout_matches_the_mirror() {
+    fn uabi_layout_matches_the_header() {
         use crate::abi::rrxe::*;
         use core::mem::{offset_of, size_of};
         use rrxe_proto::uabi::wr_flush;
@@ -560,6 +589,9 @@ mod tests {
             (Transport::Uc, uabi::WR_RDMA_WRITE_WITH_IMM, true),
             (Transport::Rc, uabi::WR_RDMA_READ, true),
             (Transport::Rc, uabi::WR_SEND_WITH_INV, true),
+            (Transport::Rc, uabi::WR_FLUSH, true),
+            (Transport::Xrc, uabi::WR_FLUSH, false),
+            (Transport::Uc, uabi::WR_FLUSH, false),
             (Transport::Rc, 10, false),
             (Transport::Rc, u32::MAX, false),
         ] {
@@ -676,6 +708,31 @@ mod tests {
         let value = 0x0102_0304_0506_0708u64.to_ne_bytes();
         assert_eq!(d.wr, WrFields::AtomicWrite { remote, value });
         assert_eq!(d.data, Data::None);
+        // FLUSH: a range, to global visibility and persistence.
+        let w = SendWr {
+            opcode: uabi::WR_FLUSH,
+            send_flags: uabi::SEND_SIGNALED | uabi::SEND_INLINE,
+            remote_addr: remote.va,
+            rkey: remote.rkey,
+            flush: FlushArgs {
+                length: 4096,
+                placement: uabi::FLUSH_GLOBAL | uabi::FLUSH_PERSISTENT,
+                level: uabi::FLUSH_RANGE,
+            },
+            ..Default::default()
+        };
+        let n = encode_send(&w, &sges, None, &lim(Transport::Rc), &mut out).unwrap();
+        assert_eq!(n, SEND_HDR);
+        let d = decode_send(&out[..256], &rc).unwrap();
+        assert!(d.flags.signaled && !d.flags.inline);
+        let flush = uabi::Flush {
+            remote,
+            length: 4096,
+            typ: uabi::FLUSH_GLOBAL | uabi::FLUSH_PERSISTENT,
+            level: uabi::FLUSH_RANGE,
+        };
+        assert_eq!((d.opcode, d.wr), (WrOpcode::Flush, WrFields::Flush(flush)));
+        assert_eq!(d.data, Data::None);
         // BIND_MW.
         let bind = MwBind {
             mw_rkey: 0x3301,
@@ -715,14 +772,15 @@ mod tests {
 
     /// The typed check accepts exactly what the raw-integer rule it replaced did
     /// (UD: SEND, SEND_WITH_IMM; UC: those, RDMA WRITE (with imm), LOCAL_INV, BIND_MW;
-    /// RC: 0..=9 and ATOMIC_WRITE), for every value around the defined ones.
+    /// RC: 0..=9 and ATOMIC_WRITE), plus FLUSH on RC (`ibv_wr_flush`), for every value around
+    /// the defined ones.
     #[test]
     fn opcode_rule_unchanged() {
         let mut out = [0u8; MAX_WQE];
         let old = |t: Transport, v: u32| match t {
             Transport::Ud => matches!(v, 2 | 3),
             Transport::Uc => matches!(v, 2 | 3 | 0 | 1 | 7 | 8),
-            Transport::Rc => v <= 9 || v == 32,
+            Transport::Rc => v <= 9 || v == 32 || v == 33,
             // XRC: RC's without ATOMIC WRITE.
             Transport::Xrc => v <= 9,
         };
@@ -808,7 +866,7 @@ mod tests {
         assert_eq!(wc.wr_id, 42);
         assert_eq!((wc.status, wc.opcode), (5, 128));
         assert_eq!(wc.byte_len, 1000);
-        assert_eq!(wc.imm, 0x12345678);
+        assert_eq!(crate::abi::verbs::wc_imm(&wc), 0x12345678);
         assert_eq!((wc.qp_num, wc.src_qp), (17, 99));
         assert_eq!(wc.wc_flags, ibv_wc_flags::GRH | ibv_wc_flags::WITH_INV);
         b[36..40].copy_from_slice(&(kflags::WITH_IMM | kflags::IP_CSUM_OK).to_ne_bytes());

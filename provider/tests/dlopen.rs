@@ -1,13 +1,16 @@
 //! The built cdylib loads the way libibverbs loads providers and registers itself.
 //!
 //! libibverbs' `load_driver()` (rdma-core libibverbs/dynamic_driver.c) turns a `driver NAME`
-//! line into `dlopen("libNAME-rdmav34.so", RTLD_NOW)` (from its provider directory, then the
-//! library path), or, when NAME is an absolute path, `dlopen(NAME + "-rdmav34.so",
-//! RTLD_NOW)`. This test builds librrxe.so, copies it to `<tmp>/librrxe-rdmav34.so`, and
-//! in a child process (this binary again, so nothing else is loaded yet) dlopen()s
-//! `<tmp>/librrxe` + "-rdmav34.so" with RTLD_NOW. That resolves every
-//! `@IBVERBS_PRIVATE_34` import against the system libibverbs.so.1 and runs the constructor,
-//! which (with RRXE_PROVIDER_DEBUG set) reports that `verbs_register_driver_34` returned.
+//! line into `dlopen("libNAME-rdmavN.so", RTLD_NOW)` (N: its private ABI; from its provider
+//! directory, then the library path), or, when NAME is an absolute path,
+//! `dlopen(NAME + "-rdmavN.so", RTLD_NOW)`. This test builds librrxe.so, copies it to
+//! `<tmp>/librrxe-rdmavN.so` (N: the ABI `build.rs` found), and in a child process (this
+//! binary again, so nothing else is loaded yet) dlopen()s `<tmp>/librrxe` + "-rdmavN.so" with
+//! RTLD_NOW. That resolves every `@IBVERBS_PRIVATE_N` import against the target's
+//! libibverbs.so.1 (for a build against another `RRXE_SYSROOT`, the sysroot's, through
+//! LD_LIBRARY_PATH; skipped when the host's C library is too old for it) and runs the
+//! constructor, which (with RRXE_PROVIDER_DEBUG set) reports that `verbs_register_driver_N`
+//! returned.
 //!
 //! The host has no RDMA device, and libibverbs only reads its driver files when a device
 //! exists, so `ibv_devices` cannot exercise this here; the VM tests do.
@@ -16,11 +19,13 @@
 //! process too), so it uses only `libc`.
 
 use std::ffi::{CStr, CString};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const CHILD_ENV: &str = "RRXE_DLOPEN_TEST_LIB";
 const BEFORE: &str = "rrxe-test: about to dlopen";
+/// The private ABI the library was built for (`IBVERBS_PRIVATE_<N>`, from `build.rs`).
+const PABI: &str = env!("RRXE_IBVERBS_PABI");
 
 /// Builds the cdylib and returns its path. `cargo test` itself only builds the rlib the
 /// tests link, so this runs `cargo build --lib` into a target directory of its own (the outer
@@ -51,11 +56,18 @@ fn cdylib_loads_and_registers_with_libibverbs() {
     assert!(so.is_file(), "{} not built", so.display());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dlopen");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(&so, dir.join("librrxe-rdmav34.so")).unwrap();
+    std::fs::copy(&so, dir.join(format!("librrxe-rdmav{PABI}.so"))).unwrap();
     // What a `driver <dir>/librrxe` line makes libibverbs open.
     let driver_name = dir.join("librrxe");
 
-    let out = Command::new(std::env::current_exe().unwrap())
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    let libdir = env!("RRXE_IBVERBS_LIBDIR");
+    let foreign = !Path::new(libdir).join("libibverbs.so.1").exists()
+        || std::env::var_os("RRXE_SYSROOT").is_some_and(|s| s != "/");
+    if foreign {
+        child.env("LD_LIBRARY_PATH", libdir);
+    }
+    let out = child
         .args([
             "--exact",
             "dlopen_child",
@@ -70,6 +82,11 @@ fn cdylib_loads_and_registers_with_libibverbs() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("child stdout:\n{stdout}\nchild stderr:\n{stderr}");
+    if foreign && !out.status.success() && (stdout.contains("GLIBC_") || stderr.contains("GLIBC_"))
+    {
+        println!("SKIP: {libdir}/libibverbs.so.1 needs a newer C library than the host's");
+        return;
+    }
     assert!(out.status.success(), "child failed");
     assert!(stdout.contains("1 passed"), "child test did not run");
     let before = stderr.find(BEFORE).expect("child did not reach dlopen");
@@ -90,7 +107,7 @@ fn dlopen_child() {
     let Some(name) = std::env::var_os(CHILD_ENV) else {
         return;
     };
-    let path = format!("{}-rdmav34.so", name.to_str().unwrap());
+    let path = format!("{}-rdmav{PABI}.so", name.to_str().unwrap());
     let cpath = CString::new(path.clone()).unwrap();
     eprintln!("{BEFORE} {path}");
     // SAFETY: a valid NUL-terminated path; the library's constructor only registers itself.

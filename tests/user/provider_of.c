@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Which libibverbs provider serves an RDMA device: opens DEV and prints the file name of
- * the shared object its ibv_post_send lives in (librrxe-rdmav34.so, librxe-rdmav34.so, ...).
+ * the shared object its ibv_post_send lives in (librrxe-rdmavN.so, librxe-rdmavN.so, ...).
  * Exit status 1 (and a message) if DEV is not in libibverbs' device list (no provider
  * claimed it) or cannot be opened.
  *

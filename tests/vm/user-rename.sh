@@ -12,6 +12,9 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 which=$RRXE_ROOT/tests/user/provider_of
+# The provider libraries of this libibverbs' private ABI (ours as the build named it).
+rrxe_so=$(basename "$(ls "$RRXE_ROOT"/build/provider/librrxe-rdmav*.so 2>/dev/null | head -n 1)")
+rxe_so=librxe-rdmav${rrxe_so#librrxe-rdmav}
 
 # served_by DEV LIB: provider_of DEV prints LIB.
 served_by() {
@@ -29,7 +32,7 @@ if [ -e /sys/class/infiniband/$rxe_name/hca_type ]; then
 else
   ok "rdma_rxe's $rxe_name has no hca_type attribute"
 fi
-served_by "$rxe_name" librxe-rdmav34.so
+served_by "$rxe_name" "$rxe_so"
 # Without librxe in the driver list, nobody may claim it (librrxe least of all).
 mkdir -p /run/rename-hidden
 mv /etc/libibverbs.d/rxe.driver /run/rename-hidden/
@@ -61,7 +64,7 @@ rename_check() {
   GID=$(retry 20 0.3 gid_index_v4 "$DEV" "$RRXE_MY_IP") || GID=
   if [ -n "$GID" ]; then ok "$DEV has a RoCE v2 GID for $RRXE_MY_IP (index $GID)"
   else not_ok "$DEV has a RoCE v2 GID for $RRXE_MY_IP"; GID=0; fi
-  served_by "$DEV" librrxe-rdmav34.so
+  served_by "$DEV" "$rrxe_so"
   out=$(ibv_devinfo -d "$DEV" 2>&1); rc=$?
   if [ "$rc" = 0 ] && grep -q "hca_id:[[:space:]]*$DEV\$" <<<"$out" &&
      grep -q "state:[[:space:]]*PORT_ACTIVE" <<<"$out"; then

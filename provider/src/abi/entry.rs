@@ -10,8 +10,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use std::os::unix::ffi::OsStrExt;
 
 use super::driver::{
-    verbs_context_ops, verbs_device, verbs_device_ops, verbs_match_ent, verbs_match_ent_u,
-    verbs_sysfs_dev, RDMA_DRIVER_UNKNOWN, VERBS_LOG_ERR, VERBS_MATCH_SENTINEL,
+    verbs_context_ops, verbs_device, verbs_device_ops, verbs_match_ent,
+    verbs_match_ent__bindgen_ty_1, verbs_sysfs_dev, RDMA_DRIVER_UNKNOWN, VERBS_LOG_ERR,
+    VERBS_MATCH_SENTINEL,
 };
 use super::ffi;
 use super::objects;
@@ -56,10 +57,10 @@ unsafe impl<T> Sync for SyncStatic<T> {}
 /// versions that walk it unconditionally.
 pub static MATCH_TABLE: SyncStatic<[verbs_match_ent; 1]> = SyncStatic([verbs_match_ent {
     driver_data: ptr::null_mut(),
-    u: verbs_match_ent_u { driver_id: 0 },
+    u: verbs_match_ent__bindgen_ty_1 { driver_id: 0 },
     vendor: 0,
     device: 0,
-    kind: VERBS_MATCH_SENTINEL,
+    kind: VERBS_MATCH_SENTINEL as u8,
 }]);
 
 /// What the provider registers with libibverbs. Exported under the name rdma-core's
@@ -70,13 +71,18 @@ pub static verbs_provider_rrxe: SyncStatic<verbs_device_ops> = SyncStatic(verbs_
     match_min_abi_version: device::MIN_ABI_VERSION,
     match_max_abi_version: device::MAX_ABI_VERSION,
     match_table: MATCH_TABLE.0.as_ptr(),
-    static_providers: ptr::null(),
+    static_providers: ptr::null_mut(),
     match_device: Some(rrxe_match_device),
     alloc_context: Some(rrxe_alloc_context),
     import_context: None,
     alloc_device: Some(rrxe_alloc_device),
     uninit_device: Some(rrxe_uninit_device),
 });
+
+/// All ops NULL.
+// SAFETY: every field of `verbs_context_ops` is an `Option` of a function pointer, for which
+// all-zero bytes are `None`.
+const NO_OPS: verbs_context_ops = unsafe { core::mem::zeroed() };
 
 /// The context ops; everything else stays libibverbs' dummy (EOPNOTSUPP).
 pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
@@ -118,7 +124,7 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     alloc_mw: Some(objects::mw::alloc_mw),
     dealloc_mw: Some(objects::mw::dealloc_mw),
     bind_mw: Some(objects::mw::bind_mw),
-    ..verbs_context_ops::EMPTY
+    ..NO_OPS
 };
 
 /// Set once the constructor has registered the provider.
@@ -134,10 +140,14 @@ pub fn registered() -> bool {
 extern "C" fn rrxe_register_driver() {
     // SAFETY: `verbs_provider_rrxe` is a 'static, fully initialised `verbs_device_ops` whose
     // pointers reference 'static data; libibverbs keeps the pointer for the process' life.
-    unsafe { ffi::verbs_register_driver_34(&verbs_provider_rrxe.0) };
+    unsafe { ffi::verbs_register_driver(&verbs_provider_rrxe.0) };
     REGISTERED.store(true, Ordering::Release);
     if std::env::var_os("RRXE_PROVIDER_DEBUG").is_some() {
-        eprintln!("rrxe: provider registered with libibverbs (verbs_register_driver_34)");
+        eprintln!(
+            "rrxe: provider registered with libibverbs (verbs_register_driver_{}, rdma-core {})",
+            super::sys::RRXE_IBVERBS_PABI,
+            super::sys::RRXE_RDMA_CORE_VERSION
+        );
     }
 }
 
@@ -248,7 +258,7 @@ unsafe extern "C" fn rrxe_alloc_context(
     // payload behind the core part (kern-abi.h's DECLARE_DRV_CMD layout).
     // SAFETY: `vctx` is initialised; `cmd`/`resp` are live buffers of the sizes passed.
     let ret = unsafe {
-        ffi::ibv_cmd_get_context(
+        ffi::cmd_get_context(
             vctx,
             ptr::addr_of_mut!(cmd).cast(),
             urrxe_get_context::size(),
@@ -384,7 +394,7 @@ mod tests {
         assert!(ops.import_context.is_none() && ops.match_device.is_some());
         // Only the sentinel: the match is `match_device`'s alone.
         assert_eq!(MATCH_TABLE.0.len(), 1);
-        assert_eq!(MATCH_TABLE.0[0].kind, VERBS_MATCH_SENTINEL);
+        assert_eq!(u32::from(MATCH_TABLE.0[0].kind), VERBS_MATCH_SENTINEL);
         assert_eq!(ops.match_table, MATCH_TABLE.0.as_ptr());
     }
 

@@ -1,13 +1,15 @@
-//! The FFI layer: `#[repr(C)]` mirrors of libibverbs' public and private (provider) ABI and of
-//! rrxe's user ABI, the libibverbs imports, and the `extern "C"` entry points libibverbs calls.
+//! The FFI layer: libibverbs' public and private (provider) ABI and rrxe's user ABI as bindgen
+//! generates them ([`sys`], from the headers of the libibverbs the build targets: see
+//! `build.rs`), the libibverbs imports, and the `extern "C"` entry points libibverbs calls.
 //!
 //! All of the crate's `unsafe` lives here, each block with a `// SAFETY:` comment. The logic
 //! modules (`device`, `context`) are safe Rust on top.
 //!
-//! Mirrors match: public types, Debian bookworm's libibverbs-dev 44.0 headers (the installed
-//! library); private types (driver.h), rdma-core 56.1's source, which has the same
-//! `IBVERBS_PRIVATE_34` layout as 44.0 (checked on the 44.0 binary, see `driver`). Field and
-//! type names are the C ones so the layout test can name them.
+//! `verbs`, `driver`, `uverbs` and `ffi` name the C header each part of [`sys`] comes from
+//! (verbs.h; driver.h; ib_user_verbs.h and kern-abi.h; driver.h's functions) and add the few
+//! hand-written helpers on top. Public types follow the target's installed libibverbs-dev
+//! (verbs.h changes inside one private ABI: `ibv_qp_ex` grew in rdma-core 45, `ibv_port_attr`
+//! in 49); private ones the rdma-core source of the same private ABI.
 
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
 
@@ -17,5 +19,6 @@ pub mod ffi;
 pub mod objects;
 pub mod queue;
 pub mod rrxe;
+pub mod sys;
 pub mod uverbs;
 pub mod verbs;

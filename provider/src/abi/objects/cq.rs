@@ -31,13 +31,13 @@ pub struct RrxeCq {
 
 /// The work completion flags an extended CQ can report (no timestamps, VLANs, flow tags or
 /// tag matching).
-const CQ_EX_WC_FLAGS: u64 = IBV_WC_EX_WITH_BYTE_LEN
+const CQ_EX_WC_FLAGS: u64 = (IBV_WC_EX_WITH_BYTE_LEN
     | IBV_WC_EX_WITH_IMM
     | IBV_WC_EX_WITH_QP_NUM
     | IBV_WC_EX_WITH_SRC_QP
     | IBV_WC_EX_WITH_SLID
     | IBV_WC_EX_WITH_SL
-    | IBV_WC_EX_WITH_DLID_PATH_BITS;
+    | IBV_WC_EX_WITH_DLID_PATH_BITS) as u64;
 
 /// Maps the CQ the kernel described and finishes `cq`; on failure destroys the kernel CQ.
 fn finish_cq(ctx: *mut ibv_context, mut cq: Box<RrxeCq>, q: &rrxe_queue_info) -> *mut RrxeCq {
@@ -122,7 +122,7 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
     let mut resp = urrxe_create_cq_ex_resp::new();
     // SAFETY: `ctx` is live; buffers as given; the response is a DECLARE_DRV_CMD layout.
     let ret = unsafe {
-        ffi::ibv_cmd_create_cq_ex(
+        ffi::cmd_create_cq_ex(
             ctx,
             &a,
             &mut cq.vcq,
@@ -137,7 +137,7 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
         set_errno(ret);
         return ptr::null_mut();
     }
-    let x = &mut cq.vcq.cq_ex;
+    let x = &mut cq.vcq.__bindgen_anon_1.cq_ex;
     x.start_poll = Some(cq_start_poll);
     x.next_poll = Some(cq_next_poll);
     x.end_poll = Some(cq_end_poll);
@@ -305,10 +305,10 @@ macro_rules! cq_reader {
         }
     };
 }
-cq_reader!(cq_read_opcode -> c_int, |w| w.opcode);
+cq_reader!(cq_read_opcode -> ibv_wc_opcode, |w| w.opcode);
 cq_reader!(cq_read_vendor_err -> u32, |w| w.vendor_err);
 cq_reader!(cq_read_byte_len -> u32, |w| w.byte_len);
-cq_reader!(cq_read_imm_data -> u32, |w| w.imm);
+cq_reader!(cq_read_imm_data -> u32, |w| wc_imm(&w));
 cq_reader!(cq_read_qp_num -> u32, |w| w.qp_num);
 cq_reader!(cq_read_src_qp -> u32, |w| w.src_qp);
 cq_reader!(cq_read_wc_flags -> c_uint, |w| w.wc_flags);

@@ -8,7 +8,6 @@ use super::{set_errno, zeroed_box};
 use crate::abi::driver::verbs_mr;
 use crate::abi::ffi;
 use crate::abi::uverbs::*;
-use crate::abi::verbs::*;
 
 pub(crate) unsafe extern "C" fn reg_mr(
     pd: *mut ibv_pd,
@@ -93,7 +92,7 @@ pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
 /// `ibv_advise_mr` returns it.
 pub(crate) unsafe extern "C" fn advise_mr(
     pd: *mut ibv_pd,
-    advice: c_int,
+    advice: ib_uverbs_advise_mr_advice,
     flags: u32,
     sg_list: *mut ibv_sge,
     num_sge: u32,

@@ -10,11 +10,10 @@ use super::qp::RrxeQp;
 use super::{lock, set_errno, zeroed_box};
 use crate::abi::ffi;
 use crate::abi::uverbs::*;
-use crate::abi::verbs::*;
 use crate::wqe::{MwBind, SendWr};
 use rrxe_proto::uabi;
 
-pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: c_int) -> *mut ibv_mw {
+pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: ibv_mw_type) -> *mut ibv_mw {
     if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
         set_errno(libc::EINVAL);
         return ptr::null_mut();

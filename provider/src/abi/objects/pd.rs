@@ -7,7 +7,6 @@ use core::ptr;
 use super::{set_errno, zeroed_box};
 use crate::abi::ffi;
 use crate::abi::uverbs::*;
-use crate::abi::verbs::*;
 
 pub(crate) unsafe extern "C" fn alloc_pd(ctx: *mut ibv_context) -> *mut ibv_pd {
     // SAFETY: ibv_pd is plain data.

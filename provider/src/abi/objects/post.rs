@@ -12,7 +12,6 @@ use super::mw::type2_binding;
 use super::qp::{RrxeQp, Sq};
 use crate::abi::queue::MappedQueue;
 use crate::abi::uverbs::*;
-use crate::abi::verbs::*;
 use crate::wq::{RecvQueue, SendQueue};
 use crate::wqe::{SendWr, Sge, Transport, WrError};
 use rrxe_proto::uabi::{self, WrOpcode};
@@ -20,20 +19,20 @@ use rrxe_proto::uabi::{self, WrOpcode};
 /// Rings the send doorbell: a POST_SEND with no work requests.
 pub(super) fn doorbell(fd: c_int, qp_handle: u32) -> c_int {
     let mut resp = ib_uverbs_post_send_resp::default();
-    let cmd = ibv_post_send {
+    let mut cmd = ibv_post_send {
         hdr: ib_uverbs_cmd_hdr {
             command: IB_USER_VERBS_CMD_POST_SEND,
             in_words: (size_of::<ibv_post_send>() / 4) as u16,
             out_words: (size_of::<ib_uverbs_post_send_resp>() / 4) as u16,
         },
-        core_payload: ib_uverbs_post_send {
-            response: ptr::addr_of_mut!(resp) as u64,
-            qp_handle,
-            wr_count: 0,
-            sge_count: 0,
-            wqe_size: IB_UVERBS_SEND_WR_SIZE,
-        },
+        ..Default::default()
     };
+    // SAFETY: `core_payload` is the member of kern-abi.h's union that a write command
+    // carries; the union is plain integers, all of them initialised (zero) by `default()`.
+    let core = unsafe { cmd.__bindgen_anon_1.core_payload.as_mut() };
+    core.response = ptr::addr_of_mut!(resp) as u64;
+    core.qp_handle = qp_handle;
+    core.wqe_size = IB_UVERBS_SEND_WR_SIZE;
     // SAFETY: writes the command from a live local; the kernel writes `resp`, which lives
     // until after the call.
     let n = unsafe { libc::write(fd, ptr::addr_of!(cmd).cast(), size_of::<ibv_post_send>()) };
@@ -90,7 +89,7 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
     let mut buf = [Sge::default(); 32];
     // SAFETY: per the contract.
     let list = unsafe { sges(wr.sg_list, wr.num_sge, &mut buf) }.ok_or(WrError::TooManySge)?;
-    let opcode = wr.opcode as u32;
+    let opcode: u32 = wr.opcode;
     // Unknown values go on to the encoder, which refuses them.
     let op = WrOpcode::from_raw(opcode);
     let ud = sq.limits().transport == Transport::Ud;
@@ -98,14 +97,16 @@ unsafe fn stage_send(sq: &mut SendQueue<MappedQueue>, wr: &ibv_send_wr) -> Resul
         wr_id: wr.wr_id,
         opcode,
         send_flags: wr.send_flags,
-        ex: wr.imm,
+        // SAFETY: both members of the `imm_data`/`invalidate_rkey` union are a u32.
+        ex: unsafe { wr.__bindgen_anon_1.invalidate_rkey },
         // `qp_type.xrc.remote_srqn` (encoded for XRC send QPs only).
-        xrc_srqn: wr.qp_type,
+        // SAFETY: `xrc` is the union's only member.
+        xrc_srqn: unsafe { wr.qp_type.xrc.remote_srqn },
         ..Default::default()
     };
     if op == Some(WrOpcode::BindMw) {
         // SAFETY: a BIND_MW request's active union member is `bind_mw`.
-        let b = unsafe { wr.ext.bind_mw };
+        let b = unsafe { wr.__bindgen_anon_2.bind_mw };
         // SAFETY: the verbs contract: the request names a live MW and MR.
         d.bind = unsafe { type2_binding(b.mw, b.rkey, &b.bind_info) }.ok_or(WrError::Opcode)?;
         return sq.stage(&d, &[], None);

@@ -12,7 +12,6 @@ use crate::abi::ffi;
 use crate::abi::queue::{MapError, MappedQueue};
 use crate::abi::rrxe::*;
 use crate::abi::uverbs::*;
-use crate::abi::verbs::*;
 use crate::wq::{QpState, RecvQueue, SendQueue, WrBatch};
 use crate::wqe::{SendLimits, Transport};
 
@@ -43,11 +42,14 @@ pub struct RrxeQp {
 
 impl RrxeQp {
     pub(super) fn ibqp(&self) -> &ibv_qp {
-        &self.vqp.qp_ex.qp_base
+        // SAFETY: `ibv_qp` is the first member of both union members (`qp`, and `qp_ex`'s
+        // `qp_base`), and the whole `verbs_qp` is initialised (allocated zeroed, then filled
+        // by libibverbs), so either view reads initialised plain data.
+        unsafe { &self.vqp.__bindgen_anon_1.qp }
     }
 }
 
-fn transport(qp_type: c_int) -> Option<Transport> {
+fn transport(qp_type: ibv_qp_type) -> Option<Transport> {
     match qp_type {
         IBV_QPT_RC => Some(Transport::Rc),
         IBV_QPT_UC => Some(Transport::Uc),
@@ -57,12 +59,21 @@ fn transport(qp_type: c_int) -> Option<Transport> {
     }
 }
 
+/// `IBV_QP_EX_WITH_FLUSH` where verbs.h has `ibv_wr_flush` (rdma-core 45+).
+#[cfg(rrxe_have_wr_flush)]
+const WITH_FLUSH: ibv_qp_create_send_ops_flags = IBV_QP_EX_WITH_FLUSH;
+#[cfg(not(rrxe_have_wr_flush))]
+const WITH_FLUSH: ibv_qp_create_send_ops_flags = 0;
+
 /// The extended-API operations each transport can do here.
 fn send_ops_for(t: Transport) -> u64 {
     let send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-    match t {
-        // XRC has no ATOMIC WRITE opcode.
-        Transport::Xrc => send_ops_for(Transport::Rc) & !IBV_QP_EX_WITH_ATOMIC_WRITE,
+    let ops = match t {
+        // XRC has no ATOMIC WRITE or FLUSH opcode.
+        Transport::Xrc => {
+            return send_ops_for(Transport::Rc)
+                & !u64::from(IBV_QP_EX_WITH_ATOMIC_WRITE | WITH_FLUSH)
+        }
         Transport::Ud => send,
         Transport::Uc => {
             send | IBV_QP_EX_WITH_RDMA_WRITE
@@ -81,8 +92,10 @@ fn send_ops_for(t: Transport) -> u64 {
                 | IBV_QP_EX_WITH_BIND_MW
                 | IBV_QP_EX_WITH_SEND_WITH_INV
                 | IBV_QP_EX_WITH_ATOMIC_WRITE
+                | WITH_FLUSH
         }
-    }
+    };
+    u64::from(ops)
 }
 
 /// Maps the queues the kernel described and finishes `qp`; on failure destroys the kernel
@@ -217,7 +230,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     if send_ops != 0 {
         qp.send_ops = send_ops;
         qp.vqp.comp_mask |= VERBS_QP_EX;
-        super::qp_ex::install(&mut qp.vqp.qp_ex);
+        super::qp_ex::install(&mut qp.vqp.__bindgen_anon_1.qp_ex);
     }
     // SAFETY: `ctx` is live.
     let fd = unsafe { (*ctx).cmd_fd };
@@ -353,7 +366,7 @@ pub(crate) unsafe extern "C" fn query_qp(
     // Recorded only when asked for, so that no field left unset is taken for the state. A
     // state the kernel moved the QP to (ERROR, SQE) takes work requests like the one it
     // replaces.
-    if ret == 0 && mask & IBV_QP_STATE != 0 {
+    if ret == 0 && mask as u32 & IBV_QP_STATE != 0 {
         // SAFETY: a live QP of ours; `attr` is the caller's `ibv_qp_attr`, just filled.
         unsafe { (*qp.cast::<RrxeQp>()).state.set(qp_attr_state(attr)) };
     }
@@ -378,7 +391,7 @@ pub(crate) unsafe extern "C" fn modify_qp(
     // SAFETY: all pointers from the caller; `cmd` is a live buffer of that size.
     let ret =
         unsafe { ffi::ibv_cmd_modify_qp(qp, attr, mask, &mut cmd, size_of::<ibv_modify_qp>()) };
-    if ret == 0 && mask & IBV_QP_STATE != 0 {
+    if ret == 0 && mask as u32 & IBV_QP_STATE != 0 {
         // SAFETY: a live QP of ours; `attr` is the caller's `ibv_qp_attr`.
         unsafe { (*qp.cast::<RrxeQp>()).state.set(qp_attr_state(attr)) };
     }

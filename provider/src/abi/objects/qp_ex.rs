@@ -37,6 +37,10 @@ pub(super) fn install(x: &mut ibv_qp_ex) {
     x.wr_set_sge = Some(wr_set_sge);
     x.wr_set_sge_list = Some(wr_set_sge_list);
     x.wr_atomic_write = Some(wr_atomic_write);
+    #[cfg(rrxe_have_wr_flush)]
+    {
+        x.wr_flush = Some(wr_flush);
+    }
 }
 
 /// Our QP behind an `ibv_qp_ex` pointer.
@@ -70,13 +74,13 @@ unsafe fn with_batch(
 ///
 /// # Safety
 /// As [`our_qp`].
-unsafe fn wr_begin(qpx: *mut ibv_qp_ex, op: u64, mut wr: SendWr) {
+unsafe fn wr_begin(qpx: *mut ibv_qp_ex, op: ibv_qp_create_send_ops_flags, mut wr: SendWr) {
     // SAFETY: per the contract.
     let (qp, wr_id, flags) = unsafe { (our_qp(qpx), (*qpx).wr_id, (*qpx).wr_flags) };
     wr.wr_id = wr_id;
     // Inline data comes from ibv_wr_set_inline_data*, not from the flag.
     wr.send_flags = flags & !uabi::SEND_INLINE;
-    let allowed = qp.send_ops & op != 0;
+    let allowed = qp.send_ops & u64::from(op) != 0;
     // SAFETY: per the contract.
     unsafe {
         with_batch(qpx, |b, q| {
@@ -306,6 +310,37 @@ unsafe extern "C" fn wr_atomic_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, 
     };
     // SAFETY: libibverbs passes our QP.
     unsafe { wr_begin(qpx, IBV_QP_EX_WITH_ATOMIC_WRITE, wr) };
+}
+
+/// `ibv_wr_flush` (verbs.h of rdma-core 45+): the type and level values of verbs.h are the
+/// ABI's `RRXE_FLUSH_*`; the kernel checks them.
+#[cfg(rrxe_have_wr_flush)]
+unsafe extern "C" fn wr_flush(
+    qpx: *mut ibv_qp_ex,
+    rkey: u32,
+    addr: u64,
+    len: usize,
+    placement: u8,
+    level: u8,
+) {
+    let Ok(length) = u32::try_from(len) else {
+        // SAFETY: libibverbs passes our QP.
+        unsafe { with_batch(qpx, |b, _| b.reject(WrError::Opcode)) };
+        return;
+    };
+    let wr = SendWr {
+        opcode: uabi::WR_FLUSH,
+        rkey,
+        remote_addr: addr,
+        flush: crate::wqe::FlushArgs {
+            length,
+            placement,
+            level,
+        },
+        ..Default::default()
+    };
+    // SAFETY: libibverbs passes our QP.
+    unsafe { wr_begin(qpx, IBV_QP_EX_WITH_FLUSH, wr) };
 }
 
 unsafe extern "C" fn wr_set_ud_addr(qpx: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {

@@ -12,7 +12,6 @@ use crate::abi::ffi;
 use crate::abi::queue::MappedQueue;
 use crate::abi::rrxe::*;
 use crate::abi::uverbs::*;
-use crate::abi::verbs::*;
 use crate::wq::RecvQueue;
 
 /// The provider's SRQ: a `verbs_srq` (`ibv_srq` first), where libibverbs records an

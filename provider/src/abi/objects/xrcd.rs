@@ -9,7 +9,6 @@ use super::{set_errno, zeroed_box};
 use crate::abi::driver::verbs_xrcd;
 use crate::abi::ffi;
 use crate::abi::uverbs::*;
-use crate::abi::verbs::*;
 
 pub(crate) unsafe extern "C" fn open_xrcd(
     ctx: *mut ibv_context,
