@@ -11,7 +11,7 @@
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
-which=$RRXE_ROOT/tests/user/provider_of
+which=$RRXE_USER_BIN/provider_of
 
 # served_by DEV LIB: provider_of DEV prints LIB.
 served_by() {
