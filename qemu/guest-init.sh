@@ -1,7 +1,8 @@
 #!/bin/bash
-# PID 1 of a harness VM (see run-vms): mounts the basics over the read-only 9p root, brings
-# up eth0, lays the libibverbs driver overlay, runs the test script, reports its exit status
-# on the second serial port and powers off.
+# PID 1 of a harness VM (see run-vms; on a cached root filesystem, qemu/rootfs-init execs it):
+# mounts the basics over the read-only 9p root, brings up eth0, lays the libibverbs driver
+# overlay, runs the test script, reports its exit status on the second serial port and
+# powers off.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
@@ -18,17 +19,21 @@ set -a
 . "$rrxe_env"
 set +a
 hostname "vm$RRXE_VM"
+[ -z "${RRXE_ROOTFS:-}" ] ||
+  echo "# root filesystem: $RRXE_ROOTFS (Debian $(cat /etc/debian_version), rdma-core $(dpkg-query -W -f='${Version}' rdma-core 2>/dev/null))"
 ip link set lo up
 ip link set eth0 up
 ip addr add "$RRXE_MY_IP/24" dev eth0
 # IPv6 link-local addresses need DAD to finish before they are usable as GIDs.
 ip -6 addr add "fd77::$((RRXE_VM + 1))/64" dev eth0 nodad 2>/dev/null
 
-# libibverbs driver files: the host's, plus ours pointing at the build tree.
+# libibverbs driver files: the root's, plus ours pointing at the provider built for this
+# root (run-vms: RRXE_PROVIDER_DIR; libibverbs loads librrxe-rdmavN.so for its own ABI N).
 mkdir -p /run/libibverbs.d
 cp /etc/libibverbs.d/*.driver /run/libibverbs.d/ 2>/dev/null
-if ls "$RRXE_ROOT"/build/provider/librrxe-rdmav*.so >/dev/null 2>&1; then
-  echo "driver $RRXE_ROOT/build/provider/librrxe" > /run/libibverbs.d/rrxe.driver
+RRXE_PROVIDER_DIR=${RRXE_PROVIDER_DIR:-$RRXE_ROOT/build/provider}
+if compgen -G "$RRXE_PROVIDER_DIR/librrxe-rdmav*.so" >/dev/null; then
+  echo "driver $RRXE_PROVIDER_DIR/librrxe" > /run/libibverbs.d/rrxe.driver
 fi
 mount --bind /run/libibverbs.d /etc/libibverbs.d
 

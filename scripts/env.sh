@@ -57,3 +57,46 @@ RRXE_KBUILD=${RRXE_KBUILD:-$RRXE_CACHE/kernel-$RRXE_KERNEL-$(rrxe_kernel_key)}
 # KDIR: the built kernel tree (a user may point it at their own CONFIG_RUST kernel).
 KDIR=${KDIR:-$RRXE_KBUILD/linux}
 RRXE_MODROOT=${RRXE_MODROOT:-$RRXE_KBUILD/modroot}
+
+# Guest root filesystems (scripts/build-rootfs.sh): Debian suites built with mmdebstrap into
+# $RRXE_CACHE/rootfs-<suite>-<key>. Without one (RRXE_ROOTFS empty, the default) the guests
+# boot with the host's / as their root.
+RRXE_ROOTFS_SUITES="bookworm trixie sid"
+RRXE_ROOTFS=${RRXE_ROOTFS:-}
+# rrxe_rootfs_check WHO: RRXE_ROOTFS is empty or a known suite, or WHO says so (exit 2).
+rrxe_rootfs_check() {
+  case " $RRXE_ROOTFS_SUITES " in *" ${RRXE_ROOTFS:-none} "*) return 0 ;; esac
+  [ -z "$RRXE_ROOTFS" ] && return 0
+  echo "$1: unknown root '$RRXE_ROOTFS' (known: $RRXE_ROOTFS_SUITES)" >&2
+  return 2
+}
+# The packages of every root: the test tools, and what building tests/user in it needs.
+RRXE_ROOTFS_PACKAGES="bash mawk kmod iproute2 procps mount util-linux hostname python3
+  iputils-ping ethtool rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+  libibverbs-dev librdmacm-dev gcc libc6-dev make pkg-config"
+# How scripts/build-rootfs.sh builds a root: change this line whenever that recipe changes
+# what it builds, so cached roots are rebuilt.
+RRXE_ROOTFS_RECIPE="mmdebstrap --variant=essential, no Valid-Until check, no docs/man/locales, qemu/rootfs-init as /usr/local/sbin/rrxe-init"
+# rrxe_rootfs_key SUITE: the cache key of SUITE's root (packages, recipe, guest bootstrap).
+rrxe_rootfs_key() {
+  {
+    echo "$1"
+    echo $RRXE_ROOTFS_PACKAGES
+    echo "$RRXE_ROOTFS_RECIPE"
+    cat "$RRXE_ROOT/qemu/rootfs-init"
+  } | sha256sum | cut -c1-16
+}
+rrxe_rootfs_dir() { echo "$RRXE_CACHE/rootfs-$1-$(rrxe_rootfs_key "$1")"; }
+# What the guests on root SUITE run that is built for that root, under build/root-SUITE/:
+# the tests/user programs (scripts/build-user-tests.sh) and the libibverbs provider
+# (librrxe-rdmavN.so for the root's private ABI N). Bookworm has the host's rdma-core (ABI
+# 34): its provider is the host's build/provider/. With no root: the host's builds.
+rrxe_root_user_dir() {
+  if [ -n "${1:-}" ]; then echo "$RRXE_ROOT/build/root-$1/user"; else echo "$RRXE_ROOT/tests/user"; fi
+}
+rrxe_root_provider_dir() {
+  case "${1:-}" in
+    ''|bookworm) echo "$RRXE_ROOT/build/provider" ;;
+    *) echo "$RRXE_ROOT/build/root-$1/provider" ;;
+  esac
+}

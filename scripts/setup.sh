@@ -28,7 +28,7 @@ PKGS=(
   rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
   iproute2 iperf3 ethtool python3
   nvme-cli fio nfs-kernel-server nfs-common
-  dkms
+  dkms mmdebstrap
 )
 missing=()
 for p in "${PKGS[@]}"; do

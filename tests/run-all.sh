@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # All of rrxe's tests: setup (idempotent), host unit/property/simulation tests, the module
 # and provider builds, then the VM tests in tests/vm/. Ends with "N passed, N failed".
-#   tests/run-all.sh [--kernel 6.12|7.3] [--skip-setup] [VM-TEST-NAME...]
+#   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--skip-setup] [VM-TEST-NAME...]
 #   tests/run-all.sh --list | --help
 # With no kernel and no names (the README's test command, and CI's): every VM test on the
 # default kernel (6.12), then the cross-kernel set (tests/vm/sets/other-kernel) on 7.3.
 # --kernel K: every VM test (or the named ones) on K only. Names without --kernel: those
 # tests on 6.12. Unknown options and test names are refused before anything runs.
+# --root SUITE (or $RRXE_ROOTFS): the guests boot that cached Debian root filesystem
+# (scripts/build-rootfs.sh builds it if needed); the VM tests named, or tests/vm/sets/root,
+# on --kernel K or 6.12, with tests/user and the provider built for that root. No host tests.
 # RRXE_VM_ONLY=1 skips the host tests and fuzzing (scripts/kasan-suite.sh: they do not
 # depend on the guest kernel and run in the normal suite).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-usage() { sed -n '2,11s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,14s/^# \{0,1\}//p' "$0"; }
 all_tests() { ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'; }
 skip_setup=0 kernel= names=()
 while [ $# -gt 0 ]; do
@@ -21,12 +24,14 @@ while [ $# -gt 0 ]; do
     --list) all_tests; exit 0 ;;
     --skip-setup) skip_setup=1; shift ;;
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; kernel=$2; shift 2 ;;
+    --root) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_ROOTFS=$2; shift 2 ;;
     -*) echo "run-all: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
 done
 . scripts/env.sh
 [ -z "$kernel" ] || RRXE_KERNEL=$kernel rrxe_kernel_check run-all || exit 2
+rrxe_rootfs_check run-all || exit 2
 for t in "${names[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: no VM test '$t' (tests/run-all.sh --list shows them)" >&2; exit 2; }
 done
@@ -35,8 +40,13 @@ mapfile -t other_set < <(grep -v '^#' tests/vm/sets/other-kernel | xargs -n1)
 for t in "${other_set[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/other-kernel names no VM test '$t'" >&2; exit 2; }
 done
+mapfile -t root_set < <(grep -v '^#' tests/vm/sets/root | xargs -n1)
 plan=()
-if [ -n "$kernel" ]; then
+if [ -n "$RRXE_ROOTFS" ]; then
+  plan=("${kernel:-6.12}:${names[*]:-${root_set[*]}}")
+  # The host tests do not depend on the guests' root filesystem.
+  RRXE_VM_ONLY=1
+elif [ -n "$kernel" ]; then
   plan=("$kernel:${names[*]:-$(all_tests | xargs)}")
 elif [ ${#names[@]} -gt 0 ]; then
   plan=("6.12:${names[*]}")
@@ -143,8 +153,12 @@ else
   fi
 fi
 
-note "check: make refuses an unfit kernel tree at once, saying why (tests/check-kdir.sh)"
-tap_host "check-kdir" bash tests/check-kdir.sh
+if [ -n "$RRXE_ROOTFS" ]; then
+  note "check: tests/check-kdir.sh and tests/dkms.sh not run (--root: they check the host's build, not the guests' root)"
+else
+  note "check: make refuses an unfit kernel tree at once, saying why (tests/check-kdir.sh)"
+  tap_host "check-kdir" bash tests/check-kdir.sh
+fi
 
 build_modules() { # rrxe.ko and rrxe_ktest.ko for the current kernel
 note "build: rrxe.ko (kernel $RRXE_KERNEL)"
@@ -159,10 +173,35 @@ if [ -z "$big" ]; then pass; else echo "$big"; fail "stack frames over $limit by
 note "build: rrxe_ktest.ko (kernel-verbs test module)"
 if make -s -C tests/kverbs >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/kverbs (rrxe_ktest.ko)"; fi
 
-note "check: DKMS adds, builds and installs rrxe against kernel $RRXE_KERNEL (tests/dkms.sh)"
-tap_host "dkms ($RRXE_KERNEL)" bash tests/dkms.sh
+if [ -z "$RRXE_ROOTFS" ]; then
+  note "check: DKMS adds, builds and installs rrxe against kernel $RRXE_KERNEL (tests/dkms.sh)"
+  tap_host "dkms ($RRXE_KERNEL)" bash tests/dkms.sh
+fi
 }
 
+
+build_root() { # the root filesystem $RRXE_ROOTFS, and what its guests run built for it
+note "setup: root filesystem $RRXE_ROOTFS (scripts/build-rootfs.sh)"
+local dir
+dir=$(bash scripts/build-rootfs.sh --root "$RRXE_ROOTFS") || { fail "scripts/build-rootfs.sh --root $RRXE_ROOTFS"; finish; }
+sed 's/^/  /' "$dir/.rrxe-info"
+note "build: tests/user in the $RRXE_ROOTFS root (scripts/build-user-tests.sh)"
+if bash scripts/build-user-tests.sh --root "$RRXE_ROOTFS" >>build.log 2>&1; then pass
+else tail -n 40 build.log; fail "scripts/build-user-tests.sh --root $RRXE_ROOTFS"; fi
+local pdir
+pdir=$(rrxe_root_provider_dir "$RRXE_ROOTFS")
+if [ -n "${RRXE_PROVIDER_DIR:-}" ]; then
+  note "build: none for the provider: the guests load the one in RRXE_PROVIDER_DIR=$RRXE_PROVIDER_DIR ($(cd "$RRXE_PROVIDER_DIR" 2>/dev/null && echo librrxe-rdmav*.so))"
+elif [ "$pdir" = "$ROOT/build/provider" ]; then
+  note "build: the provider for $RRXE_ROOTFS is the host's (same rdma-core ABI): $pdir"
+elif grep -q -- '--sysroot' provider/install.sh; then
+  note "build: the provider for the $RRXE_ROOTFS root (provider/install.sh --sysroot) into $pdir"
+  if bash provider/install.sh --sysroot "$dir" --libdir "$pdir" --confdir "$pdir" >>build.log 2>&1; then pass
+  else tail -n 40 build.log; fail "provider/install.sh --sysroot $dir"; fi
+else
+  note "build: no provider for the $RRXE_ROOTFS root (provider/install.sh has no --sysroot yet): its guests have no rrxe provider"
+fi
+}
 
 run_vm_tests() { # TEST...: on the current kernel
 local t f vms to retries append vrc i o p f2 l
@@ -200,8 +239,12 @@ done
 
 note "build: $(basename build/provider/librrxe-rdmav*.so 2>/dev/null || echo 'the provider')"
 if make -s provider >build.log 2>&1; then pass; else tail -n 40 build.log; fail "make provider"; fi
-note "build: tests/user (user-verbs test programs)"
-if make -s -C tests/user >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/user"; fi
+if [ -n "$RRXE_ROOTFS" ]; then
+  build_root
+else
+  note "build: tests/user (user-verbs test programs)"
+  if make -s -C tests/user >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/user"; fi
+fi
 
 for entry in "${plan[@]}"; do
   wait_kernel "${entry%%:*}" || continue

@@ -315,7 +315,7 @@ static const char *vname(uint32_t v, uint32_t max)
 
 static void sizes(int fd, uint32_t pd)
 {
-	uint32_t cq, h;
+	uint32_t cq, h = 0;
 	struct rrxe_create_cq_resp info;
 
 	/*
@@ -681,7 +681,7 @@ static void handles(int fd, uint32_t pd)
 	struct ib_uverbs_reg_mr_resp mr;
 	struct ib_uverbs_send_wr wr = { .opcode = IBV_WR_SEND };
 	char *buf = aligned_alloc(4096, 4096);
-	uint32_t cq, h;
+	uint32_t cq, h = 0;
 
 	if (!buf || create_cq(fd, 16, 0, sizeof(struct rrxe_create_cq_resp), &cq, NULL))
 		die("CREATE_CQ");
@@ -966,7 +966,7 @@ static int map(int fd, uint64_t off, size_t len, void **at)
 static void mmaps(int fd)
 {
 	struct rrxe_create_cq_resp c;
-	struct rrxe_resize_cq_resp rz;
+	struct rrxe_resize_cq_resp rz = { 0 };
 	long pg = sysconf(_SC_PAGESIZE);
 	void *a = NULL, *b = NULL, *n = NULL;
 	uint32_t cq;

@@ -31,13 +31,13 @@ pair "ib_read_bw -R 64 KiB x50" 120 -- \
 pair "ibv_xsrq_pingpong 4 KiB x50 (XRC)" 120 -- \
   ibv_xsrq_pingpong -d @DEV -g @GID -p $((p + 5)) -n 50 -s 4096 -- \
   ibv_xsrq_pingpong -d @DEV -g @GID -p $((p + 5)) -n 50 -s 4096 @PEER
-xrc() { timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+xrc() { timeout 200 "$RRXE_USER_BIN/xrc" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
 check "xrc (local, XRC domains, SRQs, QPs and their refusals)" xrc
-ring_garbage() { timeout 200 "$RRXE_ROOT/tests/user/ring_garbage" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+ring_garbage() { timeout 200 "$RRXE_USER_BIN/ring_garbage" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
 check "ring_garbage (local, error paths)" ring_garbage
-dmabuf() { timeout 200 "$RRXE_ROOT/tests/user/dmabuf" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+dmabuf() { timeout 200 "$RRXE_USER_BIN/dmabuf" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
 check "dmabuf (local, dma-buf MRs and their refusals)" dmabuf
-odp() { timeout 200 "$RRXE_ROOT/tests/user/odp" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
+odp() { timeout 200 "$RRXE_USER_BIN/odp" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
 check "odp (local, on-demand-paging MRs: faults, invalidations, implicit ODP)" odp
 check "rdma link delete $DEV" rdma link delete "$DEV"
 kml_check "after the traffic and link delete (rrxe loaded)"

@@ -13,7 +13,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 counter() { rdma statistic show link "$DEV"/1 | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
-bin=$RRXE_ROOT/tests/user/spoof
+bin=$RRXE_USER_BIN/spoof
 ROUNDS=3 # each: one packet of each of the 5 kinds from each source
 COUNTERS="rx_drop_src_addr rx_drop_dst_addr rx_drop_pkey rx_drop_dgid"
 

@@ -14,7 +14,7 @@ mountpoint -q $CG || mount -t cgroup2 none $CG
 check "memory and rdma controllers enabled for child groups" \
   sh -c "echo '+memory +rdma' > $CG/cgroup.subtree_control"
 mkdir -p $CG/tenant
-out=$(timeout 200 sh -c "echo \$\$ > $CG/tenant/cgroup.procs && exec $RRXE_ROOT/tests/user/accounting -d $DEV -c $CG/tenant" 2>&1); rc=$?
+out=$(timeout 200 sh -c "echo \$\$ > $CG/tenant/cgroup.procs && exec $RRXE_USER_BIN/accounting -d $DEV -c $CG/tenant" 2>&1); rc=$?
 relay_tap accounting "$rc" "$out"
 grep -E '^(oom|oom_kill) ' $CG/tenant/memory.events | paste -sd' ' | sed 's/^/# memory.events: /'
 check "no OOM kill in the group" sh -c "grep -qx 'oom_kill 0' $CG/tenant/memory.events"

@@ -13,7 +13,7 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 if [ -c /dev/udmabuf ]; then ok "/dev/udmabuf exists (CONFIG_UDMABUF)"
 else not_ok "/dev/udmabuf exists (CONFIG_UDMABUF)"; fi
 user_setup
-out=$(timeout 200 "$RRXE_ROOT/tests/user/dmabuf" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/dmabuf" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap dmabuf "$rc" "$out"
 user_teardown
 tap_done

@@ -12,7 +12,7 @@
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
-bin=$RRXE_ROOT/tests/user/flush
+bin=$RRXE_USER_BIN/flush
 user_setup
 if [ "$RRXE_VM" = 0 ]; then
   out=$(timeout 200 "$bin" -d "$DEV" -g "$GID" -p 18951 -s 2>&1); rc=$?

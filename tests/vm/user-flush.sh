@@ -9,7 +9,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 150 "$RRXE_ROOT/tests/user/flush" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 150 "$RRXE_USER_BIN/flush" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap flush "$rc" "$out"
 user_teardown
 tap_done

@@ -23,8 +23,8 @@ both "loopback rping -V -C 50" -- \
   rping -s -a "$ip" -p 18603 -V -C 50 -- \
   rping -c -a "$ip" -p 18603 -V -C 50
 both "loopback verbs_ex (extended verbs, threads)" -- \
-  "$RRXE_ROOT/tests/user/verbs_ex" -d "$DEV" -g "$GID" -p 18604 -- \
-  "$RRXE_ROOT/tests/user/verbs_ex" -d "$DEV" -g "$GID" -p 18604 "$ip"
+  "$RRXE_USER_BIN/verbs_ex" -d "$DEV" -g "$GID" -p 18604 -- \
+  "$RRXE_USER_BIN/verbs_ex" -d "$DEV" -g "$GID" -p 18604 "$ip"
 both "loopback ib_write_bw 64 KiB x200" -- \
   ib_write_bw -d "$DEV" -x "$GID" -p 18605 -s 65536 -n 200 -F -- \
   ib_write_bw -d "$DEV" -x "$GID" -p 18605 -s 65536 -n 200 -F "$ip"

@@ -11,13 +11,13 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 300 "$RRXE_ROOT/tests/user/mr_rules" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 300 "$RRXE_USER_BIN/mr_rules" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap mr_rules "$rc" "$out"
 qpns=$(sed -n 's/^# first-qpn //p' <<<"$out")
 user_teardown
 for i in 1 2; do
   user_setup
-  qpns+=" $(MR_RULES_QPN_ONLY=1 "$RRXE_ROOT/tests/user/mr_rules" -d "$DEV" -g "$GID" | sed -n 's/^# first-qpn //p')"
+  qpns+=" $(MR_RULES_QPN_ONLY=1 "$RRXE_USER_BIN/mr_rules" -d "$DEV" -g "$GID" | sed -n 's/^# first-qpn //p')"
   user_teardown
 done
 # Three loads all starting at one number would be a counter (chance 4080^-2 otherwise).

@@ -9,7 +9,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 200 "$RRXE_ROOT/tests/user/mw" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/mw" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap mw "$rc" "$out"
 user_teardown
 tap_done

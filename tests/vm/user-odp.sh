@@ -14,7 +14,7 @@
 
 user_setup
 for prog in odp odp_srq odp_ud; do
-  out=$(timeout 300 "$RRXE_ROOT/tests/user/$prog" -d "$DEV" -g "$GID" 2>&1); rc=$?
+  out=$(timeout 300 "$RRXE_USER_BIN/$prog" -d "$DEV" -g "$GID" 2>&1); rc=$?
   relay_tap "$prog" "$rc" "$out"
 done
 faults=$(rdma statistic show link "$DEV/1" | grep -o 'odp_page_faults [0-9]*' | awk '{print $2}')

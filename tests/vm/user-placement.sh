@@ -11,12 +11,12 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 250 "$RRXE_ROOT/tests/user/placement" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 250 "$RRXE_USER_BIN/placement" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap placement "$rc" "$out"
 user_teardown
 
 user_setup rxe
-out=$(PLACEMENT_RXE=1 timeout 250 "$RRXE_ROOT/tests/user/placement" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(PLACEMENT_RXE=1 timeout 250 "$RRXE_USER_BIN/placement" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap placement-rxe "$rc" "$out"
 user_teardown
 tap_done

@@ -11,7 +11,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 200 "$RRXE_ROOT/tests/user/qp_state" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/qp_state" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap qp_state "$rc" "$out"
 user_teardown
 tap_done

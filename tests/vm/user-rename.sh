@@ -11,9 +11,9 @@
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
-which=$RRXE_ROOT/tests/user/provider_of
+which=$RRXE_USER_BIN/provider_of
 # The provider libraries of this libibverbs' private ABI (ours as the build named it).
-rrxe_so=$(basename "$(ls "$RRXE_ROOT"/build/provider/librrxe-rdmav*.so 2>/dev/null | head -n 1)")
+rrxe_so=$(basename "$(ls "${RRXE_PROVIDER_DIR:-$RRXE_ROOT/build/provider}"/librrxe-rdmav*.so 2>/dev/null | head -n 1)")
 rxe_so=librxe-rdmav${rrxe_so#librrxe-rdmav}
 
 # served_by DEV LIB: provider_of DEV prints LIB.

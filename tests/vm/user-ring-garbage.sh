@@ -8,7 +8,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 200 "$RRXE_ROOT/tests/user/ring_garbage" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/ring_garbage" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap ring_garbage "$rc" "$out"
 user_teardown
 tap_done

@@ -8,7 +8,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-bin=$RRXE_ROOT/tests/user/verbs_ex
+bin=$RRXE_USER_BIN/verbs_ex
 if [ "$RRXE_VM" = 0 ]; then
   out=$(timeout 200 "$bin" -d "$DEV" -g "$GID" -p 18701 2>&1); rc=$?
 else

@@ -10,7 +10,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 200 "$RRXE_ROOT/tests/user/verbs_misc" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/verbs_misc" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap verbs_misc "$rc" "$out"
 user_teardown
 tap_done

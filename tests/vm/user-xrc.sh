@@ -47,12 +47,12 @@ else
       [ "$ra" = 0 ] && [ "$rb" = 0 ]'
 fi
 
-out=$(timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/xrc" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap xrc "$rc" "$out"
 
 # Across the wire: each VM's XRC send QP into the other's XRC SRQ, every byte checked.
 if [ "$RRXE_VM" = 0 ]; then peer=(-s); else peer=("$RRXE_PEER_IP"); fi
-out=$(timeout 200 "$RRXE_ROOT/tests/user/xrc" -d "$DEV" -g "$GID" -p 18705 "${peer[@]}" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/xrc" -d "$DEV" -g "$GID" -p 18705 "${peer[@]}" 2>&1); rc=$?
 relay_tap "xrc (two VMs)" "$rc" "$out"
 
 user_teardown

@@ -13,7 +13,7 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
 user_setup
-out=$(timeout 200 "$RRXE_ROOT/tests/user/uverbs_hostile" -d "$DEV" -g "$GID" 2>&1); rc=$?
+out=$(timeout 200 "$RRXE_USER_BIN/uverbs_hostile" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap uverbs_hostile "$rc" "$out"
 both "afterwards: loopback ibv_rc_pingpong 4 KiB x200, checked" -- \
   ibv_rc_pingpong -d "$DEV" -g "$GID" -p 18611 -n 200 -s 4096 -c -- \

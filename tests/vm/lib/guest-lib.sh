@@ -1,9 +1,11 @@
 # shellcheck shell=bash
 # Helpers for the VM test scripts (source it first): TAP output (tap.sh), module loading,
 # retries, GID lookup.
-# Environment from run-vms: RRXE_VM, RRXE_NVMS, RRXE_MY_IP, RRXE_PEER_IP, RRXE_ROOT, KDIR.
+# Environment from run-vms: RRXE_VM, RRXE_NVMS, RRXE_MY_IP, RRXE_PEER_IP, RRXE_ROOT, KDIR,
+# RRXE_USER_BIN (the tests/user programs built for this guest's root filesystem).
 
 RRXE_KO=${RRXE_KO:-$RRXE_ROOT/rrxe.ko}
+RRXE_USER_BIN=${RRXE_USER_BIN:-$RRXE_ROOT/tests/user}
 . "$RRXE_ROOT/tests/vm/lib/tap.sh"
 
 # A slower guest kernel (scripts/kasan-suite.sh: KASAN, about 4x) sets RRXE_TIMEOUT_SCALE;
