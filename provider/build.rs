@@ -136,7 +136,7 @@ fn main() {
     .expect("write wrapper.h");
 
     let generated = out.join("ibverbs.rs");
-    run_bindgen(&wrapper, &generated, &include, &shim, &src);
+    run_bindgen(&wrapper, &generated, &sysroot, &include, &shim, &src);
     let mut text = fs::read_to_string(&generated).expect("read bindgen output");
     text.push_str(&format!(
         "\n/// The private ABI this build is for (`IBVERBS_PRIVATE_{pabi}`).\n\
@@ -364,7 +364,19 @@ fn bindgen_path() -> PathBuf {
         .unwrap_or_else(|| fail("bindgen not found (scripts/setup.sh installs bindgen-cli)"))
 }
 
-fn run_bindgen(wrapper: &Path, out: &Path, include: &Path, shim: &Path, src: &Path) {
+fn run_bindgen(
+    wrapper: &Path,
+    out: &Path,
+    sysroot: &Path,
+    include: &Path,
+    shim: &Path,
+    src: &Path,
+) {
+    // A whole root filesystem (one with its C library's headers) is clang's sysroot, so that
+    // its glibc headers find their own multiarch `bits/` directory; a sysroot that holds only
+    // libibverbs' packages keeps the host's C headers.
+    let whole_root = sysroot != Path::new("/") && include.join("stdint.h").is_file();
+    let sysroot_arg = whole_root.then(|| format!("--sysroot={}", sysroot.display()));
     let st = Command::new(bindgen_path())
         .arg(wrapper)
         .args(["-o"])
@@ -382,6 +394,7 @@ fn run_bindgen(wrapper: &Path, out: &Path, include: &Path, shim: &Path, src: &Pa
             "IBV_.*|VERBS_.*|RRXE_.*|IB_USER_VERBS_.*|RDMA_DRIVER_.*|IB_UVERBS_.*",
             "--",
         ])
+        .args(sysroot_arg)
         // The kernel's uverbs ABI (`rdma/*.h`) as the source has it (libibverbs is built with
         // its own copy, as the private headers expect); then the target's public headers.
         .arg(format!("-I{}", src.join("kernel-headers").display()))
