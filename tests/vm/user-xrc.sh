@@ -29,15 +29,21 @@ pair "ibv_xsrq_pingpong MTU 1024, 8 KiB x50" 120 -- \
 # each client's SRQ through either client's connection, so the two client processes must
 # share one XRC domain: the tool opens it through /tmp/xrc_domain, which the read-only root
 # of the VMs cannot hold, so the clients get a tmpfs /tmp of their own (one mount namespace).
+# A checkout under /tmp stays visible: its top directory is bound back into the new /tmp.
 if [ "$RRXE_VM" = 0 ]; then
   check "ibv_xsrq_pingpong -c 2: two clients through one XRC SRQ (server)" \
     timeout 120 ibv_xsrq_pingpong -d "$DEV" -g "$GID" -p 18706 -n 50 -s 4096 -c 2
 else
-  export DEV GID RRXE_PEER_IP NOT_CONNECTED
+  export DEV GID RRXE_PEER_IP RRXE_ROOT NOT_CONNECTED
   export -f until_connected
   check "ibv_xsrq_pingpong -c 2: two clients through one XRC SRQ (clients)" \
     unshare -m bash -c '
-      mount -t tmpfs none /tmp || exit 1
+      mkdir -p /run/xrc-oldtmp && mount --bind /tmp /run/xrc-oldtmp &&
+        mount -t tmpfs none /tmp || exit 1
+      case "$RRXE_ROOT/" in
+        /tmp/*) top=${RRXE_ROOT#/tmp/}; top=${top%%/*}
+                mkdir -p "/tmp/$top" && mount --bind "/run/xrc-oldtmp/$top" "/tmp/$top" || exit 1 ;;
+      esac
       c() { until_connected 60 timeout 120 ibv_xsrq_pingpong -d "$DEV" -g "$GID" -p 18706 \
               -n 50 -s 4096 "$RRXE_PEER_IP"; }
       c & a=$!
