@@ -4,7 +4,8 @@
 #   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--skip-setup] [VM-TEST-NAME...]
 #   tests/run-all.sh --list | --help
 # With no kernel and no names (the README's test command, and CI's): every VM test on the
-# default kernel (6.12), then the cross-kernel set (tests/vm/sets/other-kernel) on 7.3.
+# default kernel (6.12) with the host's root, then the cross set (tests/vm/sets/other-kernel)
+# on 7.3 with Debian sid's root (rdma-core 65), which ends with its matrix line.
 # --kernel K: every VM test (or the named ones) on K only. Names without --kernel: those
 # tests on 6.12. Unknown options and test names are refused before anything runs.
 # --root SUITE (or $RRXE_ROOTFS): the guests boot that cached Debian root filesystem
@@ -35,26 +36,42 @@ rrxe_rootfs_check run-all || exit 2
 for t in "${names[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: no VM test '$t' (tests/run-all.sh --list shows them)" >&2; exit 2; }
 done
-# The plan: one "KERNEL:TEST TEST ..." entry per kernel, in order.
 mapfile -t other_set < <(grep -v '^#' tests/vm/sets/other-kernel | xargs -n1)
 for t in "${other_set[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/other-kernel names no VM test '$t'" >&2; exit 2; }
 done
 mapfile -t root_set < <(grep -v '^#' tests/vm/sets/root | xargs -n1)
+# The plan: one "KERNEL/ROOT:TEST TEST ..." entry per run, in order (ROOT empty: the host's).
 plan=()
+# --root: a run about one root filesystem: no host checks (check-kdir, DKMS) either.
+root_only=${RRXE_ROOTFS:-}
 if [ -n "$RRXE_ROOTFS" ]; then
-  plan=("${kernel:-6.12}:${names[*]:-${root_set[*]}}")
+  plan=("${kernel:-6.12}/$RRXE_ROOTFS:${names[*]:-${root_set[*]}}")
   # The host tests do not depend on the guests' root filesystem.
   RRXE_VM_ONLY=1
 elif [ -n "$kernel" ]; then
-  plan=("$kernel:${names[*]:-$(all_tests | xargs)}")
+  plan=("$kernel/:${names[*]:-$(all_tests | xargs)}")
 elif [ ${#names[@]} -gt 0 ]; then
-  plan=("6.12:${names[*]}")
+  plan=("6.12/:${names[*]}")
 else
-  plan=("6.12:$(all_tests | xargs)" "7.3:${other_set[*]}")
+  plan=("6.12/:$(all_tests | xargs)" "7.3/sid:${other_set[*]}")
 fi
+# A test whose header says "# root: host" needs the host's root (install-modprobe builds and
+# installs the module inside the guest with the host's toolchain): in an entry with another
+# root it runs in an entry of its own, with the host's root, just before.
+split=()
+for entry in "${plan[@]}"; do
+  k=${entry%%/*} r=${entry#*/}; r=${r%%:*}
+  host=() rest=()
+  for t in ${entry#*:}; do
+    if [ -n "$r" ] && grep -q '^# root: host' "tests/vm/$t.sh"; then host+=("$t"); else rest+=("$t"); fi
+  done
+  [ ${#host[@]} = 0 ] || split+=("$k/:${host[*]}")
+  [ ${#rest[@]} = 0 ] || split+=("$k/$r:${rest[*]}")
+done
+plan=("${split[@]}")
 
-passed=0 failed=0
+passed=0 failed=0 dkms_done=
 failures=()
 t0=$(date +%s)
 note() { printf '\n=== %s (t=%ds)\n' "$*" "$(( $(date +%s) - t0 ))"; }
@@ -91,18 +108,26 @@ use_kernel() {
 # only takes CPU time that nothing else wants: the serial stretches of the first build,
 # fuzzing's one core, the second core while a one-VM test runs), so a cold run does not
 # pay for two kernel builds in a row. Its output is shown, and waited for, at its turn.
-bg_kernels=()
+bg_kernels=() bg_roots=()
 if [ "$skip_setup" = 0 ]; then
   note "setup: packages and tools"
   bash scripts/setup.sh --no-kernel || { fail "scripts/setup.sh"; finish; }
+  first=${plan[0]%%/*}
+  mkdir -p qemu/out
   for entry in "${plan[@]:1}"; do
-    k=${entry%%:*}
-    note "setup: kernel $k, in the background (log: qemu/out/build-kernel-$k.log)"
-    mkdir -p qemu/out
-    chrt --idle 0 bash scripts/build-kernel.sh --kernel "$k" >"qemu/out/build-kernel-$k.log" 2>&1 &
-    bg_kernels+=("$k:$!")
+    k=${entry%%/*} r=${entry#*/}; r=${r%%:*}
+    if [ "$k" != "$first" ] && [[ " ${bg_kernels[*]} " != *" $k:"* ]]; then
+      note "setup: kernel $k, in the background (log: qemu/out/build-kernel-$k.log)"
+      chrt --idle 0 bash scripts/build-kernel.sh --kernel "$k" >"qemu/out/build-kernel-$k.log" 2>&1 &
+      bg_kernels+=("$k:$!")
+    fi
+    # A later entry's root filesystem (mostly downloads) is built beside the first kernel.
+    if [ -n "$r" ] && [[ " ${bg_roots[*]} " != *" $r:"* ]]; then
+      note "setup: root filesystem $r, in the background (log: qemu/out/build-rootfs-$r.log)"
+      bash scripts/build-rootfs.sh --root "$r" >"qemu/out/build-rootfs-$r.log" 2>&1 &
+      bg_roots+=("$r:$!")
+    fi
   done
-  first=${plan[0]%%:*}
   note "setup: kernel $first"
   bash scripts/build-kernel.sh --kernel "$first" || { fail "scripts/build-kernel.sh --kernel $first"; finish; }
 fi
@@ -117,6 +142,17 @@ wait_kernel() {
     [ "$rc" = 0 ] || { fail "scripts/build-kernel.sh --kernel $1"; return 1; }
   done
   return 0
+}
+# wait_root R: waits for root filesystem R's background build, if any, and shows its log's
+# end (build_root then finds it cached, or builds it and stops the run if that fails).
+wait_root() {
+  local e
+  for e in "${bg_roots[@]}"; do
+    [ "${e%%:*}" = "$1" ] || continue
+    note "setup: waiting for root filesystem $1's background build"
+    wait "${e#*:}"
+    tail -n 5 "qemu/out/build-rootfs-$1.log"
+  done
 }
 
 if [ "${RRXE_VM_ONLY:-0}" = 1 ]; then
@@ -153,7 +189,7 @@ else
   fi
 fi
 
-if [ -n "$RRXE_ROOTFS" ]; then
+if [ -n "$root_only" ]; then
   note "check: tests/check-kdir.sh and tests/dkms.sh not run (--root: they check the host's build, not the guests' root)"
 else
   note "check: make refuses an unfit kernel tree at once, saying why (tests/check-kdir.sh)"
@@ -173,9 +209,10 @@ if [ -z "$big" ]; then pass; else echo "$big"; fail "stack frames over $limit by
 note "build: rrxe_ktest.ko (kernel-verbs test module)"
 if make -s -C tests/kverbs >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/kverbs (rrxe_ktest.ko)"; fi
 
-if [ -z "$RRXE_ROOTFS" ]; then
+if [ -z "$root_only" ] && [[ " $dkms_done " != *" $RRXE_KERNEL "* ]]; then
   note "check: DKMS adds, builds and installs rrxe against kernel $RRXE_KERNEL (tests/dkms.sh)"
   tap_host "dkms ($RRXE_KERNEL)" bash tests/dkms.sh
+  dkms_done+=" $RRXE_KERNEL"
 fi
 }
 
@@ -194,12 +231,10 @@ if [ -n "${RRXE_PROVIDER_DIR:-}" ]; then
   note "build: none for the provider: the guests load the one in RRXE_PROVIDER_DIR=$RRXE_PROVIDER_DIR ($(cd "$RRXE_PROVIDER_DIR" 2>/dev/null && echo librrxe-rdmav*.so))"
 elif [ "$pdir" = "$ROOT/build/provider" ]; then
   note "build: the provider for $RRXE_ROOTFS is the host's (same rdma-core ABI): $pdir"
-elif grep -q -- '--sysroot' provider/install.sh; then
-  note "build: the provider for the $RRXE_ROOTFS root (provider/install.sh --sysroot) into $pdir"
-  if bash provider/install.sh --sysroot "$dir" --libdir "$pdir" --confdir "$pdir" >>build.log 2>&1; then pass
-  else tail -n 40 build.log; fail "provider/install.sh --sysroot $dir"; fi
 else
-  note "build: no provider for the $RRXE_ROOTFS root (provider/install.sh has no --sysroot yet): its guests have no rrxe provider"
+  note "build: the provider for the $RRXE_ROOTFS root (provider/install.sh --sysroot) into $pdir"
+  if bash provider/install.sh --sysroot "$dir" --destdir / --libdir "$pdir" --confdir "$pdir" >>build.log 2>&1; then pass
+  else tail -n 40 build.log; fail "provider/install.sh --sysroot $dir"; fi
 fi
 }
 
@@ -239,19 +274,26 @@ done
 
 note "build: $(basename build/provider/librrxe-rdmav*.so 2>/dev/null || echo 'the provider')"
 if make -s provider >build.log 2>&1; then pass; else tail -n 40 build.log; fail "make provider"; fi
-if [ -n "$RRXE_ROOTFS" ]; then
-  build_root
-else
+if [[ " ${plan[*]} " == *"/:"* ]]; then
   note "build: tests/user (user-verbs test programs)"
   if make -s -C tests/user >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/user"; fi
 fi
 
 for entry in "${plan[@]}"; do
-  wait_kernel "${entry%%:*}" || continue
-  use_kernel "${entry%%:*}"
+  k=${entry%%/*} r=${entry#*/}; r=${r%%:*}
+  wait_kernel "$k" || continue
+  use_kernel "$k"
+  export RRXE_ROOTFS=$r
   read -ra tests <<<"${entry#*:}"
-  note "kernel $RRXE_KERNEL: $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s), ${#tests[@]} VM tests"
+  note "kernel $RRXE_KERNEL: $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s), ${#tests[@]} VM tests${r:+, root filesystem $r}"
+  p0=$passed f0=$failed
+  if [ -n "$r" ]; then wait_root "$r"; build_root; fi
   build_modules
   run_vm_tests "${tests[@]}"
+  if [ -n "$r" ]; then
+    # The cell's line, in tests/matrix.sh's form (rdma-core's version as that root has it).
+    v=$(sed -n 's/^rdma-core //p' "$(rrxe_rootfs_dir "$r")/.rrxe-info" 2>/dev/null | sed 's/-[^-]*$//; s/\.0$//')
+    echo "matrix: kernel $k / rdma-core ${v:-?} ($r): $((passed - p0)) passed, $((failed - f0)) failed"
+  fi
 done
 finish

@@ -1,6 +1,7 @@
 #!/bin/bash
 # vms: 1
 # timeout: 400
+# root: host
 # Installed like any module: `make modules_install` puts rrxe.ko under
 # /lib/modules/<release>/updates and runs depmod, so that `modprobe rrxe` loads the
 # modules it needs first, `modprobe -r` removes it, and `rdma link add ... type rrxe` loads
