@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Generates the provider's view of libibverbs (`$OUT_DIR/ibverbs.rs`) from the headers of
 //! the libibverbs it is built for, and links against that library.
 //!

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Turns the LOCAL lines of scripts/bench.sh --local into a markdown report.
 
 usage: bench-local-report.py RESULTS OUTDIR REPS SECONDS KERNEL SMP

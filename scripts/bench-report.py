@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Turns the benchmark's BENCH/PROFILE lines into a markdown report and a PNG chart.
 
 usage: bench-report.py RESULTS OUTDIR REPS SECONDS [KERNEL [MTU]]

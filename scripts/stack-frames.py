@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Reads `objdump -d` of an x86-64 object on stdin; prints the functions whose stack frame
 (`sub $N,%rsp`) exceeds the byte limit given as the first argument."""
 import re

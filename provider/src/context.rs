@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Context-level logic: validating the kernel's alloc_ucontext answer, the per-context state,
 //! and small helpers for what the context's verbs return. Safe Rust; the FFI glue is
 //! `abi::entry`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Device-level logic: how the provider recognises an rrxe device, and what the provider keeps
 //! per device. Safe Rust; the FFI glue is `abi::entry`.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! librrxe-rdmavN.so: the libibverbs userspace provider of rrxe, the Rust soft-RoCE device
 //! (N: the private ABI of the libibverbs it is built for, see `build.rs`).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The shared-queue protocol of `include/rdma/rrxe-abi.h`, as safe logic over any memory
 //! that implements [`RingMem`]: the mmap'd queues in production (`abi::queue`), a heap
 //! buffer in the tests.

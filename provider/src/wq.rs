@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The provider's data path over the shared queues: posting send and receive work requests
 //! and polling completions, generic over the queue memory so the host tests run it on heap
 //! rings. The FFI shells in `abi::objects` walk the callers' C lists, lock, and call these.

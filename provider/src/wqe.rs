@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Work queue and completion entries of `include/rdma/rrxe-abi.h`: validating verbs work
 //! requests against a queue's limits, encoding them into slot bytes, and decoding CQEs.
 //! The byte layout is the kernel decoder's (`rrxe_proto::uabi`), which the tests check

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The built cdylib loads the way libibverbs loads providers and registers itself.
 //!
 //! libibverbs' `load_driver()` (rdma-core libibverbs/dynamic_driver.c) turns a `driver NAME`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Layout tests beyond the ones bindgen generates.
 //!
 //! Every C type the provider uses comes from bindgen (`build.rs`), which emits, for each one,

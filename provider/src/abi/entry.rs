@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The provider's entry points: the `verbs_device_ops` registered with libibverbs from an
 //! ELF constructor (what rdma-core's `PROVIDER_DRIVER()` does), and the `extern "C"`
 //! callbacks libibverbs makes, each a thin shell that converts pointers and calls the safe

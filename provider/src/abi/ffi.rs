@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The libibverbs functions the provider calls (`IBVERBS_PRIVATE_<N>`, exported by the
 //! target's libibverbs.so.1; the link records that symbol version), as bindgen declared
 //! them from driver.h into [`super::sys`]. `verbs_register_driver` is the

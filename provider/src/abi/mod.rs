@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The FFI layer: libibverbs' public and private (provider) ABI and rrxe's user ABI as bindgen
 //! generates them ([`sys`], from the headers of the libibverbs the build targets: see
 //! `build.rs`), the libibverbs imports, and the `extern "C"` entry points libibverbs calls.

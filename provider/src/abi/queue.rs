@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! A shared queue mapped from the kernel (`mmap(cmd_fd, mmap_offset)`), as a
 //! [`crate::ring::RingMem`]. The geometry the kernel reported is checked against the
 //! mapping before any slot is touched, so every slot access stays inside it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! rrxe's own user ABI, `include/rdma/rrxe-abi.h` (ABI version 1), as generated into
 //! [`super::sys`] with its layout assertions, and the `DECLARE_DRV_CMD` wrappers the provider
 //! builds from it.

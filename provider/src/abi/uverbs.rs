@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The uverbs command ABI (`<rdma/ib_user_verbs.h>` of the target) and rdma-core's command
 //! wrappers (`libibverbs/kern-abi.h`: `DECLARE_CMD`), as generated into [`super::sys`], plus
 //! `DECLARE_DRV_CMD`'s generic form: a core command or response followed by a driver part.

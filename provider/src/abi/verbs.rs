@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! libibverbs' public types (`<infiniband/verbs.h>` of the target's libibverbs-dev), as
 //! generated into [`super::sys`].
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
 """Forged RoCEv2 packets for a live RC QP, through ordinary UDP sockets (no privileges).
 
 roce-spoof.py ROUNDS SOURCES... -- QPN RESP_PSN SEND_PSN READ_PSN WRITE_VA RKEY

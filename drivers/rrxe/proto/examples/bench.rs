@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Micro-benchmarks: `cargo run --release -p rrxe-proto --example bench`.
 //! Prints ns/op and MB/s for header build / parse, CRC-32 and ICRC, and packets/s of the
 //! whole transmit path a driver runs per packet (segmentation by the requester, headers,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Bodies of the fuzz targets, shared by the cargo-fuzz targets and the
 //! stable `tests/fuzz_smoke.rs` runner. Both must never panic.
 

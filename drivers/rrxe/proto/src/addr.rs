@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Where a received packet comes from: the address and partition checks rdma_rxe makes
 //! before a packet reaches a QP (`rxe_chk_dgid`, `check_addr` and `check_keys` in
 //! rxe_recv.c), as functions of the packet's IP addresses and the QP's path. The driver

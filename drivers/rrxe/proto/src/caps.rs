@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Sizing of the queues a consumer asks for: the range checks and arithmetic on the sizes
 //! of `create_qp`, `create_srq` and `create_cq`, which come from an unprivileged process
 //! (udata / ioctl attributes) and are validated here before any of them is used.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! CRC-32 (IEEE 802.3 / Ethernet, reflected polynomial `0xEDB88320`).
 //!
 //! The [`Crc32`] trait exposes the *raw* register update exactly like Linux

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Wire formats of the InfiniBand transport headers carried by RoCEv2, and
 //! packet-level parse / build.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! RoCEv2 Invariant CRC.
 //!
 //! The ICRC is a CRC-32 (IEEE, reflected; see [`super::crc`]) computed over:

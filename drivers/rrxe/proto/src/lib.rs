@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! # rrxe-proto: a sans-IO RoCEv2 protocol core
 //!
 //! This crate is the protocol engine of rrxe, a software RoCEv2 RDMA device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The IPv4 / IPv6 / UDP headers of a RoCEv2 packet (only what the protocol
 //! core needs: building them for the ICRC and for simulation, and locating
 //! the IB packet inside a received IP datagram).

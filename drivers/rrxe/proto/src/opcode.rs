@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! BTH opcode table for RC, UC, UD, XRC and CNP.
 //!
 //! The opcode byte is `transport << 5 | operation`. For every supported

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! 24-bit packet sequence number arithmetic.
 //!
 //! PSNs live in a 2^24 circular space. Comparison is done with the usual

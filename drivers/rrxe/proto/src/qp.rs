@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Queue-pair types shared by the requester, completer and responder, and
 //! the [`Qp`] wrapper that drives them.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Requester and completer: the send side of a QP.
 //!
 //! # State

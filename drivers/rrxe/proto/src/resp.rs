@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Responder: the receive side of a QP.
 //!
 //! # RC

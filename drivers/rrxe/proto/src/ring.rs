@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Ring indexing with free-running 32-bit counters.
 //!
 //! Producers and consumers of the driver's work-request rings count posts and completions

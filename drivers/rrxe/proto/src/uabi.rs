@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The work queue entries of rrxe's user ABI (`include/rdma/rrxe-abi.h`): their byte layout
 //! as named constants, and the decoding of the send and receive WQEs a process writes into
 //! the queues it shares with the driver.

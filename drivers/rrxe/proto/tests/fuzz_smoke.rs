@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Runs the fuzz target bodies (fuzz/bodies.rs) on seeded random and
 //! structured inputs, so stable CI exercises them without cargo-fuzz.
 //! `RRXE_FUZZ_ITERS=n` changes the iteration count (default 100000).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! ICRC known vectors and an independent re-derivation.
 
 use rrxe_proto::icrc;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Property tests: wire roundtrips, PSN laws, segmentation, parser robustness.
 
 use proptest::prelude::*;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Focused state-machine tests with hand-injected packets.
 
 use rrxe_proto::hdr::AETH_ACK_UNLIMITED;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Deterministic network simulator: two QPs over a lossy, reordering,
 //! duplicating, corrupting link, checked end to end.
 //!

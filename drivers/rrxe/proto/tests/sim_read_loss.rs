@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! READs on a slow and faulty link: the workload of user-faults.sh's
 //! `ib_read_bw -s 65536 -n 100 -o 4` (RC, MTU 1024: 64 response packets per READ, 4
 //! outstanding, retry_cnt 7, timeout 14) over a FIFO link that serialises every packet

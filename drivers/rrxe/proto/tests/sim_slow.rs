@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! A slow, lossless link: several RC QP pairs share one FIFO link per direction that
 //! serialises every packet and now and then stalls (a busy host: a TCG guest under KASAN,
 //! a responder that is not scheduled). Nothing is lost, so every READ must complete with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Unit tests of `rrxe_proto::uabi`: the decoding of each opcode's send WQE and of receive
 //! WQEs, and the refusal of malformed ones (with the reason).
 

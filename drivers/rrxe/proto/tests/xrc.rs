@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! XRC: an initiator QP's requests carry the XRC opcodes and the XRCETH of each WQE, a
 //! target QP answers as RC does from the SRQ the XRCETH names, and refuses SRQs outside
 //! its XRC domain with an invalid-request NAK.

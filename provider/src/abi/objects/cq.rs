@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Completion queues: creation, resizing, and polling (`ibv_poll_cq` and the extended
 //! `ibv_start_poll` .. `ibv_end_poll` API).
 

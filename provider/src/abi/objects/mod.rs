@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The verbs objects and the data path: thin `extern "C"` shells over `crate::wq` and the
 //! `ibv_cmd_*` helpers of libibverbs. Each object is a `Box` whose first field is the
 //! libibverbs struct handed out, so the pointer libibverbs gives back is the box.

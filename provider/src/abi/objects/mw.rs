@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Memory windows: allocation, `ibv_bind_mw` of type 1 windows, and the bindings that
 //! BIND_MW work requests carry.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Posting: `ibv_post_send`/`ibv_post_recv` walk the caller's lists into the queues and
 //! ring the doorbell.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Queue pairs: creation (mapping their queues), query, modify and destroy; XRC receive
 //! QPs (created or opened: no queues of their own).
 

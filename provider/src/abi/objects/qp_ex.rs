@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The extended send API (`ibv_wr_*`) of a QP created with send ops flags.
 
 use core::ffi::{c_int, c_void};

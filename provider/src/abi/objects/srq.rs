@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Shared receive queues, basic and XRC (`ibv_create_srq_ex`, `ibv_get_srq_num`).
 
 use core::ffi::c_int;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! XRC domains (`ibv_open_xrcd`): a `verbs_xrcd`, which libibverbs fills with the domain's
 //! uverbs handle (XRC SRQs and XRC receive QPs name the domain by it).
 

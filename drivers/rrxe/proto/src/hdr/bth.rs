@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The Base Transport Header, first in every IB packet.
 
 use super::super::opcode::Opcode;

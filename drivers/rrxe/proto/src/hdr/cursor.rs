@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Big-endian field cursors over a header buffer: every read or write is range-checked
 //! and fails as `Truncated` / `BufferTooSmall` instead of panicking.
 

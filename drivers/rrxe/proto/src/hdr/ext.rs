@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The extension transport headers that follow the BTH (RETH, AETH, AtomicETH,
 //! AtomicAckETH, DETH, FETH) and the RNR NAK timer encoding.
 

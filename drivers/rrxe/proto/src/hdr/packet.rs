@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! A whole IB packet: the headers an opcode carries, [`parse_packet`] and
 //! [`build_headers`] / [`build_packet`].
 

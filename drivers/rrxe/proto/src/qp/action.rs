@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! What the state machines emit: [`Action`]s, the packets among them, and the
 //! [`ActionSink`] that applies them.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! What the responder asks of the driver ([`ResponderEnv`]): access checks on remote keys,
 //! atomics, the receive queue's head.
 

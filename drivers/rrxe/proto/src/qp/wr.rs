@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Work requests and their completions: the QP's type and state, the send WQE and its
 //! operation, completion statuses.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The completer: ACKs, NAKs and READ/atomic responses (`on_response`), and the
 //! retransmit and RNR timers (`on_timer`).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! READ responses that arrived ahead of `una` and were placed already.
 //!
 //! A response that overtakes earlier ones (reordering on the path, or an earlier one lost)

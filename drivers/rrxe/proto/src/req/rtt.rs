@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The retransmit timeout of an RC send queue: the QP's Local ACK Timeout as the floor, a
 //! round-trip estimate above it, and exponential backoff on consecutive timeouts.
 //!

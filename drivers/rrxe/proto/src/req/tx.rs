@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The requester: which packet goes out next (`poll_tx`: PSN assignment, the windows, the
 //! fence, READ chunks) and how it is built.
 

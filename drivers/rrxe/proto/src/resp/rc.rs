@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The RC responder: in-sequence requests (checks, then execution), duplicates (re-ACK,
 //! READ re-execution, replayed atomic responses) and RNR NAKs.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The UC responder: no ACKs; a PSN gap abandons the message in progress.
 
 use super::*;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The UD responder: SEND ONLY packets, Q_Key checked, data after the GRH area.
 
 use super::*;

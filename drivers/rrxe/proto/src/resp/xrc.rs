@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The XRC target responder: the RC responder, with the receive queue (and the protection
 //! domain of its memory checks) chosen per request by the XRCETH.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! A simulated link between hosts, for READs (`sim_slow.rs`, `sim_read_loss.rs`): RC QP
 //! pairs whose requesters (side 0) READ from the responders' (side 1) memory, over one
 //! FIFO link per direction that serialises every packet, now and then stalls and, with

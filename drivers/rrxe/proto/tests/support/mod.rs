@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Helpers shared by the proto tests (every `tests/*.rs` is a crate of its own and takes
 //! them with `mod support;`; `examples/bench.rs` with a `#[path]`): a seeded PRNG, a
 //! recording action sink, a mock responder environment, a send WQE, and bringing a QP up to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Known packets and malformed ones.
 
 use super::super::opcode::Opcode;
