@@ -200,6 +200,21 @@ int main(int argc, char **argv)
 	ok(st == IBV_WC_REM_ACCESS_ERR, "type 1: a WRITE through a read-only window is refused (status %d)", st);
 	conn_free(&c);
 
+	/* As rdma_rxe and mlx5: Local Write among a bind's flags is accepted, and the window
+	 * still grants only its remote rights. */
+	conn_new(&c);
+	st = bind1(&c, mw1, tgt_mr, tgt, 512, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE);
+	ok(st == IBV_WC_SUCCESS,
+	   "type 1: a bind with IBV_ACCESS_LOCAL_WRITE beside remote read succeeds (status %d)", st);
+	memset(src, 0, 64);
+	st = rdma(&c, IBV_WR_RDMA_READ, mw1->rkey, tgt, 64);
+	ok(st == IBV_WC_SUCCESS && !memcmp(src, tgt, 64),
+	   "type 1: RDMA READ through that window returns the data (status %d)", st);
+	st = rdma(&c, IBV_WR_RDMA_WRITE, mw1->rkey, tgt, 8);
+	ok(st == IBV_WC_REM_ACCESS_ERR,
+	   "type 1: a WRITE through it is refused: Local Write grants no remote right (status %d)", st);
+	conn_free(&c);
+
 	conn_new(&c);
 	st = bind1(&c, mw1, plain_mr, plain, 512, rw);
 	ok(st == IBV_WC_MW_BIND_ERR,
@@ -264,6 +279,17 @@ int main(int argc, char **argv)
 	}
 	st = rdma(&c, IBV_WR_RDMA_WRITE, k, tgt, 8);
 	ok(st == IBV_WC_REM_ACCESS_ERR, "type 2B: the remotely invalidated rkey is refused (status %d)", st);
+	conn_free(&c);
+
+	conn_new(&c);
+	k = ibv_inc_rkey(k);
+	st = bind2(&c, mw2, k, tgt, 4096, rw | IBV_ACCESS_LOCAL_WRITE);
+	ok(st == IBV_WC_SUCCESS,
+	   "type 2B: a bind with IBV_ACCESS_LOCAL_WRITE beside remote read/write succeeds (status %d)",
+	   st);
+	ok(write_lands(&c, k, tgt + 200, 32, 5), "type 2B: RDMA WRITE through that window lands");
+	st = local_inv(&c, k);
+	ok(st == IBV_WC_SUCCESS, "type 2B: LOCAL_INV of that window completes (status %d)", st);
 	conn_free(&c);
 
 	conn_new(&c);

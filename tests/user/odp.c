@@ -309,6 +309,41 @@ static void punch_hole(void)
 	close(fd);
 }
 
+/* A QP given its ODP MR's flags (IBV_ACCESS_ON_DEMAND among them) is accepted, as rdma_rxe
+ * and mlx5 accept it; the bit means nothing for a QP, whose remote rights work as usual. */
+static void qp_odp_access(void)
+{
+	struct ibv_qp_attr at = { .qp_access_flags = ALL | IBV_ACCESS_ON_DEMAND }, got;
+	struct ibv_qp_init_attr ia;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp;
+	struct loop_pair c;
+	int r, st;
+
+	if (!cq)
+		die("ibv_create_cq");
+	qp = loop_rc_qp_reset(cq, NULL, 1, 0);
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	r = ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS);
+	ok(r == 0, "a QP moved to INIT with its ODP MR's access flags (ON_DEMAND among them) (ret %d)", r);
+	r = ibv_query_qp(qp, &got, IBV_QP_ACCESS_FLAGS, &ia);
+	ok(r == 0 && (got.qp_access_flags & PAIR_ACCESS) == PAIR_ACCESS,
+	   "ibv_query_qp returns its remote rights (0x%x)", got.qp_access_flags);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+
+	loop_pair_new(&c, PAIR_ACCESS | IBV_ACCESS_ON_DEMAND);
+	loop_pattern(src, 512, 30);
+	memset(dst, 0, 512);
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)src, 512, src_mr->lkey, (uintptr_t)dst,
+			 dst_mr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(dst, src, 512),
+	   "a pair whose QPs carry ON_DEMAND: RDMA WRITE lands (status %d)", st);
+	loop_pair_free(&c);
+}
+
 static void implicit_odp(void)
 {
 	uint8_t *big = anon(NULL, BIG);
@@ -378,6 +413,7 @@ int main(int argc, char **argv)
 	m = ibv_reg_mr(pd, src, PAGE, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
 	ok(!m && errno == EINVAL, "ODP with remote write but no local write: EINVAL (errno %d)",
 	   m ? 0 : errno);
+	qp_odp_access();
 	explicit_odp();
 	punch_hole();
 	implicit_odp();

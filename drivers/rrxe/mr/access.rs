@@ -43,14 +43,17 @@ impl AccessFlags {
     pub(crate) const OPTIONAL: Self = Self(b::ib_access_flags_IB_ACCESS_OPTIONAL);
     /// The remote rights that need Local Write on the region too (IBA o10-35.2.1).
     pub(crate) const NEEDS_LOCAL_WRITE: Self = Self::REMOTE_WRITE.union(Self::REMOTE_ATOMIC);
-    /// The flags a QP's access may hold (as rdma_rxe's RXE_ACCESS_SUPPORTED_QP, less
-    /// on-demand paging, a property of regions, not of QPs): any other bit is refused by
-    /// modify_qp.
+    /// The flags a QP's access may hold, as rdma_rxe's RXE_ACCESS_SUPPORTED_QP (its MR list):
+    /// any other bit is refused by modify_qp. On-demand paging is a property of regions, but
+    /// programs give their QP the flags of their ODP MR, and rdma_rxe and mlx5 accept it: a
+    /// QP's access is only ever tested for its remote rights, so the bit is kept (query_qp
+    /// returns it) and means nothing for the QP.
     pub(crate) const QP_SUPPORTED: Self = Self::LOCAL_WRITE
         .union(Self::REMOTE_WRITE)
         .union(Self::REMOTE_READ)
         .union(Self::REMOTE_ATOMIC)
         .union(Self::MW_BIND)
+        .union(Self::ON_DEMAND)
         .union(Self::FLUSH_GLOBAL)
         .union(Self::FLUSH_PERSISTENT)
         .union(Self::OPTIONAL);

@@ -139,9 +139,12 @@ impl MrTable {
         const WINDOW_ACCESS: AccessFlags = AccessFlags::REMOTE_READ
             .union(AccessFlags::REMOTE_WRITE)
             .union(AccessFlags::REMOTE_ATOMIC);
-        if !req.access.within(WINDOW_ACCESS) {
+        // Local Write among the bind's flags is accepted, as rdma_rxe (RXE_ACCESS_SUPPORTED_MW)
+        // and mlx5 accept it, and dropped: a window grants only remote rights.
+        if !req.access.without(AccessFlags::LOCAL_WRITE).within(WINDOW_ACCESS) {
             return Err(AccessError::NoPermission);
         }
+        let access = req.access.without(AccessFlags::LOCAL_WRITE);
         let mw = self.window_cell(req.new_rkey).ok_or(AccessError::BadKey)?;
         let mut w = mw.window.lock();
         if w.pd != pd {
@@ -170,7 +173,7 @@ impl MrTable {
                 return Err(AccessError::NoPermission);
             }
             // Remote write and atomic through a window need local write on the region.
-            if req.access.intersects(AccessFlags::NEEDS_LOCAL_WRITE)
+            if access.intersects(AccessFlags::NEEDS_LOCAL_WRITE)
                 && !r.access.contains(AccessFlags::LOCAL_WRITE)
             {
                 return Err(AccessError::NoPermission);
@@ -185,7 +188,7 @@ impl MrTable {
                 mr_id: r.id,
                 va: req.va,
                 len: req.len,
-                access: req.access,
+                access,
                 qpn: w.type2.then_some(qpn),
             })
         };
