@@ -141,10 +141,10 @@ impl MrTable {
             .union(AccessFlags::REMOTE_ATOMIC);
         // Local Write among the bind's flags is accepted, as rdma_rxe (RXE_ACCESS_SUPPORTED_MW)
         // and mlx5 accept it, and dropped: a window grants only remote rights.
-        if !req.access.without(AccessFlags::LOCAL_WRITE).within(WINDOW_ACCESS) {
+        let access = req.access.without(AccessFlags::LOCAL_WRITE);
+        if !access.within(WINDOW_ACCESS) {
             return Err(AccessError::NoPermission);
         }
-        let access = req.access.without(AccessFlags::LOCAL_WRITE);
         let mw = self.window_cell(req.new_rkey).ok_or(AccessError::BadKey)?;
         let mut w = mw.window.lock();
         if w.pd != pd {
