@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Builds rrxe.ko out of tree (the real rules are in Kbuild), installs it, and builds the provider.
 #   make                       the module against the cached rrxe kernel (scripts/build-kernel.sh)
 #   make KDIR=/path/to/tree    the module against your own CONFIG_RUST=y kernel's build tree
@@ -21,7 +22,7 @@ KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
 all: modules
 
 help:
-	@sed -n '2,9s/^# \{0,1\}//p' Makefile
+	@sed -n '3,10s/^# \{0,1\}//p' Makefile
 
 check-kdir:
 	@bash scripts/check-kdir.sh "$(KDIR)" "$(RUSTC)"

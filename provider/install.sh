@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Builds librrxe-rdmavN.so (the rrxe libibverbs provider; N is the private ABI of the
 # libibverbs it is built for, IBVERBS_PRIVATE_N) and installs it with its driver file.
 #
@@ -69,7 +70,7 @@ while [ $# -gt 0 ]; do
     --uninstall) uninstall=1; shift ;;
     --debug) profile=debug; shift ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Guest side of scripts/bench.sh (runs in both VMs): iperf3 TCP as the ceiling, then the
 # perftest runs for every stack in turn on the same link. VM 0 serves, VM 1 connects and
 # prints one machine-readable line per measurement:

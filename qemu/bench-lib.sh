@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Shared by the benchmark's guest scripts (bench-guest.sh, bench-local-guest.sh); sourced
 # after tests/vm/lib/guest-lib.sh.
 say() { echo "# vm$RRXE_VM: $*"; }

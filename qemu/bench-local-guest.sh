@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Guest side of scripts/bench.sh --local (one VM): each stack's ib_write_bw, ib_send_bw and
 # ib_read_bw at 64 KiB between two processes of this VM, over the stack's own loopback (the
 # packets never reach the link): the server pinned to the first CPU, the client to the last

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # PID 1 of a harness VM (see run-vms; on a cached root filesystem, qemu/rootfs-init execs it):
 # mounts the basics over the read-only 9p root, brings up eth0, lays the libibverbs driver
 # overlay, runs the test script, reports its exit status on the second serial port and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The benchmark (a command, not a test): rrxe, the stock rdma_rxe and siw on the same two TCG
 # VMs in one run, iperf3 TCP on the same link as the ceiling. Prints a markdown table of
 # medians with rrxe/rxe ratios and writes it, the raw results and a PNG chart of bandwidth
@@ -30,7 +31,7 @@ KERNEL=debug MTU=1500 SMP=1 LOCAL=0
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --reps) REPS=$2; shift 2 ;;
     --volume) VOLUME=$2; shift 2 ;;
     --stacks) STACKS=$2; shift 2 ;;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Builds (once) a Rust-enabled guest kernel and caches it.
 #   scripts/build-kernel.sh [--kernel 6.12|7.3]
 # The source is Debian's linux-source-<series> (scripts/kernel-source.sh), configured with
@@ -8,7 +9,7 @@
 # leaves a stamp file; a later call with the same key returns at once. The default series
 # is 6.12, or $RRXE_KERNEL.
 set -euo pipefail
-usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,10s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_KERNEL=$2; shift 2 ;;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Builds (once) a Debian root filesystem for the test guests and prints its path.
 #   scripts/build-rootfs.sh --root bookworm|trixie|sid
 # mmdebstrap (variant essential plus $RRXE_ROOTFS_PACKAGES from scripts/env.sh: rdma-core,
@@ -8,7 +9,7 @@
 # qemu/rootfs-init (the guest's first PID 1). Built in <dir>.tmp, renamed when complete; a
 # later call with the same key returns at once. qemu/run-vms --root SUITE boots it.
 set -euo pipefail
-usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,10s/^# \{0,1\}//p' "$0"; }
 suite=
 while [ $# -gt 0 ]; do
   case "$1" in

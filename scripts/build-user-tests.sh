@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Builds the tests/user programs for a guest root filesystem, with that root's compiler,
 # headers and libibverbs, and prints the directory they are in.
 #   scripts/build-user-tests.sh --root bookworm|trixie|sid
@@ -7,7 +8,7 @@
 # and the programs copied to build/root-<suite>/user/ (scripts/env.sh: rrxe_root_user_dir),
 # where the guests on that root find them (qemu/run-vms sets RRXE_USER_BIN).
 set -euo pipefail
-usage() { sed -n '2,8s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,9s/^# \{0,1\}//p' "$0"; }
 suite=
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Checks, before any long work, that a kernel tree can build rrxe.ko:
 #   scripts/check-kdir.sh KDIR [RUSTC]
 # a configured and built tree, CONFIG_RUST, CONFIG_INFINIBAND and
@@ -6,7 +7,7 @@
 # with. Prints one line naming what is missing and how to get it, and exits 1; silent and
 # 0 when the tree is fit. The Makefile runs it before every module build.
 set -u
-case "${1:-}" in -h|--help|'') sed -n '2,7s/^# \{0,1\}//p' "$0"; [ -n "${1:-}" ]; exit ;; esac
+case "${1:-}" in -h|--help|'') sed -n '3,8s/^# \{0,1\}//p' "$0"; [ -n "${1:-}" ]; exit ;; esac
 kdir=$1 rustc=${2:-rustc}
 die() { echo "rrxe: $*" >&2; exit 1; }
 [ -d "$kdir" ] || die "no kernel tree at KDIR=$kdir: build one with 'bash scripts/build-kernel.sh', or point KDIR at your kernel's build tree (/lib/modules/\$(uname -r)/build)"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The demo: set up (idempotent), build rrxe.ko and the provider, boot two VMs and run rping
 # and ib_write_bw between them over rrxe (then over rdma_rxe for reference).
 #   scripts/demo.sh [--help]
@@ -6,9 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-  -h|--help) sed -n '2,5s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -h|--help) sed -n '3,6s/^# \{0,1\}//p' "$0"; exit 0 ;;
   '') ;;
-  *) echo "demo: unknown argument '$1'" >&2; sed -n '2,5s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+  *) echo "demo: unknown argument '$1'" >&2; sed -n '3,6s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac
 bash scripts/setup.sh
 make -s modules

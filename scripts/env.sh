@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Common environment for rrxe's scripts: toolchain paths, the guest kernel chosen and its
 # build cache location. Source it; it defines variables only and never fails.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The whole test suite on a KASAN guest kernel, in one command. Not part of CI: it needs a
 # second kernel build (about 30 min on 2 busy cores, cached afterwards) and runs about 4x
 # longer than the suite (TCG plus KASAN), so it is run by hand, e.g. before resolving a
@@ -17,7 +18,7 @@
 # console.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,18s/^# \{0,1\}//p' "$0"; }
 names=()
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Makes the source tarball of a guest kernel series available and prints its path.
 #   scripts/kernel-source.sh [--kernel 6.12|7.3]
 # 6.12: Debian's linux-source-6.12 package (scripts/setup.sh installs it from the host's
@@ -6,7 +7,7 @@
 # private apt configuration (the host's apt sources stay as they are) into
 # $RRXE_CACHE/src/, checked by apt against the archive's signed index.
 set -euo pipefail
-usage() { sed -n '2,7s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,8s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_KERNEL=$2; shift 2 ;;

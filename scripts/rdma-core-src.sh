@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Fetches rdma-core's source from Debian (the private provider headers libibverbs-dev does
 # not ship) into $RRXE_CACHE/rdma-core-src/rdma-core-<version>, once per suite, and prints
 # the source directories.
@@ -8,7 +9,7 @@
 # --all: both. Uses a private apt configuration (the host's apt sources stay as they are);
 # the tarball is checked against the sha256 of the archive's signed Sources index.
 set -euo pipefail
-usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,10s/^# \{0,1\}//p' "$0"; }
 suites=()
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Sets up a Debian 12 machine for rrxe from the package registries only, then builds (or
 # reuses from the cache) the guest kernel. Idempotent: fast when everything is in place.
 #   scripts/setup.sh [--kernel 6.12|7.3] [--no-kernel]
@@ -6,7 +7,7 @@
 # --no-kernel: the packages and tools only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,6s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,7s/^# \{0,1\}//p' "$0"; }
 build_kernel=1
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The module build's early refusals (scripts/check-kdir.sh, run by `make`): against fake
 # kernel trees that each lack one thing, `make KDIR=...` stops within seconds with the one
 # line that names it. Prints TAP.
 #   tests/check-kdir.sh [--help]
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n '2,5s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '3,6s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 n=0 bad=0
 t=$(mktemp -d)

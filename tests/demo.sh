@@ -1,8 +1,9 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # The demo (not part of the test suite; run by scripts/demo.sh): rrxe0 in two VMs, then
 # rping and ib_write_bw between them over rrxe, and the same over the stock rdma_rxe.
 #   run by scripts/demo.sh in each VM (qemu/run-vms); tests/demo.sh --help prints this.
-case "${1:-}" in -h|--help) sed -n '2,4s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '3,5s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 server=$([ "$RRXE_VM" = 0 ] && echo 1 || echo 0)
 say() { echo "[vm$RRXE_VM] $*"; }

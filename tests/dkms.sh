@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # DKMS end to end against a built kernel tree, in private DKMS trees (nothing on this
 # machine's /usr/src, /var/lib/dkms or /lib/modules changes):
 #   tests/dkms.sh [KDIR]          (default: the cached tree of $RRXE_KERNEL)
@@ -6,7 +7,7 @@
 # --kernelsourcedir, dkms install into a private install tree; checks the module lands in
 # updates/dkms and carries dkms.conf's version, then dkms remove. Prints TAP.
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '3,8s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 kdir=${1:-$KDIR}

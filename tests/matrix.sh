@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # A set of VM tests on every kernel x root filesystem cell this machine has cached: kernels
 # built by scripts/build-kernel.sh under the current key (scripts/env.sh), roots built by
 # scripts/build-rootfs.sh. One line per cell, then "N passed, N failed" over all of them.
@@ -10,7 +11,7 @@
 # with the cell's time, under its line).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,11s/^# \{0,1\}//p' "$0"; }
 set_file=tests/vm/sets/root only_k= only_r=
 while [ $# -gt 0 ]; do
   case "$1" in

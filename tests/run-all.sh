@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # All of rrxe's tests: setup (idempotent), host unit/property/simulation tests, the module
 # and provider builds, then the VM tests in tests/vm/. Ends with "N passed, N failed".
 #   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--skip-setup] [VM-TEST-NAME...]
@@ -16,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-usage() { sed -n '2,14s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,15s/^# \{0,1\}//p' "$0"; }
 all_tests() { ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'; }
 skip_setup=0 kernel= names=()
 while [ $# -gt 0 ]; do

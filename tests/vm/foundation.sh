@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Foundation: rrxe.ko loads, rrxe0 binds to eth0, the provider shows it through libibverbs

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Wire interop with the roles swapped: the stock rdma_rxe on VM 0 (server), rrxe on VM 1

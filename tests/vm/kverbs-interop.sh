@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Wire interop: the kernel-verbs test between rrxe (VM 0, server) and the stock rdma_rxe

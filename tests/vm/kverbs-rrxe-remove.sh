@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Teardown under traffic: the kernel-verbs test moves 1 MiB transfers between the VMs over

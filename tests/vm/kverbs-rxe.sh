@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Kernel-verbs test (tests/kverbs/rrxe_ktest.ko: kernel rdma_cm + verbs, RC and UD, data

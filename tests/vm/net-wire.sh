@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 600
 # What rrxe puts on the wire, seen from the receiving VM: RC, UD and rdma_cm traffic over

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 1200
 # Exclusive mode, as rdma-cni uses it (issue 15): `rdma system set netns exclusive`, rrxe0 on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 1200
 # Shared mode against the stock rdma_rxe (issue 15): on VM 0 rrxe0 on eth0 and a pod with a

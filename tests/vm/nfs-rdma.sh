@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 900
 # NFS over RDMA on rrxe. VM 0 runs knfsd exporting a tmpfs (NFSv4.2, RDMA transport on port

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 900
 # nvmeof.sh with the target on the stock rdma_rxe and the host on rrxe (up to the reconnect

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 1200
 # NVMe over Fabrics on rrxe. VM 0 is the target: nvmet exports a memory-backed null_blk

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 240
 # Datagrams to UDP 4791 from the peer VM: truncated ones, ones with a bad ICRC, ones with a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Hostile packets against a live RC connection. While ibv_rc_pingpong (data checked) runs

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Forged packets for a live RC QP from the peer VM, sent by an unprivileged user through

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # Harness check with the stock rdma_rxe: ibv_rc_pingpong between the two VMs over RoCEv2.

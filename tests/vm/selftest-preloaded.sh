@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 600
 # tests/selftest.sh the way a user runs it on machines of their own: rrxe already loaded and

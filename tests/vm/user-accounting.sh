@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 300
 # Resource accounting (tests/user/accounting.c) in a cgroup v2 group with the memory and rdma

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 300
 # dma-buf memory regions through librrxe (tests/user/dmabuf.c, loopback RC QPs on one host):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 900
 # User-level RC over rrxe on a faulty link (netem on both VMs' egress): first 1 % loss, then

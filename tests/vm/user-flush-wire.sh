@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # FLUSH across the wire: rrxe in VM 1 sends FLUSH requests (tests/user/flush with a peer)

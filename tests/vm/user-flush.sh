@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 200
 # FLUSH end to end (tests/user/flush.c, loopback RC QPs): requests written into the SQ in

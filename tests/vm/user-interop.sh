@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 600
 # User-level wire interop: rrxe (librrxe) on VM 0 as the server, the stock rdma_rxe (librxe)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 300
 # Local loopback: both ends of every connection on one host over rrxe0 (the packets go from

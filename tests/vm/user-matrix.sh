@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 900
 # The perftest matrix over rrxe between two VMs: every message size perftest's -a sweeps (2 B

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 400
 # Registration rules and object limits through librrxe (tests/user/mr_rules.c, loopback RC

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 300
 # Memory windows through librrxe (tests/user/mw.c, loopback RC QPs on one host): type 1

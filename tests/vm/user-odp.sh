@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 500
 # On-demand-paging MRs through librrxe (loopback QPs on one host):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 900
 # perftest over rrxe between two VMs through librrxe: bandwidth and latency for send, RDMA

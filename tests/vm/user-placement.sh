@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 600
 # Placement errors (tests/user/placement.c, loopback RC QPs): a receive into a bad lkey or an

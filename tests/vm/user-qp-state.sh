@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 300
 # What the syscall-free provider must decide itself (tests/user/qp_state, loopback QPs on

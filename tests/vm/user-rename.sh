@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 600
 # librrxe binds to rrxe devices by what they are (the hca_type sysfs attribute rrxe.ko sets),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 300
 # A hostile process writes garbage into the queues rrxe shares with it (send, receive and

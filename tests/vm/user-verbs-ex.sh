@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 300
 # The extended verbs through librrxe: tests/user/verbs_ex (ibv_create_cq_ex polling,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 300
 # The rest of the verbs an application uses, through librrxe (tests/user/verbs_misc.c,

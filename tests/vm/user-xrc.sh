@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 600
 # XRC between two VMs through librrxe: the stock ibv_xsrq_pingpong (XRC domain, XRC SRQ,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # vms: 1
 # timeout: 400
 # A hostile process on the raw uverbs write() ABI (tests/user/uverbs_hostile.c, no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Helpers for the VM test scripts (source it first): TAP output (tap.sh), module loading,
 # retries, GID lookup.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # kmemleak checks for the VM tests (boot with `# append: kmemleak=on`): kml_start once the
 # VM is up (clears what boot left), kml_check WHEN after the step to check.

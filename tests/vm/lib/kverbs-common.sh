@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Common body of the kernel-verbs tests (tests/kverbs/rrxe_ktest.ko) between two VMs: VM 0
 # loads the module as the server, VM 1 as the client; the module runs the whole test in its

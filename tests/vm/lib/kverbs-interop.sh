@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Wire interop of the kernel-verbs test between rrxe and the stock rdma_rxe (which stands in
 # for a hardware RoCEv2 NIC). Source it after guest-lib.sh with one argument, the VM that runs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Helpers for the network-namespace VM tests (source after guest-lib.sh and user-common.sh):
 # "pods" (named network namespaces) with a macvlan or ipvlan child of eth0, or eth0 itself,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Shared mode, as the k8s shared device plugin uses it (issue 15), for KIND (macvlan or
 # ipvlan; set by netns-shared-KIND.sh): one rrxe0 on eth0 in init_net; two pods per VM, each

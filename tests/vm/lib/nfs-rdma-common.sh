@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # NFS over RDMA between the two VMs (source after guest-lib.sh), for nfs-rdma.sh and
 # kmemleak-ulp.sh. The server (VM 0) runs knfsd exporting a tmpfs (NFSv4.2, RDMA on port

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # NVMe over Fabrics between the two VMs (source after guest-lib.sh), for nvmeof.sh (and its
 # interop variants) and kmemleak-ulp.sh. The target (VM 0) exports a memory-backed null_blk

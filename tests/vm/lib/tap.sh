@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # TAP output for the VM test scripts (sourced by guest-lib.sh): ok, not_ok, check, expect_fail,
 # tap_done. Each line names the VM ($RRXE_VM).

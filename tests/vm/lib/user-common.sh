@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Helpers for the user-verbs VM tests (source after guest-lib.sh): rrxe0 over eth0, and
 # client/server pairs run in lockstep on the two VMs (VM 0 serves, VM 1 connects, retrying

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # User-level wire interop (source after guest-lib.sh with INTEROP_RRXE_VM set): the VM
 # numbered INTEROP_RRXE_VM runs rrxe through librrxe, the other the stock rdma_rxe through
