@@ -191,10 +191,12 @@ else
 fi
 
 if [ -n "$root_only" ]; then
-  note "check: tests/check-kdir.sh and tests/dkms.sh not run (--root: they check the host's build, not the guests' root)"
+  note "check: tests/check-kdir.sh, tests/help.sh and tests/dkms.sh not run (--root: they check the host's build, not the guests' root)"
 else
   note "check: make refuses an unfit kernel tree at once, saying why (tests/check-kdir.sh)"
   tap_host "check-kdir" bash tests/check-kdir.sh
+  note "check: every command answers --help and -h without side effects (tests/help.sh)"
+  tap_host "help" bash tests/help.sh
 fi
 
 build_modules() { # rrxe.ko and rrxe_ktest.ko for the current kernel
