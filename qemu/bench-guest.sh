@@ -129,7 +129,7 @@ for stack in $STACKS; do
   for r in $(seq "$REPS"); do
     for t in ib_write_bw ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1; done
     bw "$stack" ib_write_bw 65536 8
-    # Many QPs at once (issue 17's target is rrxe's): the aggregate must hold up and every
+    # Many QPs at once (the target is rrxe's): the aggregate must hold up and every
     # QP must finish. Only rrxe: on siw perftest 4.5's rdma_cm client segfaults in
     # librdmacm 44 at -q 64; on the benchmark kernel rdma_rxe's -q 64 server left at once;
     # either way the two VMs' runs fell out of step and every later run failed.
@@ -139,7 +139,7 @@ for stack in $STACKS; do
     # that QEMU's I/O threads (the link itself) must share the cores with; iperf3 sleeps.
     # (ib_write_bw's server polls nothing; its client alone would gain little.) Not on
     # siw: after each -e run its server did not exit and waited out its 300 s timeout (the
-    # session 18 run took 1483 s instead of about 480).
+    # run at ee8a378 took 1483 s instead of about 480).
     [ "$stack" = siw ] || for t in ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1 -e; done
     for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1; done
     for t in ib_write_lat ib_send_lat ib_read_lat; do lat "$stack" "$t"; done

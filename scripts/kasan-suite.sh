@@ -44,7 +44,7 @@ bash scripts/build-kernel.sh
 # interrupt during early boot can make KASAN report a wild access that is not one: while
 # identify_boot_cpu() rebuilds boot_cpu_data's capabilities (the memset in identify_cpu),
 # pgtable_l5_enabled() reads false, so KASAN checks a 5-level direct-map address against
-# the 4-level shadow bounds. Session 11 saw it 3 times in about 60 boots, in swapper during
+# the 4-level shadow bounds. One KASAN suite run saw it 3 times in about 60 boots, in swapper during
 # start_kernel, before any module (netns-link, nfs-rdma, rx-spoof). no5lvl keeps the answer
 # constant.
 export RRXE_GUEST_APPEND="no5lvl${RRXE_GUEST_APPEND:+ $RRXE_GUEST_APPEND}"

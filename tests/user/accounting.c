@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Resource accounting of rrxe's user objects (issue 13, item 7), run inside a cgroup v2
+ * Resource accounting of rrxe's user objects, run inside a cgroup v2
  * group DIR with the memory and rdma controllers on (tests/vm/user-accounting.sh):
  *  - the kernel memory of CQ rings (GFP_KERNEL_ACCOUNT pages) is charged to the group's
  *    memory.current while the CQs live and uncharged when they go;

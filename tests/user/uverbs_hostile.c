@@ -26,7 +26,7 @@
  *    replaced (RESIZE_CQ) or freed (DESTROY_CQ).
  *
  * Usage: uverbs_hostile -d DEV -g GIDX [-W]. -W leaves out the requests that crash or leak
- * kernel memory on a module without the fixes of issue 13 (WR lists on user QPs,
+ * kernel memory on a module without its user-ABI hardening (WR lists on user QPs,
  * CREATE_SRQ with max_wr > 2^31); the test suite never passes it.
  *
  * Handles are per open file (an xarray of the uverbs file, lowest free id first): a handle

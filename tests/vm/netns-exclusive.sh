@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 1200
-# Exclusive mode, as rdma-cni uses it (issue 15): `rdma system set netns exclusive`, rrxe0 on
+# Exclusive mode, as rdma-cni uses it: `rdma system set netns exclusive`, rrxe0 on
 # eth0, then eth0 and rrxe0 moved into a pod namespace (netdev first, as sriov-cni then
 # rdma-cni do). Inside the pod the device works (ibv_rc_pingpong, rping, ib_write_bw between
 # the two VMs' pods); outside it is invisible (rdma dev, ibv_devices, sysfs). A second device,

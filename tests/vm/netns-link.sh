@@ -3,7 +3,7 @@
 # vms: 2
 # timeout: 1200
 # append: kmemleak=on
-# rrxe inside network namespaces (issue 15, per-namespace operation). On each VM a "pod"
+# rrxe inside network namespaces (per-namespace operation). On each VM a "pod"
 # namespace with a macvlan child of eth0: `rdma link add` inside it on its netdev, traffic
 # between the two pods (ibv_rc_pingpong, rping, ib_write_bw run in the pods), link delete
 # and re-add inside it. Then the namespace is deleted under traffic, with the QPs of

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # vms: 2
 # timeout: 1200
-# Shared mode against the stock rdma_rxe (issue 15): on VM 0 rrxe0 on eth0 and a pod with a
+# Shared mode against the stock rdma_rxe: on VM 0 rrxe0 on eth0 and a pod with a
 # macvlan child of eth0; on VM 1 rdma_rxe's rxe0 on eth0 in init_net (a plain host). The
 # pod talks to the host over the pod's GID (ibv_rc_pingpong, rping -V, ib_write_bw -R), and
 # VM 1's capture shows the pod's MAC and IP: the wire stays standard RoCEv2.

@@ -55,7 +55,7 @@ for fault in "loss 1%" "loss 5% reorder 10% 50% duplicate 2%"; do
     ib_write_bw -d @DEV -x @GID -p $((p + 3)) -s 65536 -n 100 -F @PEER
   # Four outstanding READs (-o 4), not perftest's default of the device maximum (16): with
   # 16 x 64 response packets in flight, 5 % loss made go-back-N re-request faster than the
-  # responses came back, and one run in three ended in RETRY_EXC (see the note on issue 4).
+  # responses came back, and one run in three ended in RETRY_EXC (the responder's reply cache then evicted a younger entry; it now evicts by age).
   pair "[$fault] ib_read_bw 64 KiB x100 -o 4" 120 -- \
     ib_read_bw -d @DEV -x @GID -p $((p + 4)) -s 65536 -n 100 -o 4 -F -- \
     ib_read_bw -d @DEV -x @GID -p $((p + 4)) -s 65536 -n 100 -o 4 -F @PEER

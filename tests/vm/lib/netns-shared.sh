@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
-# Shared mode, as the k8s shared device plugin uses it (issue 15), for KIND (macvlan or
+# Shared mode, as the k8s shared device plugin uses it, for KIND (macvlan or
 # ipvlan; set by netns-shared-KIND.sh): one rrxe0 on eth0 in init_net; two pods per VM, each
 # with a KIND child of eth0 in its own namespace. The pods' addresses appear in rrxe0's GID
 # table with their netdev; from inside the pods, over those GIDs: pod to pod across the VMs
