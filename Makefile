@@ -29,10 +29,11 @@ check-kdir:
 
 # Kbuild does not notice a new KDIR (another cached kernel after a config change): objects
 # and bindgen output from the old tree would be linked against the new one, with the old
-# struct layouts. A stamp of the KDIR used cleans first when it changes.
+# struct layouts. A stamp of the KDIR used cleans first when it changes: the tree's real path,
+# so that /lib/modules/<release>/build, a link to the tree just built, is the same tree.
 modules: check-kdir
-	@if [ -f .kdir ] && [ "$$(cat .kdir)" != "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi
-	@echo "$(KDIR)" > .kdir
+	@if [ -f .kdir ] && [ "$$(cat .kdir)" != "$$(realpath $(KDIR))" ]; then $(KMAKE) clean >/dev/null; fi
+	@realpath $(KDIR) > .kdir
 	$(KMAKE) modules
 
 # Kbuild installs into $(INSTALL_MOD_PATH)/lib/modules/<release>/updates and runs depmod

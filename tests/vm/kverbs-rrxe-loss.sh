@@ -3,8 +3,8 @@
 # vms: 2
 # timeout: 400
 # retries: 1
-# Known timing-sensitive (see the session note): under KASAN timing one run ended with the
-# server's QP in error (rx_invalid_request=1) after ~9k retransmissions. A failed first
+# Timing-sensitive: under KASAN one run ended with the server's QP in error
+# (rx_invalid_request=1) after about 9000 retransmissions, cause not found. A failed first
 # attempt is printed by run-all before the retry.
 # The kernel-verbs RC test over rrxe with netem on both VMs' egress: 5 % loss, reordering,
 # 1 ms delay. Every transfer must complete with verified data, and the retransmission
