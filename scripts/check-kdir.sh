@@ -19,7 +19,7 @@ has CONFIG_RUST || die "the kernel at $kdir has no Rust support (CONFIG_RUST=y):
 has CONFIG_INFINIBAND || die "the kernel at $kdir has no RDMA core (CONFIG_INFINIBAND=y or m): enable it and rebuild the kernel"
 has CONFIG_INFINIBAND_USER_ACCESS || die "the kernel at $kdir has no user verbs (CONFIG_INFINIBAND_USER_ACCESS=y or m): enable it and rebuild the kernel"
 has CONFIG_NET_UDP_TUNNEL || die "the kernel at $kdir has no UDP tunnel sockets (CONFIG_NET_UDP_TUNNEL=y or m): enable it and rebuild the kernel"
-[ -f "$kdir/rust/libkernel.rmeta" ] || die "the kernel tree at $kdir has no Rust build metadata (rust/libkernel.rmeta): out-of-tree Rust modules need a tree built with CONFIG_RUST=y, or headers that ship it (see README.md, 'Supported kernels')"
+[ -f "$kdir/rust/libkernel.rmeta" ] || die "the kernel tree at $kdir has no Rust build metadata (rust/libkernel.rmeta): out-of-tree Rust modules need a tree built with CONFIG_RUST=y, or headers that ship it (see docs/install.md, 'Supported kernels')"
 want=$(sed -n 's/^CONFIG_RUSTC_VERSION_TEXT="\(.*\)"$/\1/p' "$cfg")
 if [ -n "$want" ]; then
   have=$("$rustc" --version 2>/dev/null) || die "no rustc at '$rustc': the kernel at $kdir was built with '$want'; install that rustc and pass RUSTC=/path/to/it"

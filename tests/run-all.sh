@@ -191,12 +191,14 @@ else
 fi
 
 if [ -n "$root_only" ]; then
-  note "check: tests/check-kdir.sh, tests/help.sh and tests/dkms.sh not run (--root: they check the host's build, not the guests' root)"
+  note "check: tests/check-kdir.sh, tests/help.sh, tests/docs.sh and tests/dkms.sh not run (--root: they check the host's build, not the guests' root)"
 else
   note "check: make refuses an unfit kernel tree at once, saying why (tests/check-kdir.sh)"
   tap_host "check-kdir" bash tests/check-kdir.sh
   note "check: every command answers --help and -h without side effects (tests/help.sh)"
   tap_host "help" bash tests/help.sh
+  note "check: the documents agree with the code: counters, test names, links (tests/docs.sh)"
+  tap_host "docs" bash tests/docs.sh
 fi
 
 build_modules() { # rrxe.ko and rrxe_ktest.ko for the current kernel
