@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# What the ICRC's CRC-32 costs on each cached kernel: builds scripts/icrc-cost/icrc_cost.ko
+# (crc32_le over 64-, 1024- and 4096-byte chunks, timed with ktime) against each kernel's
+# tree, boots one TCG guest of that kernel and prints its figures. Linux 6.12's crc32_le is
+# the generic slice-by-8 table; 7.x's is the library CRC with the PCLMULQDQ code on x86
+# (TCG's -cpu max has the instruction, emulated). A measurement, not a test: TCG's figures
+# are relative, not a real CPU's.
+#   scripts/icrc-cost.sh [--kernel 6.12|7.3]... [--mib N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kernels=() mib=64
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) sed -n '3,9s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --kernel) kernels+=("${2:?--kernel needs a series}"); shift 2 ;;
+    --mib) mib=${2:?--mib needs a number}; [[ $mib =~ ^[1-9][0-9]{0,3}$ ]] || { echo "icrc-cost: --mib takes 1..9999" >&2; exit 2; }; shift 2 ;;
+    *) echo "icrc-cost: unknown argument '$1'" >&2; sed -n '9s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+  esac
+done
+[ ${#kernels[@]} -gt 0 ] || kernels=(6.12 7.3)
+for k in "${kernels[@]}"; do
+  (
+    export RRXE_KERNEL=$k
+    unset RRXE_KBUILD KDIR RRXE_MODROOT
+    . scripts/env.sh
+    rrxe_kernel_check icrc-cost || exit 2
+    [ -f "$KDIR/include/config/kernel.release" ] || { echo "icrc-cost: kernel $k is not built (scripts/build-kernel.sh --kernel $k)" >&2; exit 1; }
+    rel=$(cat "$KDIR/include/config/kernel.release")
+    b=scripts/icrc-cost/build-$rel
+    mkdir -p "$b" && cp scripts/icrc-cost/icrc_cost.c scripts/icrc-cost/Kbuild "$b/"
+    llvm=$(grep -q '^CONFIG_CC_IS_CLANG=y' "$KDIR/.config" && echo -19 || true)
+    make -s -C "$KDIR" M="$PWD/$b" ${llvm:+LLVM=$llvm CC=clang$llvm LD=ld.lld$llvm} modules >/dev/null
+    echo "== kernel $k ($rel)"
+    qemu/run-vms --vms 1 --timeout 600 --name "icrc-cost-$k" scripts/icrc-cost/guest.sh "$mib" >/dev/null || true
+    sed -n '/^RRXE-BOOTED/,$p' "qemu/out/icrc-cost-$k-vm0.out" | grep -v '^RRXE-'
+  )
+done
