@@ -5,7 +5,8 @@
  *   - ibv_rereg_mr: CHANGE_ACCESS adds and removes remote write (the WRITE lands, then is
  *     refused), CHANGE_TRANSLATION moves the region (data lands in the new buffer only),
  *     CHANGE_PD moves it to another PD (a QP of the old PD is refused, one of the new PD
- *     lands); a region with a window bound to it cannot be reregistered;
+ *     lands), each keeping the lkey and rkey (as mlx5 does: a peer's rkey follows the new
+ *     rights); a region with a window bound to it cannot be reregistered;
  *   - a window grants remote write on a region registered with only LOCAL_WRITE | MW_BIND
  *     (IBTA: the region needs Local Write, not remote rights), type 1 and type 2B;
  *   - key tags are not a sequence; a failed modify_qp keeps none of its attributes; the
@@ -84,7 +85,7 @@ static void rereg_access(void)
 {
 	struct ibv_mr *mr = ibv_reg_mr(pd, tgt, LEN, IBV_ACCESS_LOCAL_WRITE);
 	struct conn c;
-	uint32_t old_rkey;
+	uint32_t old_rkey, old_lkey;
 	int st, r;
 
 	if (!mr)
@@ -94,37 +95,42 @@ static void rereg_access(void)
 	ok(st == IBV_WC_REM_ACCESS_ERR, "WRITE to a LOCAL_WRITE-only region: REM_ACCESS_ERR (%d)", st);
 	conn_free(&c);
 
+	/*
+	 * The keys stay across a rereg, as mlx5 keeps them: a peer that holds the rkey (old_rkey
+	 * here, never re-read from mr) gets the new rights, no more and no less.
+	 */
 	old_rkey = mr->rkey;
+	old_lkey = mr->lkey;
 	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	ok(r == 0, "rereg CHANGE_ACCESS adding REMOTE_WRITE succeeds (%d, errno %d)", r, errno);
+	ok(mr->rkey == old_rkey && mr->lkey == old_lkey,
+	   "rereg CHANGE_ACCESS kept the lkey and rkey (%#x %#x, were %#x %#x)", mr->lkey, mr->rkey,
+	   old_lkey, old_rkey);
 	conn_new(&c);
 	fill(1);
 	memset(tgt, 0, LEN);
-	st = write_to(&c, mr->rkey, tgt, 4096);
+	st = write_to(&c, old_rkey, tgt, 4096);
 	ok(st == IBV_WC_SUCCESS && !memcmp(tgt, src, 4096),
-	   "WRITE with the key rereg returned lands (%d)", st);
-	if (mr->rkey != old_rkey) {
-		st = write_to(&c, old_rkey, tgt, 4096);
-		ok(st == IBV_WC_REM_ACCESS_ERR, "the key from before rereg is dead (%d)", st);
-	} else {
-		ok(1, "rereg kept the key (nothing stale to check)");
-	}
+	   "a WRITE with the rkey from before the rereg lands (%d)", st);
 	conn_free(&c);
 
 	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE);
 	ok(r == 0, "rereg CHANGE_ACCESS removing REMOTE_WRITE succeeds (%d)", r);
+	ok(mr->rkey == old_rkey && mr->lkey == old_lkey, "rereg kept the keys again");
 	conn_new(&c);
 	memset(tgt, 0xee, LEN);
-	st = write_to(&c, mr->rkey, tgt, 4096);
+	st = write_to(&c, old_rkey, tgt, 4096);
 	ok(st == IBV_WC_REM_ACCESS_ERR && tgt[0] == 0xee && tgt[4095] == 0xee,
-	   "after removing REMOTE_WRITE a WRITE is refused and lands nothing (%d)", st);
+	   "after removing REMOTE_WRITE a WRITE with the same rkey is refused and lands nothing (%d)",
+	   st);
 	conn_free(&c);
 
 	/* Translation: the region now covers tgt2; tgt is no longer reached. */
 	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, NULL,
 			 tgt2, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	ok(r == 0, "rereg CHANGE_TRANSLATION to another buffer succeeds (%d)", r);
+	ok(mr->rkey == old_rkey && mr->lkey == old_lkey, "rereg CHANGE_TRANSLATION kept the keys");
 	conn_new(&c);
 	fill(2);
 	memset(tgt, 0xee, LEN);
@@ -142,6 +148,7 @@ static void rereg_access(void)
 		die("ibv_alloc_pd");
 	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
 	ok(r == 0, "rereg CHANGE_PD succeeds (%d)", r);
+	ok(mr->rkey == old_rkey && mr->lkey == old_lkey, "rereg CHANGE_PD kept the keys");
 	conn_new(&c);
 	st = write_to(&c, mr->rkey, tgt2, 64);
 	ok(st == IBV_WC_REM_ACCESS_ERR, "a QP of the old PD is refused (%d)", st);

@@ -316,6 +316,32 @@ impl MrTable {
         Ok(())
     }
 
+    /// Puts `new` in place of the region of `key` in PD `pd` (re-registration with a new
+    /// translation or new access flags), keeping the keys: an lkey or rkey handed out before
+    /// reaches the new region, with its rights. Returns the old region, whose memory the
+    /// caller releases in process context. An access that found the old region holds its
+    /// lock while it runs, so the swap waits for it; later ones see the new one. The new
+    /// region gets a new identity, so a window bound to the old one cannot reach it; a
+    /// region with bound windows is refused (EINVAL, as before the swap: see `rereg_user`).
+    /// `new` is dropped on failure, here, in process context.
+    pub(crate) fn replace(&self, key: u32, pd: usize, mut new: Region) -> Result<Region> {
+        let c = self.region_cell(key).ok_or(EINVAL)?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut r = c.region.lock();
+        if r.lkey != key || r.pd != pd || r.id == 0 || r.windows != 0 {
+            return Err(EINVAL);
+        }
+        new.id = id;
+        new.windows = 0;
+        new.lkey = r.lkey;
+        new.rkey = r.rkey;
+        let new_pd = new.pd;
+        let old = core::mem::replace(&mut *r, new);
+        c.staged.lock().pd = new_pd;
+        drop(r);
+        Ok(old)
+    }
+
     /// Runs `f` on the region of `key` in PD `pd`, under the region's lock (local keys, and
     /// the owner's own operations; windows are not regions).
     pub(crate) fn with<R>(

@@ -98,9 +98,23 @@ pub(crate) fn reg_user(
     iova: u64,
     access: AccessFlags,
 ) -> Result<*mut b::ib_mr> {
+    let region = user_mr_region(dev, pd, start, length, iova, access)?;
+    new_mr(dev, region, 0)
+}
+
+/// The region of a user registration (pinned, or on-demand paging for
+/// `IBV_ACCESS_ON_DEMAND`), not yet in the table.
+fn user_mr_region(
+    dev: &IbDev,
+    pd: usize,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: AccessFlags,
+) -> Result<Region> {
     check_user_access(access)?;
     check_user_range(start, length, iova)?;
-    let r = if access.contains(AccessFlags::ON_DEMAND) {
+    if access.contains(AccessFlags::ON_DEMAND) {
         // Implicit ODP: the whole address space (start 0, length U64_MAX), seen at IOVA 0
         // only (mlx5 refuses another IOVA with EINVAL too).
         if start == 0 && length == u64::MAX {
@@ -108,15 +122,14 @@ pub(crate) fn reg_user(
                 return Err(EINVAL);
             }
             let mem = OdpImplicit::new(dev, access.bits() as i32)?;
-            return new_mr(dev, odp_implicit_region(pd, access, mem)?, 0);
+            return odp_implicit_region(pd, access, mem);
         }
         let umem = OdpUmem::get(dev, start, length, access.bits() as i32)?;
-        odp_region(pd, access, iova, length, umem)?
+        odp_region(pd, access, iova, length, umem)
     } else {
         let umem = Umem::get(dev, start, length, access.bits() as i32)?;
-        user_region(pd, access, iova, length, umem)?
-    };
-    new_mr(dev, r, 0)
+        user_region(pd, access, iova, length, umem)
+    }
 }
 
 /// `reg_user_mr_dmabuf`: a user MR over `[offset, offset + length)` of the dma-buf `fd`, at
@@ -157,9 +170,11 @@ pub(crate) struct Rereg {
     pub(crate) pd: usize,
 }
 
-/// `rereg_user_mr` of MR `key` in PD `old_pd`. A new translation or new access flags make a
-/// new region (pinned again, with new keys: the core then destroys the old MR), returned;
-/// a PD change alone is made in place (`None`).
+/// `rereg_user_mr` of MR `key` in PD `old_pd`, always in place (`None`: the core keeps the
+/// MR object and its keys, and records a new PD, IOVA and length itself). A new translation
+/// or new access flags make a new region (pinned again) that takes the old one's place
+/// under the same lkey and rkey, as mlx5 re-registers: a peer holding the rkey then has
+/// the new rights, no more and no less. A PD change alone moves the region.
 pub(crate) fn rereg_user(
     dev: &IbDev,
     key: u32,
@@ -189,7 +204,10 @@ pub(crate) fn rereg_user(
         } else {
             (cur_start, cur_len, cur_iova)
         };
-        return reg_user(dev, r.pd, start, length, iova, access).map(Some);
+        let new = user_mr_region(dev, r.pd, start, length, iova, access)?;
+        // The old region's memory is released here, in process context, outside every lock.
+        drop(mrs.replace(key, old_pd, new)?);
+        return Ok(None);
     }
     if r.flags & REREG_PD != 0 && mrs.set_pd(key, old_pd, r.pd).is_err() {
         return Err(EINVAL);
