@@ -225,7 +225,11 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
         | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
-        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+        | b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV
+        // FLUSH checks only the range and the rights, which need no page; ATOMIC WRITE
+        // stores through the same faulting path as the other atomics (RNR NAK, then the
+        // fault): both work on ODP regions as they are, as rdma_rxe 7.x advertises them.
+        | crate::glue::ODP_SUPPORT_FLUSH_ATOMIC_WRITE;
     // UD: sends from ODP memory (the sender waits for the fault, as RC's). Not receives:
     // a datagram whose buffer is not present is dropped (UD is unreliable), as mlx5
     // offers UD ODP for sends only.

@@ -23,6 +23,8 @@
  *   - implicit ODP (address 0, length SIZE_MAX): WRITE/READ/SEND/FETCH_ADD at addresses
  *     spread over a 1 GiB sparse mapping, and as the local side; an unmapped address through
  *     it is REM_ACCESS_ERR;
+ *   - ATOMIC WRITE into a never-touched ODP page; on Linux 7.x the FLUSH and ATOMIC WRITE
+ *     ODP capability bits;
  *   - refused: ODP with remote write but no local write (EINVAL, as for any MR).
  * The QPs retry RNR without limit (rnr_retry 7): a responder that must fault a page first
  * answers RNR NAK, as mlx5 does, and the requester comes back.
@@ -38,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -135,6 +138,21 @@ static int advise(struct ibv_mr *m, enum ibv_advise_mr_advice advice, uint32_t f
 	return ibv_advise_mr(pd, advice, flags, &s, 1);
 }
 
+/*
+ * The ODP capability bits of FLUSH and ATOMIC WRITE, as the kernel's uapi numbers them
+ * (IB_UVERBS_ODP_SUPPORT_FLUSH, _ATOMIC_WRITE; rdma-core 65's IBV_ODP_SUPPORT_FLUSH, older
+ * verbs.h lack them). Linux 6.16 and later cores have them; rrxe sets them there.
+ */
+#define ODP_FLUSH (1u << 6)
+#define ODP_ATOMIC_WRITE (1u << 7)
+
+static int kernel_major(void)
+{
+	struct utsname u;
+
+	return uname(&u) ? 0 : atoi(u.release);
+}
+
 static void caps(void)
 {
 	struct ibv_device_attr_ex a;
@@ -150,6 +168,62 @@ static void caps(void)
 	   "query_device_ex: ODP, implicit ODP, RC send/recv/write/read/atomic (general 0x%llx rc 0x%x uc 0x%x ud 0x%x)",
 	   (unsigned long long)a.odp_caps.general_caps, a.odp_caps.per_transport_caps.rc_odp_caps,
 	   a.odp_caps.per_transport_caps.uc_odp_caps, a.odp_caps.per_transport_caps.ud_odp_caps);
+	if (kernel_major() >= 7)
+		ok((a.odp_caps.per_transport_caps.rc_odp_caps & (ODP_FLUSH | ODP_ATOMIC_WRITE)) ==
+			   (ODP_FLUSH | ODP_ATOMIC_WRITE),
+		   "query_device_ex on Linux %d: RC ODP FLUSH and ATOMIC WRITE (rc 0x%x)", kernel_major(),
+		   a.odp_caps.per_transport_caps.rc_odp_caps);
+	else
+		ok(!(a.odp_caps.per_transport_caps.rc_odp_caps & (ODP_FLUSH | ODP_ATOMIC_WRITE)),
+		   "query_device_ex on Linux %d (no such bits in its core): no FLUSH or ATOMIC WRITE bit (rc 0x%x)",
+		   kernel_major(), a.odp_caps.per_transport_caps.rc_odp_caps);
+}
+
+/* ATOMIC WRITE (an extended QP's ibv_wr_atomic_write) into a never-touched ODP page: the
+ * responder faults the page in (RNR NAK first) and the 8 bytes land as given. */
+static void atomic_write_odp(void)
+{
+	uint8_t *m = anon(NULL, SIZE);
+	const uint8_t v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct ibv_cq *cqa = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_cq *cqb = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp_attr at = { .qp_access_flags = PAIR_ACCESS };
+	struct ibv_mr *mr;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_ex *ax;
+	struct ibv_wc wc;
+	int r, st;
+
+	if (!cqa || !cqb)
+		die("ibv_create_cq");
+	mr = ibv_reg_mr(pd, m, SIZE, ALL | IBV_ACCESS_ON_DEMAND);
+	if (!mr)
+		die("ibv_reg_mr ODP");
+	a = loop_rc_qp(cqa, NULL, 1, IBV_QP_EX_WITH_ATOMIC_WRITE);
+	b = loop_rc_qp(cqb, NULL, 1, 0);
+	if (ibv_modify_qp(a, &at, IBV_QP_ACCESS_FLAGS) || ibv_modify_qp(b, &at, IBV_QP_ACCESS_FLAGS))
+		die("INIT -> INIT access flags");
+	to_rts_opts(a, b->qp_num, &gid, 1, 14, 7, 7);
+	to_rts_opts(b, a->qp_num, &gid, 1, 14, 7, 7);
+	ax = ibv_qp_to_qp_ex(a);
+	if (!ax)
+		die("ibv_qp_to_qp_ex");
+	ibv_wr_start(ax);
+	ax->wr_id = 1;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(ax, mr->rkey, (uintptr_t)m + 9 * PAGE + 64, v);
+	r = ibv_wr_complete(ax);
+	st = r ? -2 : wait_wc(cqa, &wc);
+	ok(st == IBV_WC_SUCCESS && !memcmp(m + 9 * PAGE + 64, v, 8) && !m[9 * PAGE + 63] &&
+	   !m[9 * PAGE + 72],
+	   "ATOMIC WRITE into an untouched ODP page: the 8 bytes land, nothing around them (ret %d, status %d)",
+	   r, st);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_cq(cqa);
+	ibv_destroy_cq(cqb);
+	ibv_dereg_mr(mr);
+	munmap(m, SIZE);
 }
 
 static void explicit_odp(void)
@@ -415,6 +489,7 @@ int main(int argc, char **argv)
 	   m ? 0 : errno);
 	qp_odp_access();
 	explicit_odp();
+	atomic_write_odp();
 	punch_hole();
 	implicit_odp();
 	return tap_end();

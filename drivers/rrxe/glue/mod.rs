@@ -68,6 +68,17 @@ pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-95)
 }
 
+/// The ODP capability bits of FLUSH and ATOMIC WRITE (`IB_ODP_SUPPORT_FLUSH |
+/// IB_ODP_SUPPORT_ATOMIC_WRITE`) where the core defines them (Linux 6.16 on); 0 before, where
+/// neither the core nor rdma-core of that time knows the bits.
+#[cfg(rrxe_have_odp_flush)]
+pub(crate) const ODP_SUPPORT_FLUSH_ATOMIC_WRITE: bindings::ib_odp_transport_cap_bits =
+    bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH
+        | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
+/// See above: this core has no such bits.
+#[cfg(not(rrxe_have_odp_flush))]
+pub(crate) const ODP_SUPPORT_FLUSH_ATOMIC_WRITE: bindings::ib_odp_transport_cap_bits = 0;
+
 /// A `struct net_device` borrowed for the duration of a callback.
 #[repr(transparent)]
 pub(crate) struct NetDev(Opaque<bindings::net_device>);
