@@ -3,10 +3,13 @@
 # All of rrxe's tests: setup (idempotent), host unit/property/simulation tests, the module
 # and provider builds, then the VM tests in tests/vm/. Ends with "N passed, N failed".
 #   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--skip-setup] [VM-TEST-NAME...]
+#   tests/run-all.sh --extended [--kernel 6.12|7.3] [--skip-setup]
 #   tests/run-all.sh --list | --help
-# With no kernel and no names (the README's test command, and CI's): every VM test on the
-# default kernel (6.12) with the host's root, then the cross set (tests/vm/sets/other-kernel)
-# on 7.3 with Debian sid's root (rdma-core 65), which ends with its matrix line.
+# With no kernel and no names (the README's test command, and CI's): every VM test but those
+# of tests/vm/sets/extended on the default kernel (6.12) with the host's root, then the cross
+# set (tests/vm/sets/other-kernel) on 7.3 with Debian sid's root (rdma-core 65), which ends
+# with its matrix line. --extended: the rest, which does not fit CI's time: the VM tests of
+# tests/vm/sets/extended and 20 s of cargo-fuzz on each fuzz target.
 # --kernel K: every VM test (or the named ones) on K only. Names without --kernel: those
 # tests on 6.12. Unknown options and test names are refused before anything runs.
 # --root SUITE (or $RRXE_ROOTFS): the guests boot that cached Debian root filesystem
@@ -17,14 +20,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-usage() { sed -n '3,15s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,19s/^# \{0,1\}//p' "$0"; }
 all_tests() { ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'; }
-skip_setup=0 kernel= names=()
+skip_setup=0 kernel= names=() extended=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --list) all_tests; exit 0 ;;
     --skip-setup) skip_setup=1; shift ;;
+    --extended) extended=1; shift ;;
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; kernel=$2; shift 2 ;;
     --root) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_ROOTFS=$2; shift 2 ;;
     -*) echo "run-all: unknown option '$1'" >&2; usage >&2; exit 2 ;;
@@ -42,6 +46,15 @@ for t in "${other_set[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/other-kernel names no VM test '$t'" >&2; exit 2; }
 done
 mapfile -t root_set < <(grep -v '^#' tests/vm/sets/root | xargs -n1)
+mapfile -t extended_set < <(grep -v '^#' tests/vm/sets/extended | xargs -n1)
+for t in "${extended_set[@]}"; do
+  [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/extended names no VM test '$t'" >&2; exit 2; }
+done
+if [ "$extended" = 1 ] && { [ ${#names[@]} -gt 0 ] || [ -n "${RRXE_ROOTFS:-}" ]; }; then
+  echo "run-all: --extended runs tests/vm/sets/extended: no test names or --root with it" >&2; exit 2
+fi
+# The default run's VM tests: all but the extended set.
+default_tests() { all_tests | grep -vxF -f <(printf '%s\n' "${extended_set[@]}"); }
 # The plan: one "KERNEL/ROOT:TEST TEST ..." entry per run, in order (ROOT empty: the host's).
 plan=()
 # --root: a run about one root filesystem: no host checks (check-kdir, DKMS) either.
@@ -50,12 +63,14 @@ if [ -n "$RRXE_ROOTFS" ]; then
   plan=("${kernel:-6.12}/$RRXE_ROOTFS:${names[*]:-${root_set[*]}}")
   # The host tests do not depend on the guests' root filesystem.
   RRXE_VM_ONLY=1
+elif [ "$extended" = 1 ]; then
+  plan=("${kernel:-6.12}/:${extended_set[*]}")
 elif [ -n "$kernel" ]; then
   plan=("$kernel/:${names[*]:-$(all_tests | xargs)}")
 elif [ ${#names[@]} -gt 0 ]; then
   plan=("6.12/:${names[*]}")
 else
-  plan=("6.12/:$(all_tests | xargs)" "7.3/sid:${other_set[*]}")
+  plan=("6.12/:$(default_tests | xargs)" "7.3/sid:${other_set[*]}")
 fi
 # A test whose header says "# root: host" needs the host's root (install-modprobe builds and
 # installs the module inside the guest with the host's toolchain): in an entry with another
@@ -175,6 +190,8 @@ fi
 
 if [ "${RRXE_VM_ONLY:-0}" = 1 ]; then
   note "fuzz: not run (RRXE_VM_ONLY=1)"
+elif [ "$extended" = 0 ]; then
+  note "fuzz: not in this run (tests/run-all.sh --extended runs it; the fuzz bodies run on stable in cargo test)"
 else
   note "fuzz: proto parse_packet, responder, caps and uwqe, 20 s each (cargo-fuzz, nightly)"
   if cargo +nightly --version >/dev/null 2>&1 && command -v cargo-fuzz >/dev/null; then
