@@ -46,24 +46,28 @@ extract() { # the fenced block after the marker line
 check "README.md has the install block after its readme-install marker" extract
 sed 's/^/#   | /' "$block"
 
-# A machine of the user's: sudo (not every Debian has it; root needs none), cargo on PATH.
+# A machine of the user's: sudo (not every Debian has it; root needs none), the user's home
+# as HOME (the guest's is not root's), writable, with its cargo tools and the cache the
+# setup filled (rdma-core's source), cargo and bindgen on PATH.
+home=$(getent passwd root | cut -d: -f6)
+check "the user's home ($home) writable (a tmpfs-backed overlay)" writable "$home"
 mkdir -p /run/readme-bin
 command -v sudo >/dev/null || printf '#!/bin/sh\nexec "$@"\n' >/run/readme-bin/sudo
 chmod +x /run/readme-bin/* 2>/dev/null
-out=/run/readme-install.out
+log=/run/readme-install.out
 run_block() {
-  (cd "$RRXE_ROOT" && PATH=/run/readme-bin:$HOME/.cargo/bin:$PATH timeout 700 bash -e "$block") >"$out" 2>&1
+  (cd "$RRXE_ROOT" && HOME=$home PATH=/run/readme-bin:$home/.cargo/bin:$PATH timeout 700 bash -e "$block") >"$log" 2>&1
 }
 check "the README's install block runs to its end (bash -e)" run_block
-grep -v '^\s*$' "$out" | tail -n 60 | sed 's/^/#   /'
+grep -v '^\s*$' "$log" | tail -n 60 | sed 's/^/#   /'
 
 check "rrxe.ko installed under /lib/modules/$rel/updates" test -f "/lib/modules/$rel/updates/rrxe.ko"
 check "rrxe loaded" test -d /sys/module/rrxe
 check "librrxe-rdmavN.so installed in $provdir" sh -c "ls $provdir/librrxe-rdmav*.so >/dev/null"
 check "/etc/libibverbs.d/rrxe.driver installed" grep -qx 'driver rrxe' /etc/libibverbs.d/rrxe.driver
-check "ibv_devinfo -d rrxe0 printed PORT_ACTIVE" grep -q 'PORT_ACTIVE' "$out"
-check "rping: the client's pings came back" grep -q 'ping data' "$out"
-check "ib_write_bw printed a bandwidth line" grep -Eq '^\s*65536\s+[0-9]+\s+[0-9.]+\s+[0-9.]+' "$out"
+check "ibv_devinfo -d rrxe0 printed PORT_ACTIVE" grep -q 'PORT_ACTIVE' "$log"
+check "rping: the client's pings came back" grep -q 'ping data' "$log"
+check "ib_write_bw printed a bandwidth line" grep -Eq '^\s*65536\s+[0-9]+\s+[0-9.]+\s+[0-9.]+' "$log"
 check "ibv_devices lists rrxe0 through the installed provider" sh -c 'ibv_devices | grep -q rrxe0'
 check "rdma link delete rrxe0" rdma link delete rrxe0
 check "modprobe -r rrxe" modprobe -r rrxe
