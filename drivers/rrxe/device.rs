@@ -110,10 +110,11 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
     });
     let qps = QpTable::new()?;
     let xrc_srqs = XrcSrqTable::new()?;
+    let mrs = MrTable::new()?;
     Ok(pin_init!(DeviceData {
         counters: Counters::new(),
         limits: Limits::new(),
-        mrs <- MrTable::new(),
+        mrs <- mrs,
         ahs <- AhTable::new(),
         qps <- qps,
         xrc_srqs <- xrc_srqs,

@@ -74,10 +74,12 @@ impl MrTable {
 
     /// Removes the window in the slot of `key` (dealloc_mw). False if there is none.
     pub(crate) fn remove_window(&self, key: u32) -> bool {
-        if self.window_cell(key).is_none() {
+        let Some(cell) = self.window_cell(key) else {
             return false;
-        }
-        let Some(Entry::Mw(cell)) = self.take_slot(key >> 8) else {
+        };
+        // The key it has now (a bind may have changed its tag): the next one differs.
+        let last = cell.window.lock().rkey;
+        let Some(Entry::Mw(cell)) = self.take_slot(key >> 8, last) else {
             return false;
         };
         let old = cell.window.lock().bound.take();
@@ -115,7 +117,7 @@ impl MrTable {
     /// will be reused). Process context: visits every slot, each under its own short lock
     /// (no long section with interrupts off).
     pub(crate) fn unbind_qp(&self, qpn: u32) {
-        let n = self.inner.lock().slots.len();
+        let n = self.inner.lock().slots();
         for i in 1..n {
             let Some(cell) = self.window_cell((i as u32) << 8) else {
                 continue;
