@@ -39,7 +39,7 @@ pub(crate) use reg::{
 use crate::glue::mem::Backing;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use crate::slots::{SlotTable, Take};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -118,6 +118,8 @@ pub(crate) struct MrTable {
     /// Identity of the next registration (never reused, unlike keys: a window's binding
     /// names the region by it, so a later region under the same key is not reached).
     next_id: AtomicU64,
+    /// Windows in the table: `unbind_qp` visits the slots only when there are some.
+    windows: AtomicU32,
 }
 
 /// Slots of the key table (slot 0 unused).
@@ -140,6 +142,7 @@ impl MrTable {
         Ok(pin_init!(MrTable {
             inner <- new_irq_spinlock!(slots, "rrxe_mr_table"),
             next_id: AtomicU64::new(1),
+            windows: AtomicU32::new(0),
         }))
     }
 
