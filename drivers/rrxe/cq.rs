@@ -240,8 +240,15 @@ impl Cq {
         Posted::Ok { notify }
     }
 
-    /// Kernel CQs: takes up to `max` completions, passing each slot to `f`.
-    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &[u64; 9])) -> usize {
+    /// Kernel CQs: takes up to `max` completions, passing each slot to `f`. `EINVAL` for a
+    /// user CQ: its ring holds the user ABI's layout, not the kernel one `f` reads, and its
+    /// consumer index belongs to the process. The uverbs layer never gets here (rrxe does
+    /// not offer the POLL_CQ command: the core answers EOPNOTSUPP), and this refusal does
+    /// not rely on that.
+    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &[u64; 9])) -> Result<usize> {
+        if self.user {
+            return Err(EINVAL);
+        }
         let st = self.state.lock();
         let mut cons = st
             .queue
@@ -258,7 +265,7 @@ impl Cq {
         st.queue
             .consumer()
             .store(cons, core::sync::atomic::Ordering::Release);
-        n
+        Ok(n)
     }
 
     /// Arms notification; returns whether completions are already waiting (for
@@ -337,8 +344,9 @@ pub(crate) fn req_notify(cq: &Cq, flags: u32) -> bool {
     flags & REPORT_MISSED_EVENTS != 0 && pending
 }
 
-/// `poll_cq` of a kernel CQ into the consumer's `wcs`; returns how many were filled.
-pub(crate) fn poll(cq: &Cq, wcs: &mut [b::ib_wc]) -> usize {
+/// `poll_cq` of a kernel CQ into the consumer's `wcs`; returns how many were filled
+/// (`EINVAL` for a user CQ, see [`Cq::poll`]).
+pub(crate) fn poll(cq: &Cq, wcs: &mut [b::ib_wc]) -> Result<usize> {
     cq.poll(wcs.len(), |i, s| {
         if let Some(w) = wcs.get_mut(i) {
             fill_wc(s, w);
