@@ -6,7 +6,7 @@ use crate::glue::obj::{Created, NewObj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::{IbDev, Udata};
 use crate::limits;
-use kernel::alloc::KVVec;
+use crate::slots::{SlotTable, Take};
 use kernel::prelude::*;
 
 /// An address vector (IPs, MAC, GRH fields).
@@ -25,73 +25,58 @@ pub(crate) fn path(av: &Av) -> crate::proto::addr::Path {
 /// Most user address handles per device.
 pub(crate) const MAX_AH: usize = 1 << 15;
 
-struct Slots {
-    /// (PD identity, AV); index 0 unused.
-    slots: KVVec<Option<(usize, Av)>>,
-}
-
 /// Address handles of user contexts, by the number userspace names them with.
 #[pin_data]
 pub(crate) struct AhTable {
-    /// The slots. IRQs off: `insert` and `remove` (user create_ah/destroy_ah, process
-    /// context; the slot vector grows outside it) and `get` (a QP's engine run decoding a
-    /// user UD WQE, process context or softirq, nested in the QP's `sq` lock). Innermost.
+    /// (PD identity, AV) by number; number 0 unused. IRQs off, O(1) (a [`SlotTable`]: no
+    /// scan, growth by one chunk allocated outside it): `insert` and `remove` (user
+    /// create_ah/destroy_ah, process context) and `get` (a QP's engine run decoding a user
+    /// UD WQE, process context or softirq, nested in the QP's `sq` lock). Innermost.
     #[pin]
-    inner: IrqSpinLock<Slots>,
+    inner: IrqSpinLock<SlotTable<(usize, Av)>>,
 }
 
 impl AhTable {
-    /// An empty table.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(AhTable {
-            inner <- new_irq_spinlock!(Slots { slots: KVVec::new() }, "rrxe_ah_table"),
-        })
+    /// An empty table (process context: allocates its chunk directory).
+    pub(crate) fn new() -> Result<impl PinInit<Self>> {
+        let slots = SlotTable::new(MAX_AH, 0)?;
+        Ok(pin_init!(AhTable {
+            inner <- new_irq_spinlock!(slots, "rrxe_ah_table"),
+        }))
     }
 
-    /// Adds an AV of PD `pd`; returns its number (> 0).
+    /// Adds an AV of PD `pd`; returns its number (> 0). Numbers are reused in the order
+    /// they were freed. The loop ends as [`crate::mr`]'s key table's does: each round takes
+    /// a number, fails, or finds the table grown by a chunk.
     pub(crate) fn insert(&self, pd: usize, av: Av) -> Result<u32> {
         loop {
-            let len = {
-                let mut s = self.inner.lock();
-                if let Some((i, slot)) = s
-                    .slots
-                    .iter_mut()
-                    .enumerate()
-                    .skip(1)
-                    .find(|(_, e)| e.is_none())
-                {
-                    *slot = Some((pd, av));
-                    return Ok(i as u32);
+            let took = self.inner.lock().take();
+            match took {
+                Take::Slot { index, .. } => {
+                    let filled = self.inner.lock().fill(index, (pd, av));
+                    // Unreachable by `take`'s reservation.
+                    return filled.map(|()| index).map_err(|_| EINVAL);
                 }
-                s.slots.len()
-            };
-            if len >= MAX_AH {
-                return Err(ENOMEM);
-            }
-            let want = core::cmp::max(16, len * 2).min(MAX_AH);
-            let mut bigger: KVVec<Option<(usize, Av)>> = KVVec::with_capacity(want, GFP_KERNEL)?;
-            bigger.extend_with(want, None, GFP_KERNEL)?;
-            let mut s = self.inner.lock();
-            if s.slots.len() == len {
-                for (d, e) in bigger.iter_mut().zip(s.slots.iter()) {
-                    *d = *e;
+                Take::Grow { base } => {
+                    let chunk = SlotTable::chunk(base)?;
+                    let unused = self.inner.lock().add_chunk(chunk);
+                    // Another thread's chunk came first: ours is freed here, unlocked.
+                    drop(unused);
                 }
-                core::mem::swap(&mut s.slots, &mut bigger);
+                Take::Full => return Err(ENOMEM),
             }
         }
     }
 
     /// Removes AH `num`.
     pub(crate) fn remove(&self, num: u32) {
-        if let Some(e) = self.inner.lock().slots.get_mut(num as usize) {
-            *e = None;
-        }
+        let _ = self.inner.lock().remove(num, None);
     }
 
     /// The AV of AH `num`, if it exists and belongs to PD `pd`.
     pub(crate) fn get(&self, num: u32, pd: usize) -> Option<Av> {
-        match self.inner.lock().slots.get(num as usize) {
-            Some(Some((p, av))) if *p == pd => Some(*av),
+        match self.inner.lock().get(num) {
+            Some((p, av)) if *p == pd => Some(*av),
             _ => None,
         }
     }

@@ -14,9 +14,15 @@ use crate::glue::{CqPtr, Queue, UContext, Udata};
 use crate::ib::{WcOpcode, WcStatus};
 use crate::limits;
 use kernel::prelude::*;
+use kernel::sync::Mutex;
 
 /// Largest number of CQ entries.
 pub(crate) const MAX_CQE: u32 = 1 << 16;
+/// Completions a resize moves from the old ring to the new one per hold of the CQ's lock
+/// (interrupts off): a few kilobytes of copy, however large the CQ.
+const CQ_MOVE_BATCH: u32 = 32;
+/// Completions `poll` takes per hold of the CQ's lock, however many the consumer asks for.
+const CQ_POLL_BATCH: usize = 16;
 const USER_SLOT: u32 = 64;
 const KERNEL_SLOT: u32 = 128;
 
@@ -91,6 +97,19 @@ struct CqState {
     notify: u32,
     /// Set once the CQ overflowed: it reports errors from then on.
     overflowed: bool,
+    /// While a resize moves the pending completions into the new ring (`queue`): the old
+    /// ring and what is left to move. New completions go into `queue` behind them, and its
+    /// producer index is published only once the move is over.
+    moving: Option<Moving>,
+}
+
+/// The completions a resize still moves: `old` slots `from + done .. from + count` go to
+/// the new ring's slots `done .. count`.
+struct Moving {
+    old: Queue,
+    from: u32,
+    count: u32,
+    done: u32,
 }
 
 /// What posting a completion led to.
@@ -108,13 +127,19 @@ pub(crate) enum Posted {
 /// A completion queue's driver state.
 #[pin_data]
 pub(crate) struct Cq {
-    /// The ring, producer index, armed flags and overflow. IRQs off: `post` (a QP's
-    /// engine run, process context or softirq, with no QP ring lock held), `poll` and
-    /// `req_notify` (kernel consumers, any context), `resize` and `queue_info` (process
-    /// context). Innermost: no other lock is taken inside it, and the completion handler
-    /// and the CQ error event are dispatched after it is released.
+    /// The ring, producer index, armed flags, overflow and a resize's move. IRQs off, each
+    /// section a few slots at most: `post` (one CQE; a QP's engine run, process context or
+    /// softirq, with no QP ring lock held), `poll` (up to [`CQ_POLL_BATCH`] CQEs) and
+    /// `req_notify` (kernel consumers, any context), `resize` (up to [`CQ_MOVE_BATCH`]
+    /// CQEs) and `queue_info` (process context). Innermost: no other lock is taken inside
+    /// it, and the completion handler and the CQ error event are dispatched after it is
+    /// released.
     #[pin]
     state: IrqSpinLock<CqState>,
+    /// Serialises resizes (process context; the uverbs layer may run two resizes of one CQ
+    /// at once: it takes the CQ for reading only). Taken outside `state`.
+    #[pin]
+    resizing: Mutex<()>,
     user: bool,
 }
 
@@ -137,9 +162,11 @@ impl Cq {
                     producer: 0,
                     notify: 0,
                     overflowed: false,
+                    moving: None,
                 },
                 "rrxe_cq"
             ),
+            resizing <- kernel::new_mutex!((), "rrxe_cq_resize"),
             user,
         });
         Ok((init, slots))
@@ -159,10 +186,15 @@ impl Cq {
     /// Replaces the ring by one of at least `cqe` entries, moving the completions not yet
     /// consumed to its start. `EINVAL` if they do not fit (or the size is out of range).
     /// Returns the new number of entries, after handing it to `publish` under the CQ's lock
-    /// (two resizes of one CQ may run at once: the uverbs layer takes the CQ for reading
-    /// only, so what records the size must be serialised here). A user CQ's consumer must
-    /// not poll during the call (the provider holds its CQ lock) and maps the new ring
-    /// afterwards.
+    /// (resizes of one CQ run one at a time, `resizing`, and publish in that order). A user
+    /// CQ's consumer must not poll during the call (the provider holds its CQ lock) and
+    /// maps the new ring afterwards; a kernel CQ's `poll` finds nothing until the call
+    /// ends.
+    ///
+    /// The interrupts-off sections are short whatever the CQ's size: the new ring takes
+    /// over at once (completions posted meanwhile go in behind the pending ones), and the
+    /// pending completions move over in batches of [`CQ_MOVE_BATCH`], the lock released in
+    /// between. (rdma_rxe's `rxe_queue_resize` copies them all under its locks.)
     pub(crate) fn resize(
         &self,
         cqe: u32,
@@ -172,8 +204,9 @@ impl Cq {
         if cqe == 0 || cqe > MAX_CQE {
             return Err(EINVAL);
         }
+        let _serial = self.resizing.lock();
         let (new, slots) = Self::ring(cqe, self.user, uctx)?;
-        let old = {
+        {
             let mut st = self.state.lock();
             let cons = st
                 .queue
@@ -182,19 +215,43 @@ impl Cq {
             // Untrusted for a user CQ: more than a full ring apart is corruption.
             let pending = st.producer.wrapping_sub(cons);
             if pending > st.queue.slots() || pending > slots {
+                // `new` is dropped after the guard, outside the lock.
                 return Err(EINVAL);
             }
-            let mut w = [0u64; 16];
-            let words = st.queue.slot_words().min(w.len());
-            for i in 0..pending {
-                st.queue.read_slot(cons.wrapping_add(i), &mut w[..words]);
-                new.write_slot(i, &w[..words]);
-            }
-            new.producer()
-                .store(pending, core::sync::atomic::Ordering::Release);
+            let old = core::mem::replace(&mut st.queue, new);
+            st.moving = Some(Moving {
+                old,
+                from: cons,
+                count: pending,
+                done: 0,
+            });
             st.producer = pending;
+        }
+        loop {
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            let Some(m) = st.moving.as_mut() else {
+                break;
+            };
+            let n = (m.count - m.done).min(CQ_MOVE_BATCH);
+            if n == 0 {
+                break;
+            }
+            let mut w = [0u64; 16];
+            let words = m.old.slot_words().min(w.len());
+            for i in m.done..m.done + n {
+                m.old.read_slot(m.from.wrapping_add(i), &mut w[..words]);
+                st.queue.write_slot(i, &w[..words]);
+            }
+            m.done += n;
+        }
+        let old = {
+            let mut st = self.state.lock();
+            st.queue
+                .producer()
+                .store(st.producer, core::sync::atomic::Ordering::Release);
             publish(slots);
-            core::mem::replace(&mut st.queue, new)
+            st.moving.take()
         };
         // Freed (or its mmap entry removed) outside the lock.
         drop(old);
@@ -226,9 +283,12 @@ impl Cq {
             st.queue.write_slot(st.producer, &c.encode_kernel());
         }
         st.producer = st.producer.wrapping_add(1);
-        st.queue
-            .producer()
-            .store(st.producer, core::sync::atomic::Ordering::Release);
+        // During a resize the new ring's producer index waits for the move (`resize`).
+        if st.moving.is_none() {
+            st.queue
+                .producer()
+                .store(st.producer, core::sync::atomic::Ordering::Release);
+        }
         // Armed for solicited completions, the consumer is also woken by an unsuccessful one
         // (IBTA 11.4.2.2): a QP that fails must not leave it asleep.
         let wakes_solicited = solicited || c.status != WcStatus::Success;
@@ -240,25 +300,42 @@ impl Cq {
         Posted::Ok { notify }
     }
 
-    /// Kernel CQs: takes up to `max` completions, passing each slot to `f`.
-    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &[u64; 9])) -> usize {
-        let st = self.state.lock();
-        let mut cons = st
-            .queue
-            .consumer()
-            .load(core::sync::atomic::Ordering::Relaxed);
-        let mut n = 0;
-        while n < max && cons != st.producer {
-            let mut w = [0u64; 9];
-            st.queue.read_slot(cons, &mut w);
-            f(n, &w);
-            cons = cons.wrapping_add(1);
-            n += 1;
+    /// Kernel CQs: takes up to `max` completions, passing each slot to `f`, in batches of
+    /// [`CQ_POLL_BATCH`] per hold of the lock; none while a resize moves them. `EINVAL` for a
+    /// user CQ: its ring holds the user ABI's layout, not the kernel one `f` reads, and its
+    /// consumer index belongs to the process. The uverbs layer never gets here (rrxe does
+    /// not offer the POLL_CQ command: the core answers EOPNOTSUPP), and this refusal does
+    /// not rely on that.
+    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &[u64; 9])) -> Result<usize> {
+        if self.user {
+            return Err(EINVAL);
         }
-        st.queue
-            .consumer()
-            .store(cons, core::sync::atomic::Ordering::Release);
-        n
+        let mut n = 0;
+        while n < max {
+            let st = self.state.lock();
+            if st.moving.is_some() {
+                break;
+            }
+            let mut cons = st
+                .queue
+                .consumer()
+                .load(core::sync::atomic::Ordering::Relaxed);
+            let end = n + (max - n).min(CQ_POLL_BATCH);
+            while n < end && cons != st.producer {
+                let mut w = [0u64; 9];
+                st.queue.read_slot(cons, &mut w);
+                f(n, &w);
+                cons = cons.wrapping_add(1);
+                n += 1;
+            }
+            st.queue
+                .consumer()
+                .store(cons, core::sync::atomic::Ordering::Release);
+            if n < end {
+                break;
+            }
+        }
+        Ok(n)
     }
 
     /// Arms notification; returns whether completions are already waiting (for
@@ -337,8 +414,9 @@ pub(crate) fn req_notify(cq: &Cq, flags: u32) -> bool {
     flags & REPORT_MISSED_EVENTS != 0 && pending
 }
 
-/// `poll_cq` of a kernel CQ into the consumer's `wcs`; returns how many were filled.
-pub(crate) fn poll(cq: &Cq, wcs: &mut [b::ib_wc]) -> usize {
+/// `poll_cq` of a kernel CQ into the consumer's `wcs`; returns how many were filled
+/// (`EINVAL` for a user CQ, see [`Cq::poll`]).
+pub(crate) fn poll(cq: &Cq, wcs: &mut [b::ib_wc]) -> Result<usize> {
     cq.poll(wcs.len(), |i, s| {
         if let Some(w) = wcs.get_mut(i) {
             fill_wc(s, w);

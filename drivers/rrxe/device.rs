@@ -20,9 +20,10 @@ use kernel::prelude::*;
 /// and SRQ's on their fields. Across objects, outermost first: a QP's `engine` (bottom
 /// halves off) → the MR table's window → region → `staged`, or the QP table → another QP's
 /// `rx`, or a QP ring lock → the AH table or an SRQ's ring, or a CQ's lock, or (an XRC
-/// target QP, possibly in its `claim`) the XRC table → an SRQ's ring or a CQ's lock. Bottom-half locks (QP `engine`,
-/// MR window and region) are never taken under an interrupts-off lock; every
-/// interrupts-off lock is held for a bounded, allocation-free section.
+/// target QP, possibly in its `claim`) the XRC table → an SRQ's ring or a CQ's lock.
+/// Bottom-half locks (QP `engine`, MR window and region) are never taken under an
+/// interrupts-off lock; every interrupts-off lock is held for a bounded, allocation-free
+/// section whose length no user chooses (docs/architecture.md lists each).
 #[pin_data]
 pub(crate) struct DeviceData {
     /// Counters for `rdma statistic`.
@@ -110,11 +111,13 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
     });
     let qps = QpTable::new()?;
     let xrc_srqs = XrcSrqTable::new()?;
+    let mrs = MrTable::new()?;
+    let ahs = AhTable::new()?;
     Ok(pin_init!(DeviceData {
         counters: Counters::new(),
         limits: Limits::new(),
-        mrs <- MrTable::new(),
-        ahs <- AhTable::new(),
+        mrs <- mrs,
+        ahs <- ahs,
         qps <- qps,
         xrc_srqs <- xrc_srqs,
         gid_gen: GidGeneration::new(),

@@ -31,6 +31,7 @@ mod net;
 #[allow(dead_code, unreachable_pub, missing_docs, unused_imports)]
 pub(crate) mod proto;
 mod qp;
+mod slots;
 mod srq;
 mod uwqe;
 mod verbs;

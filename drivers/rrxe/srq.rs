@@ -14,12 +14,20 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+/// User SRQs: the most WQEs a QP's run copies from the shared queue into the ring before
+/// it takes one, so that the run (and, for an XRC SRQ, the device's XRC table lock, held
+/// with interrupts off) is not held for as many WQEs as the process posted at once. Each
+/// take pulls again, so the ring never runs dry while the process has WQEs posted.
+pub(crate) const SRQ_PULL_BATCH: u32 = 16;
+
 /// A shared receive queue.
 #[pin_data]
 pub(crate) struct Srq {
-    /// The receive WQEs and the user queue's consumer index. IRQs off: kernel `post_recv`
-    /// (any context) and `take_into` (a QP's engine run, process context or softirq,
-    /// nested in that QP's `claim` lock). Innermost.
+    /// The receive WQEs and the user queue's consumer index. IRQs off, each section one
+    /// WQE: kernel `post_recv` (any context), `pull` (a QP's engine run, process context or
+    /// softirq, with no interrupts-off lock of the QP held; for an XRC SRQ nested in the
+    /// device's XRC table lock) and `take_into` (the same, nested in that QP's `claim`
+    /// lock). Innermost.
     #[pin]
     ring: IrqSpinLock<WrRing<RecvWr>>,
     max_wr: u32,
@@ -128,26 +136,48 @@ impl Srq {
         r.push(wr, sges, None)
     }
 
+    /// User SRQs: copies up to [`SRQ_PULL_BATCH`] new WQEs of the shared queue into the
+    /// ring (a QP's engine run, before it takes a WQE; no interrupts-off lock of the QP
+    /// held). A corrupt queue puts the SRQ in error (recorded in `events`).
+    pub(crate) fn pull(&self, events: &mut SrqEvents) {
+        let Some(u) = &self.user else { return };
+        if !self.error.load(Ordering::Acquire)
+            && crate::qp::pull_recv_queue(u, &self.ring, self.max_sge, SRQ_PULL_BATCH).is_err()
+        {
+            self.error.store(true, Ordering::Release);
+            u.error_flag().store(1, Ordering::Release);
+            events.error = true;
+        }
+    }
+
     /// Moves the next WQE into a QP's claim slot (a QP's engine run: process context or
-    /// softirq; the caller holds the QP's `claim` lock, so interrupts are off). Events to
-    /// raise are recorded in `events`, for the caller to dispatch once that lock is
-    /// released ([`Srq::raise`]; rdma_rxe also calls the event handler outside its queue
-    /// lock).
+    /// softirq; the caller holds the QP's `claim` lock, so interrupts are off: one WQE's
+    /// copy, the user queue was pulled before, [`Srq::pull`]). Events to raise are recorded
+    /// in `events`, for the caller to dispatch once that lock is released ([`Srq::raise`];
+    /// rdma_rxe also calls the event handler outside its queue lock).
     pub(crate) fn take_into(
         &self,
         dst: &mut Option<Claim>,
         events: &mut SrqEvents,
     ) -> Option<RecvWr> {
-        if let Some(u) = &self.user {
-            if !self.error.load(Ordering::Acquire)
-                && crate::qp::pull_recv_queue(u, &self.ring, self.max_sge).is_err()
-            {
-                self.error.store(true, Ordering::Release);
-                u.error_flag().store(1, Ordering::Release);
-                events.error = true;
-            }
-        }
-        let (wr, left) = self.ring.lock().pop_into(dst)?;
+        let (wr, left) = {
+            let mut r = self.ring.lock();
+            let (wr, left) = r.pop_into(dst)?;
+            // Posted and not yet pulled count as posted for the limit (a valid producer
+            // index only: a corrupt one is found by the next pull).
+            let unpulled = self.user.as_ref().map_or(0, |u| {
+                let n = u
+                    .producer()
+                    .load(Ordering::Acquire)
+                    .wrapping_sub(r.user_consumer());
+                if n <= u.slots() {
+                    n
+                } else {
+                    0
+                }
+            });
+            (wr, left.saturating_add(unpulled))
+        };
         let lim = self.limit.load(Ordering::Acquire);
         if lim != 0
             && left < lim

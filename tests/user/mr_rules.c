@@ -9,8 +9,10 @@
  *     rights); a region with a window bound to it cannot be reregistered;
  *   - a window grants remote write on a region registered with only LOCAL_WRITE | MW_BIND
  *     (IBTA: the region needs Local Write, not remote rights), type 1 and type 2B;
- *   - key tags are not a sequence; a failed modify_qp keeps none of its attributes; the
- *     path MTU is clamped to the port's active MTU;
+ *   - key tags are not a sequence; a key (and its slot) just freed is not the next one
+ *     handed out, for regions and windows; QPNs of consecutive creates are not
+ *     consecutive; a failed modify_qp keeps none of its attributes; the path MTU is
+ *     clamped to the port's active MTU;
  *   - the advertised max_pd, max_srq and max_mw are enforced (EINVAL past them).
  *
  *   mr_rules -d DEV -g GIDX
@@ -241,6 +243,65 @@ static void key_tags(void)
 		ibv_dereg_mr(m[i]);
 }
 
+/*
+ * Numbers that can be guessed: dereg + reg of one region (and dealloc + alloc of one
+ * window) KEY_ROUNDS times never gives back the key just freed, nor its slot (key >> 8,
+ * the index part of rrxe's and rdma_rxe's keys): slots are reused only after many others
+ * (a stale key of the PD would otherwise reach the next registration 1 time in 256). And
+ * the QPNs of 16 QPs created one after the other are not consecutive numbers.
+ */
+#define KEY_ROUNDS 300
+static void guessable_numbers(void)
+{
+	struct ibv_mr *m = ibv_reg_mr(pd, tgt, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mw *w = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	int same_key = 0, same_slot = 0, mw_same_key = 0, mw_same_slot = 0, steps = 0;
+	struct ibv_qp *qp[16];
+	struct ibv_cq *cq;
+
+	if (!m || !w)
+		die("ibv_reg_mr/ibv_alloc_mw");
+	for (int i = 0; i < KEY_ROUNDS; i++) {
+		uint32_t lkey = m->lkey, rkey = m->rkey, wkey = w->rkey;
+
+		if (ibv_dereg_mr(m) || ibv_dealloc_mw(w))
+			die("ibv_dereg_mr/ibv_dealloc_mw");
+		m = ibv_reg_mr(pd, tgt, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		w = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+		if (!m || !w)
+			die("ibv_reg_mr/ibv_alloc_mw again");
+		same_key += m->lkey == lkey || m->rkey == rkey;
+		same_slot += (m->lkey >> 8) == (lkey >> 8);
+		mw_same_key += w->rkey == wkey;
+		mw_same_slot += (w->rkey >> 8) == (wkey >> 8);
+	}
+	ok(same_key == 0, "%d x dereg+reg: never the lkey/rkey just freed (%d times)", KEY_ROUNDS,
+	   same_key);
+	ok(same_slot == 0, "%d x dereg+reg: never the slot just freed (%d times)", KEY_ROUNDS,
+	   same_slot);
+	ok(mw_same_key == 0, "%d x dealloc+alloc MW: never the rkey just freed (%d times)",
+	   KEY_ROUNDS, mw_same_key);
+	ok(mw_same_slot == 0, "%d x dealloc+alloc MW: never the slot just freed (%d times)",
+	   KEY_ROUNDS, mw_same_slot);
+	ibv_dealloc_mw(w);
+	ibv_dereg_mr(m);
+
+	if (!(cq = ibv_create_cq(ctx, 8, NULL, NULL, 0)))
+		die("ibv_create_cq");
+	for (int i = 0; i < 16; i++)
+		if (!(qp[i] = loop_rc_qp(cq, NULL, 1, 0)))
+			die("loop_rc_qp");
+	/* Counting from a random start gave 15 steps of +1; drawing at random among ~4080
+	 * free numbers gives 8 or more with probability below 10^-20. */
+	for (int i = 1; i < 16; i++)
+		steps += qp[i]->qp_num == qp[i - 1]->qp_num + 1;
+	ok(steps < 8, "QPNs of 16 consecutive creates are not consecutive (%d steps of +1: %u %u %u ...)",
+	   steps, qp[0]->qp_num, qp[1]->qp_num, qp[2]->qp_num);
+	for (int i = 0; i < 16; i++)
+		ibv_destroy_qp(qp[i]);
+	ibv_destroy_cq(cq);
+}
+
 static void modify_rules(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
@@ -363,6 +424,7 @@ int main(int argc, char **argv)
 	rereg_access();
 	windows_on_local_region();
 	key_tags();
+	guessable_numbers();
 	modify_rules();
 	limits();
 	return tap_end();

@@ -12,7 +12,7 @@
  *    list is refused with EINVAL, its first WR named bad, counted in user_wr_refused, and
  *    nothing is sent or completed;
  *    POST_RECV / POST_SRQ_RECV with lists are not even offered by rrxe (EOPNOTSUPP from
- *    the uverbs layer);
+ *    the uverbs layer), nor is POLL_CQ (a user CQ is polled in its ring);
  *  - every size field at 0, 1, 2^31, 2^32-1, max and max+1 for CREATE_CQ (also through
  *    the ioctl ABI's UVERBS_METHOD_CQ_CREATE), CREATE_QP, CREATE_SRQ, RESIZE_CQ, REG_MR
  *    (plus lengths and IOVAs that wrap, and access flags), ALLOC_MW (its type, and
@@ -807,7 +807,9 @@ static void rereg(int fd, uint32_t pd)
  * solicited). MODIFY_SRQ: a limit above the SRQ's max_wr is EINVAL (as rxe_srq_chk_attr),
  * up to it is armed; resizing (IB_SRQ_MAX_WR) is EOPNOTSUPP: rrxe does not resize SRQs
  * (it does not advertise IB_DEVICE_SRQ_RESIZE). Mask bits the IBTA does not define are
- * ignored, as rxe ignores them.
+ * ignored, as rxe ignores them. POLL_CQ on a user CQ is EOPNOTSUPP: rrxe does not set POLL_CQ in uverbs_cmd_mask (a user CQ is a ring the
+ * process polls), so the core has no handler for it (ib_uverbs_notsupp); the driver's
+ * poll_cq refuses a user CQ too, should the command ever be offered.
  */
 static void other_cmds(int fd, uint32_t pd)
 {
@@ -822,6 +824,22 @@ static void other_cmds(int fd, uint32_t pd)
 	    create_srq(fd, pd, 16, 1, &srq) || query_srq(fd, srq, &q))
 		die("CREATE_CQ/SRQ");
 	expect(req_notify_cq(fd, cq, 0), 0, "REQ_NOTIFY_CQ next completion");
+	{
+		struct {
+			struct ib_uverbs_poll_cq_resp h;
+			struct ib_uverbs_wc wc[16];
+		} pr;
+		uint32_t nes[] = { 1, 16, 0, U32MAX };
+
+		for (unsigned i = 0; i < sizeof(nes) / sizeof(nes[0]); i++) {
+			memset(&pr, 0x5a, sizeof(pr));
+			expect(poll_cq(fd, cq, nes[i], &pr.h, sizeof(pr)), EOPNOTSUPP,
+			       "POLL_CQ user CQ, ne %u", nes[i]);
+			ok(pr.h.count == 0x5a5a5a5a, "  nothing written back (count %#x)", pr.h.count);
+		}
+		expect(poll_cq(fd, NONE, 1, &pr.h, sizeof(pr)), EOPNOTSUPP,
+		       "POLL_CQ handle of nothing (answered before the lookup)");
+	}
 	expect(req_notify_cq(fd, cq, 0x55), 0, "REQ_NOTIFY_CQ solicited_only 0x55");
 	expect(modify_srq(fd, srq, IBV_SRQ_LIMIT, 0, q.max_wr + 1), EINVAL,
 	       "MODIFY_SRQ limit max_wr+1 (%u)", q.max_wr + 1);

@@ -485,6 +485,15 @@ static inline int req_notify_cq(int fd, uint32_t h, uint32_t solicited_only)
 	return wcmd(fd, IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &c, sizeof(c), NULL, 0);
 }
 
+/* POLL_CQ of up to `ne` completions into `resp` (room for the header and `ne` WCs). */
+static inline int poll_cq(int fd, uint32_t h, uint32_t ne, struct ib_uverbs_poll_cq_resp *resp,
+			  size_t out)
+{
+	struct ib_uverbs_poll_cq c = { .cq_handle = h, .ne = ne };
+
+	return wcmd(fd, IB_USER_VERBS_CMD_POLL_CQ, &c, sizeof(c), resp, out);
+}
+
 static inline int query_port(int fd, uint8_t port)
 {
 	struct ib_uverbs_query_port c = { .port_num = port };

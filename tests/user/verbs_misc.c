@@ -11,6 +11,8 @@
  *     transition or MR access flags;
  *   - SRQ: ibv_query_srq and ibv_modify_srq (IBV_SRQ_LIMIT), and the limit event
  *     (IBV_EVENT_SRQ_LIMIT_REACHED) through ibv_get_async_event, which disarms the limit;
+ *     200 receives posted at once all land in order, the limit event only when fewer than
+ *     the limit are left;
  *   - completion channels: ibv_req_notify_cq for the next completion, and solicited-only
  *     (no event for an unsolicited message, one for IBV_SEND_SOLICITED and one for an
  *     unsuccessful completion);
@@ -343,6 +345,51 @@ static void srq_limit(void)
 	ok(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq");
 }
 
+/*
+ * More receives posted at once than the kernel copies from the SRQ's shared queue per take
+ * (it pulls a bounded batch each time, with interrupts on): all land, in order, and the
+ * limit counts the ones not yet pulled as posted (no early event).
+ */
+#define DEEP 200
+static void srq_deep(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 256, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_srq_attr a = { .srq_limit = 20 };
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	struct pair p;
+	int good = 1, got = 0, early, ret;
+
+	if (!srq || ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT))
+		die("ibv_create_srq 256 / limit 20");
+	pair_new(&p, NULL, srq, 1, 0);
+	for (int i = 0; i < DEEP; i++)
+		if (post_recv_dst(NULL, srq, 1000 + i, 256 * i, 256))
+			die("ibv_post_srq_recv");
+	fill(src, 64, 11);
+	/* Each receive completion is polled as it comes (the CQ has 64 entries). */
+	for (int i = 0; i < DEEP - 20; i++) {
+		good &= b_send(&p, 64, 0) == IBV_WC_SUCCESS;
+		got += wait_wc(p.cqa, &wc) == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(1000 + i) &&
+		       !memcmp(dst + 256 * i, src, 64);
+	}
+	ok(good && got == DEEP - 20, "%d receives posted at once: %d SENDs land in order (%d)",
+	   DEEP, DEEP - 20, got);
+	early = readable(ctx->async_fd, 0);
+	ok(!early, "no limit event while 20 of them are left (limit 20)");
+	ok(b_send(&p, 64, 0) == IBV_WC_SUCCESS && wait_wc(p.cqa, &wc) == IBV_WC_SUCCESS &&
+	   wc.wr_id == (uint64_t)(1000 + DEEP - 20), "one more SEND lands");
+	ret = readable(ctx->async_fd, 5000) && ibv_get_async_event(ctx, &ev) == 0;
+	ok(ret && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
+	   "then IBV_EVENT_SRQ_LIMIT_REACHED (19 < 20 left; event %d)",
+	   ret ? (int)ev.event_type : -1);
+	if (ret)
+		ibv_ack_async_event(&ev);
+	pair_free(&p);
+	ok(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq (deep)");
+}
+
 static void channel(void)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
@@ -641,6 +688,7 @@ int main(int argc, char **argv)
 	many_sges();
 	wrong_args();
 	srq_limit();
+	srq_deep();
 	channel();
 	ud_wr_api();
 	mr_offsets();

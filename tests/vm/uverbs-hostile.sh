@@ -7,7 +7,8 @@
 # addresses on user QPs (inline and not) are refused with EINVAL and send nothing; every
 # size field of CREATE_CQ/QP/SRQ, RESIZE_CQ, REG_MR and ALLOC_MW at 0, 1, 2^31, 2^32-1,
 # max and max+1 gets its exact errno or succeeds; handles of nothing, of another type or
-# of another context get the uverbs layer's ENOENT/EINVAL; REREG_MR with CHANGE_PD. Then
+# of another context get the uverbs layer's ENOENT/EINVAL; REREG_MR with CHANGE_PD; POLL_CQ
+# on a user CQ gets the core's EOPNOTSUPP (not in rrxe's command mask). Then
 # the device still works: a loopback ibv_rc_pingpong with data checks. (The harness fails
 # the run on any oops, WARNING, KASAN or lockdep report on the console.)
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"

@@ -38,8 +38,8 @@ pub(crate) use reg::{
 
 use crate::glue::mem::Backing;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
-use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::alloc::KVVec;
+use crate::slots::{SlotTable, Take};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -85,46 +85,28 @@ enum Entry {
     Mw(Arc<MwCell>),
 }
 
-/// Slots of the table; index 0 is never used (key 0 is invalid).
-///
-/// INVARIANT: `free[..nfree]` holds exactly the indices `1..slots.len()` whose slot is
-/// `None` (a stack), and `free.len() == slots.len()`.
-struct Slots {
-    slots: KVVec<Option<Entry>>,
-    free: KVVec<u32>,
-    nfree: usize,
-}
-
-impl Slots {
-    fn pop_free(&mut self) -> Option<u32> {
-        let n = self.nfree.checked_sub(1)?;
-        let i = *self.free.get(n)?;
-        self.nfree = n;
-        Some(i)
-    }
-
-    fn push_free(&mut self, i: u32) {
-        if let Some(f) = self.free.get_mut(self.nfree) {
-            *f = i;
-            self.nfree += 1;
-        }
-    }
-}
-
-/// The low 8 bits of a new key: random for each registration, as rdma_rxe draws them
-/// (rxe_get_next_key), so a key is not guessable from the keys a tenant was given.
-fn key_tag() -> u32 {
-    crate::glue::random_u32() & 0xff
+/// The random low 8 bits of a key in a slot whose previous key had tag `last`: uniform
+/// among the values other than `last`, as rdma_rxe draws them (rxe_get_next_key), so a key
+/// is neither guessable from the keys a tenant was given nor the key just freed.
+fn key_tag(last: Option<u8>) -> u32 {
+    u32::from(crate::proto::ids::next_tag(last, crate::glue::random_u32()))
 }
 
 /// A device's memory regions and windows, by key.
 ///
+/// Keys are `slot << 8 | tag`. Slots are reused in the order they were freed, and only
+/// while more than [`MR_KEY_QUARANTINE`] others are free (else the table grows, up to
+/// [`MAX_MR`] slots): a key's slot comes back no sooner than that many registrations later
+/// (rdma_rxe allocates its indices cyclically for the same reason), and then with a tag
+/// other than its last one. So a stale key of a PD never reaches the next registrations.
+///
 /// # Locking
-/// `inner` (the slot vector; IRQs off, any context: post_send stages fast registrations
-/// through it) is held only to find, insert or remove an entry: O(1), no copy and no scan
-/// under it, and no other lock of the table is taken inside it. Each region and window has
-/// its own bottom-half lock, held for one access (check and copy, with interrupts on):
-/// callers must not hold an interrupts-off lock. Nesting, outermost first: window →
+/// `inner` (the slots; IRQs off, any context: post_send stages fast registrations
+/// through it) is held only to find, insert or remove an entry, or to add a chunk of slots
+/// allocated before: O(1), no copy and no scan under it, and no other lock of the table is
+/// taken inside it. Each region and window has its own bottom-half lock, held for one
+/// access (check and copy, with interrupts on): callers must not hold an interrupts-off
+/// lock. Nesting, outermost first: window →
 /// region → the region's `staged`; the table lock is taken and released on its own. An
 /// on-demand-paging region's memory has its own bottom-half locks, inside the region's:
 /// region → an implicit region's `children` → a umem's lock (`glue::odp`), held for one
@@ -132,10 +114,12 @@ fn key_tag() -> u32 {
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
-    inner: IrqSpinLock<Slots>,
+    inner: IrqSpinLock<SlotTable<Entry>>,
     /// Identity of the next registration (never reused, unlike keys: a window's binding
     /// names the region by it, so a later region under the same key is not reached).
     next_id: AtomicU64,
+    /// Windows in the table: `unbind_qp` visits the slots only when there are some.
+    windows: AtomicU32,
 }
 
 /// Slots of the key table (slot 0 unused).
@@ -146,21 +130,20 @@ pub(crate) const MAX_REGIONS: u32 = 0x7fff;
 /// which has room for both maxima at once.
 pub(crate) const MAX_WINDOWS: u32 = 0x7fff;
 const _: () = assert!(((MAX_REGIONS + MAX_WINDOWS) as usize) < MAX_MR);
+/// Free key slots a freed one waits behind before it is reused, while the table may grow
+/// (the table then has at least this many slots more than it has live regions and
+/// windows: 5 chunks of 256 slots, a few kilobytes, at the first registration).
+pub(crate) const MR_KEY_QUARANTINE: u32 = 1024;
 
 impl MrTable {
-    /// An empty table.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(MrTable {
-            inner <- new_irq_spinlock!(
-                Slots {
-                    slots: KVVec::new(),
-                    free: KVVec::new(),
-                    nfree: 0,
-                },
-                "rrxe_mr_table"
-            ),
+    /// An empty table (process context: allocates its chunk directory).
+    pub(crate) fn new() -> Result<impl PinInit<Self>> {
+        let slots = SlotTable::new(MAX_MR, MR_KEY_QUARANTINE)?;
+        Ok(pin_init!(MrTable {
+            inner <- new_irq_spinlock!(slots, "rrxe_mr_table"),
             next_id: AtomicU64::new(1),
-        })
+            windows: AtomicU32::new(0),
+        }))
     }
 
     /// Adds a region and returns its key (used as both lkey and rkey).
@@ -189,74 +172,45 @@ impl MrTable {
     }
 
     /// Puts `entry` in a free slot under a fresh key (its object is not reachable before:
-    /// the key is written into it first). The slot vector grows outside the lock
-    /// (allocation may sleep).
+    /// the key is written into it first). A chunk of slots the table needs is allocated
+    /// outside the lock (allocation may sleep); the loop ends because each round takes a
+    /// slot, fails, or finds the table grown by a chunk (by this thread or another), which
+    /// happens at most `MAX_MR / CHUNK` times.
     fn insert_entry(&self, entry: Entry) -> Result<u32> {
         loop {
-            let tag = key_tag();
-            let (reserved, need_grow) = {
-                let mut s = self.inner.lock();
-                (s.pop_free(), s.slots.len())
-            };
-            if let Some(i) = reserved {
-                // The slot is off the free list and still empty: ours. The key goes into the
-                // object before it becomes reachable, with no table lock held (the order is
-                // window → table → region).
-                let key = (i << 8) | tag;
-                match &entry {
-                    Entry::Mr(c) => {
-                        let mut r = c.region.lock();
-                        r.lkey = key;
-                        r.rkey = key;
+            let took = self.inner.lock().take();
+            match took {
+                Take::Slot { index, tag } => {
+                    // The slot is reserved and still empty: ours. The key goes into the
+                    // object before it becomes reachable, with no table lock held (the
+                    // order is window → table → region).
+                    let key = (index << 8) | key_tag(tag);
+                    match &entry {
+                        Entry::Mr(c) => {
+                            let mut r = c.region.lock();
+                            r.lkey = key;
+                            r.rkey = key;
+                        }
+                        Entry::Mw(c) => c.window.lock().rkey = key,
                     }
-                    Entry::Mw(c) => c.window.lock().rkey = key,
+                    let filled = self.inner.lock().fill(index, entry);
+                    // Unreachable by `take`'s reservation; the entry is dropped unlocked.
+                    return filled.map(|()| key).map_err(|_| EINVAL);
                 }
-                let mut s = self.inner.lock();
-                return match s.slots.get_mut(i as usize) {
-                    Some(slot) => {
-                        *slot = Some(entry);
-                        Ok(key)
-                    }
-                    // Unreachable by the invariant.
-                    None => Err(EINVAL),
-                };
+                Take::Grow { base } => {
+                    let chunk = SlotTable::chunk(base)?;
+                    let unused = self.inner.lock().add_chunk(chunk);
+                    // Another thread's chunk came first: ours is freed here, unlocked.
+                    drop(unused);
+                }
+                Take::Full => return Err(ENOMEM),
             }
-            if need_grow >= MAX_MR {
-                return Err(ENOMEM);
-            }
-            // Grow by doubling into new vectors, then swap them in if nobody else did.
-            let want = core::cmp::max(16, need_grow * 2).min(MAX_MR);
-            let mut bigger: KVVec<Option<Entry>> = KVVec::with_capacity(want, GFP_KERNEL)?;
-            bigger.extend_with(want, None, GFP_KERNEL)?;
-            let mut free: KVVec<u32> = KVVec::with_capacity(want, GFP_KERNEL)?;
-            free.extend_with(want, 0, GFP_KERNEL)?;
-            let mut s = self.inner.lock();
-            let unused_free = if s.slots.len() == need_grow {
-                for (dst, src) in bigger.iter_mut().zip(s.slots.iter_mut()) {
-                    *dst = src.take();
-                }
-                core::mem::swap(&mut s.slots, &mut bigger);
-                // The free list was empty (that is why the table grows): the new indices,
-                // highest first so that the lowest is taken first.
-                let old = core::mem::replace(&mut s.free, free);
-                s.nfree = 0;
-                for i in (need_grow.max(1)..want).rev() {
-                    s.push_free(i as u32);
-                }
-                old
-            } else {
-                free
-            };
-            drop(s);
-            drop(unused_free);
-            // The old (now empty) vectors, or the unused new ones, are freed here, outside
-            // the lock.
         }
     }
 
     /// The entry in the slot of `key` (whatever its tag), cloned out of the table.
     fn entry(&self, key: u32) -> Option<Entry> {
-        self.inner.lock().slots.get((key >> 8) as usize)?.clone()
+        self.inner.lock().get(key >> 8).cloned()
     }
 
     /// The region cell in the slot of `key`, whatever its tag.
@@ -275,12 +229,10 @@ impl MrTable {
         }
     }
 
-    /// Empties slot `i`, returning what it held.
-    fn take_slot(&self, i: u32) -> Option<Entry> {
-        let mut s = self.inner.lock();
-        let e = s.slots.get_mut(i as usize)?.take()?;
-        s.push_free(i);
-        Some(e)
+    /// Empties slot `i`, returning what it held; `key` is the key it had last (its tag is
+    /// not the next one's).
+    fn take_slot(&self, i: u32, key: u32) -> Option<Entry> {
+        self.inner.lock().remove(i, Some(key as u8))
     }
 
     /// Removes the region in the slot of `key` (whatever its current tag: a consumer may
@@ -297,7 +249,7 @@ impl MrTable {
             Entry::Mr(_) => {}
             Entry::Mw(_) => return None,
         }
-        let Entry::Mr(cell) = self.take_slot(idx)? else {
+        let Entry::Mr(cell) = self.take_slot(idx, key)? else {
             return None;
         };
         let mut r = cell.region.lock();

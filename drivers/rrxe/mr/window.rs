@@ -3,6 +3,7 @@
 
 use super::{AccessError, AccessFlags, Entry, MrTable, MwCell};
 use crate::glue::sync::new_bh_spinlock;
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -69,17 +70,22 @@ impl MrTable {
             }),
             GFP_KERNEL,
         )?;
-        self.insert_entry(Entry::Mw(cell))
+        let key = self.insert_entry(Entry::Mw(cell))?;
+        self.windows.fetch_add(1, Ordering::Relaxed);
+        Ok(key)
     }
 
     /// Removes the window in the slot of `key` (dealloc_mw). False if there is none.
     pub(crate) fn remove_window(&self, key: u32) -> bool {
-        if self.window_cell(key).is_none() {
-            return false;
-        }
-        let Some(Entry::Mw(cell)) = self.take_slot(key >> 8) else {
+        let Some(cell) = self.window_cell(key) else {
             return false;
         };
+        // The key it has now (a bind may have changed its tag): the next one differs.
+        let last = cell.window.lock().rkey;
+        let Some(Entry::Mw(cell)) = self.take_slot(key >> 8, last) else {
+            return false;
+        };
+        self.windows.fetch_sub(1, Ordering::Relaxed);
         let old = cell.window.lock().bound.take();
         if let Some(b) = old {
             self.release_binding(&b);
@@ -113,9 +119,13 @@ impl MrTable {
 
     /// Type 2B windows bound to QP `qpn` become unbound (the QP is destroyed; its number
     /// will be reused). Process context: visits every slot, each under its own short lock
-    /// (no long section with interrupts off).
+    /// (no long section with interrupts off); nothing to do while there is no window (a
+    /// window allocated meanwhile cannot be bound to this QP: it posts nothing any more).
     pub(crate) fn unbind_qp(&self, qpn: u32) {
-        let n = self.inner.lock().slots.len();
+        if self.windows.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let n = self.inner.lock().slots();
         for i in 1..n {
             let Some(cell) = self.window_cell((i as u32) << 8) else {
                 continue;

@@ -217,7 +217,9 @@ pub(crate) struct UserRings {
 /// across a copy into or out of memory regions (the MR locks are bottom-half locks and must
 /// not be taken with interrupts off): an SGE list is copied out of the ring first. Nesting,
 /// outermost first: `engine` → `claim` → `rq` (or the SRQ's `ring`, or for an XRC target the
-/// device's XRC table → the SRQ's `ring`); `engine` → `sq` → the device's AH table (decoding
+/// device's XRC table → the SRQ's `ring`); `engine` → the SRQ's `ring` (or the XRC table →
+/// the SRQ's `ring`) to pull a user SRQ's WQEs, before `claim` is taken, a bounded batch
+/// with the ring's lock taken per WQE; `engine` → `sq` → the device's AH table (decoding
 /// a user UD WQE); `engine` → `rx`; an XRC target's `engine` → the XRC table → an SRQ's CQ
 /// lock (its receive completions, see [`crate::xrc`]). `sq`, `rq` and `rx` are
 /// never held together. Taken under `engine` with no ring lock held: the MR table's locks

@@ -193,7 +193,18 @@ impl Qp {
     /// The receive WQE for the message in progress: the one already taken, or the next
     /// one of the receive queue.
     pub(super) fn claim_head(&self) -> Option<RecvWr> {
+        if let Some(cl) = &*self.claim.lock() {
+            return Some(cl.wr);
+        }
         let mut events = crate::srq::SrqEvents::default();
+        // A user SRQ's new WQEs are copied into its ring first, without the claim lock: a
+        // bounded batch, each WQE under the SRQ ring's lock on its own. (`claim` is only
+        // taken under `engine`, which this run holds: it is still empty below.)
+        match (&self.srq, self.kind) {
+            (Some(srq), _) => srq.pull(&mut events),
+            (None, QpKind::XrcTgt) => self.xrc_pull(&mut events),
+            _ => {}
+        }
         let wr = {
             let mut c = self.claim.lock();
             if let Some(cl) = &*c {

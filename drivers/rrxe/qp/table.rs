@@ -5,6 +5,7 @@ use super::{Qp, GSI_QPN};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::SkBuff;
 use crate::proto;
+use crate::proto::ids::RandomIds;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -17,21 +18,28 @@ enum Slot {
 
 /// Most QPs per device.
 pub(crate) const MAX_QP: usize = 4096;
-/// First QPN handed to ordinary QPs.
-const FIRST_QPN: usize = 16;
+/// First QPN handed to ordinary QPs (0 and the GSI QP's 1 are special, and rdma_rxe keeps
+/// the numbers below 16 too: RXE_MIN_QP_INDEX).
+const FIRST_QPN: u32 = 16;
 
 struct Slots {
     slots: KVec<Slot>,
-    next: usize,
+    /// The free numbers of `FIRST_QPN..MAX_QP`, drawn at random.
+    ids: RandomIds<KVec<u32>>,
 }
 
 /// A device's QPs by number; the receive path finds its QP here.
+///
+/// A new QP's number is drawn uniformly at random among the free numbers of
+/// `FIRST_QPN..MAX_QP` ([`RandomIds`]: O(1), no retry), so that neither a peer nor another
+/// tenant can predict the QPN of the next connection from the ones it saw (rdma_rxe hands
+/// them out cyclically, `xa_alloc_cyclic` from 16: predictable).
 #[pin_data]
 pub(crate) struct QpTable {
-    /// The slots and the next number to try. IRQs off: create and destroy (process
-    /// context) and `deliver` (the receive softirq, or a sending QP's run under its
-    /// `engine` for a packet to a QP of this host), which queues the packet on the QP's
-    /// `rx` inside it. Nothing else nests in it.
+    /// The slots and the free numbers. IRQs off: create and destroy (process context) and
+    /// `deliver` (the receive softirq, or a sending QP's run under its `engine` for a
+    /// packet to a QP of this host), which queues the packet on the QP's `rx` inside it.
+    /// Every section is O(1). Nothing else nests in it.
     #[pin]
     inner: IrqSpinLock<Slots>,
 }
@@ -43,17 +51,19 @@ impl QpTable {
         for _ in 0..MAX_QP {
             slots.push(Slot::Free, GFP_KERNEL)?;
         }
-        // Numbers are handed out from a random point on, so that a peer or another tenant
-        // cannot predict the QPN of the next connection (rdma_rxe allocates cyclically too).
-        let span = (MAX_QP - FIRST_QPN) as u32;
-        let next = FIRST_QPN + (crate::glue::random_u32() % span) as usize;
+        let mut order = KVec::with_capacity(MAX_QP, GFP_KERNEL)?;
+        order.extend_with(MAX_QP, 0u32, GFP_KERNEL)?;
+        let mut pos = KVec::with_capacity(MAX_QP, GFP_KERNEL)?;
+        pos.extend_with(MAX_QP, 0u32, GFP_KERNEL)?;
+        let ids = RandomIds::new(order, pos, FIRST_QPN).ok_or(EINVAL)?;
         Ok(pin_init!(QpTable {
-            inner <- new_irq_spinlock!(Slots { slots, next }, "rrxe_qp_table"),
+            inner <- new_irq_spinlock!(Slots { slots, ids }, "rrxe_qp_table"),
         }))
     }
 
-    /// Reserves a QP number (1 for the GSI QP).
+    /// Reserves a QP number (1 for the GSI QP; else a random free one).
     pub(crate) fn reserve(&self, gsi: bool) -> Result<u32> {
+        let r = crate::glue::random_u32();
         let mut t = self.inner.lock();
         if gsi {
             return match t.slots.get_mut(GSI_QPN as usize) {
@@ -64,16 +74,15 @@ impl QpTable {
                 _ => Err(EBUSY),
             };
         }
-        let n = t.slots.len();
-        for k in 0..n {
-            let i = FIRST_QPN + (t.next - FIRST_QPN + k) % (n - FIRST_QPN);
-            if let Some(s @ Slot::Free) = t.slots.get_mut(i) {
+        let n = t.ids.take(r).ok_or(ENOMEM)?;
+        match t.slots.get_mut(n as usize) {
+            Some(s @ Slot::Free) => {
                 *s = Slot::Reserved;
-                t.next = if i + 1 >= n { FIRST_QPN } else { i + 1 };
-                return Ok(i as u32);
+                Ok(n)
             }
+            // Unreachable: a free number's slot is free.
+            _ => Err(ENOMEM),
         }
-        Err(ENOMEM)
     }
 
     /// Makes a reserved QPN reachable.
@@ -88,7 +97,12 @@ impl QpTable {
     pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
         let mut t = self.inner.lock();
         let s = t.slots.get_mut(qpn as usize)?;
-        match core::mem::replace(s, Slot::Free) {
+        let old = core::mem::replace(s, Slot::Free);
+        if !matches!(old, Slot::Free) {
+            // GSI_QPN is not one of `ids`' numbers: refused there, as it should be.
+            t.ids.release(qpn);
+        }
+        match old {
             Slot::Used(qp) => Some(qp),
             _ => None,
         }

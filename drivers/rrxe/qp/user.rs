@@ -109,7 +109,10 @@ impl Qp {
     /// User QPs: copies new receive WQEs of the shared receive queue into the driver's ring.
     pub(super) fn pull_user_rq(&self) {
         let Some(u) = &self.user else { return };
-        if pull_recv_queue(&u.rq, &self.rq, self.max_recv_sge).is_err() {
+        // All of them (at most the ring's size): the QP takes its receive WQEs from its own
+        // ring only, never pulling on the way (see `Qp::claim_head`). Each WQE is copied
+        // under the ring's lock alone; only `engine` (bottom halves off) spans the loop.
+        if pull_recv_queue(&u.rq, &self.rq, self.max_recv_sge, u32::MAX).is_err() {
             self.set_error_async();
         }
     }
@@ -129,18 +132,21 @@ impl Qp {
     }
 }
 
-/// Copies new receive WQEs of a queue shared with a process into a driver ring, validating
-/// each; stops when the ring is full. `Err` when the queue is corrupt (its producer index
-/// or an entry): the caller moves its owner to the error state.
+/// Copies up to `batch` new receive WQEs of a queue shared with a process into a driver
+/// ring, validating each; stops when the ring is full. Each WQE is read, checked and
+/// pushed under the ring's lock on its own (the caller holds no interrupts-off lock), so
+/// no interrupts-off section spans more than one WQE. `Err` when the queue is corrupt (its
+/// producer index or an entry): the caller moves its owner to the error state.
 pub(crate) fn pull_recv_queue(
     q: &Queue,
     ring: &IrqSpinLock<WrRing<RecvWr>>,
     max_sge: u32,
+    batch: u32,
 ) -> Result<(), ()> {
     if !may_pull(q, ring) {
         return Ok(());
     }
-    pull_recv_entries(q, ring, max_sge)
+    pull_recv_entries(q, ring, max_sge, batch)
 }
 
 #[inline(never)]
@@ -148,12 +154,13 @@ fn pull_recv_entries(
     q: &Queue,
     ring: &IrqSpinLock<WrRing<RecvWr>>,
     max_sge: u32,
+    batch: u32,
 ) -> Result<(), ()> {
     let slot_len =
         (q.slot_words() * 8).min(crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE);
     let mut bytes = [0u8; crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE];
     let mut sges = [Sge::default(); MAX_SGE as usize];
-    loop {
+    for _ in 0..batch {
         let mut rq = ring.lock();
         if rq.full() {
             return Ok(());
@@ -187,4 +194,5 @@ fn pull_recv_entries(
         rq.ucons = rq.ucons.wrapping_add(1);
         q.consumer().store(rq.ucons, Ordering::Release);
     }
+    Ok(())
 }

@@ -219,6 +219,12 @@ impl<T: Copy> WrRing<T> {
         self.ix.slot(i)
     }
 
+    /// User queues: the consumer index in the queue shared with the process (entries
+    /// before it were copied into this ring).
+    pub(crate) fn user_consumer(&self) -> u32 {
+        self.ucons
+    }
+
     pub(crate) fn full(&self) -> bool {
         self.ix.full(self.prod, self.done)
     }

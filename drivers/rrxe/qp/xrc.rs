@@ -60,6 +60,20 @@ impl Qp {
             .unwrap_or(0)
     }
 
+    /// XRC target: copies a bounded batch of the selected SRQ's new user WQEs into its ring
+    /// ([`Srq::pull`](crate::srq::Srq::pull), under `engine` and the XRC table's lock, not
+    /// `claim`); the SRQ's events are recorded in `events`.
+    pub(super) fn xrc_pull(&self, events: &mut SrqEvents) {
+        let Some(xrcd) = self.xrc else { return };
+        let n = self.xrc_sel.load(Ordering::Relaxed);
+        let _ = self
+            .dev
+            .get()
+            .data()
+            .xrc_srqs
+            .with(n, xrcd, |s| s.pull(events));
+    }
+
     /// XRC target: takes the next receive WQE of the selected SRQ into `dst` (under
     /// `engine` and `claim`); the SRQ's events are recorded in `events`.
     pub(super) fn xrc_take(

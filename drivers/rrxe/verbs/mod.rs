@@ -122,7 +122,7 @@ impl Verbs for Rrxe {
         cq::destroyed(dev)
     }
 
-    fn poll_cq(obj: &Obj<'_, b::ib_cq>, wcs: &mut [b::ib_wc]) -> usize {
+    fn poll_cq(obj: &Obj<'_, b::ib_cq>, wcs: &mut [b::ib_wc]) -> Result<usize> {
         cq::poll(obj.data(), wcs)
     }
 

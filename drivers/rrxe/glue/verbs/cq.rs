@@ -51,7 +51,11 @@ pub(super) unsafe extern "C" fn poll_cq<V: Verbs>(
     let Some(obj) = obj else {
         return EINVAL.to_errno();
     };
-    V::poll_cq(&obj, wcs) as i32
+    match V::poll_cq(&obj, wcs) {
+        // At most `num`, an i32.
+        Ok(n) => i32::try_from(n).unwrap_or(num as i32),
+        Err(e) => e.to_errno(),
+    }
 }
 
 /// `resize_cq` (`resize_user_cq` in trees where the core calls it for user CQs only, with

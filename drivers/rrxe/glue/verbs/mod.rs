@@ -87,8 +87,8 @@ where
     ) -> Result<Created<'a, b::ib_cq>>;
     /// `destroy_cq`, once the CQ's data is gone.
     fn cq_destroyed(dev: &IbDev);
-    /// `poll_cq`: fills `wcs`, returns how many.
-    fn poll_cq(cq: &Obj<'_, b::ib_cq>, wcs: &mut [b::ib_wc]) -> usize;
+    /// `poll_cq`: fills `wcs`, returns how many (or the errno `ib_poll_cq` returns).
+    fn poll_cq(cq: &Obj<'_, b::ib_cq>, wcs: &mut [b::ib_wc]) -> Result<usize>;
     /// `resize_cq`.
     fn resize_cq(cq: &Obj<'_, b::ib_cq>, cqe: i32, udata: &mut Udata<'_>) -> Result;
     /// `req_notify_cq`: whether to report missed events.

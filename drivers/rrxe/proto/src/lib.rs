@@ -13,6 +13,8 @@
 //!   and P_Key checks a received packet passes before it reaches a QP.
 //! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
 //! * [`caps`]: range checks and sizing of the queues a consumer asks for.
+//! * [`ids`]: QP numbers drawn at random, memory-key slots reused first-freed-first
+//!   after a quarantine, key tags.
 //! * [`uabi`]: the work queue entries of rrxe's user ABI, with their checked decoding.
 //! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
 //!   of free-running counters.
@@ -30,6 +32,7 @@ pub mod caps;
 pub mod crc;
 pub mod hdr;
 pub mod icrc;
+pub mod ids;
 pub mod net;
 pub mod opcode;
 pub mod psn;
