@@ -317,6 +317,7 @@ fn ib_state(s: proto::QpState) -> u32 {
         proto::QpState::Init => b::ib_qp_state_IB_QPS_INIT,
         proto::QpState::Rtr => b::ib_qp_state_IB_QPS_RTR,
         proto::QpState::Rts => b::ib_qp_state_IB_QPS_RTS,
+        proto::QpState::Sqd => b::ib_qp_state_IB_QPS_SQD,
         proto::QpState::Error => b::ib_qp_state_IB_QPS_ERR,
     }
 }

@@ -319,7 +319,7 @@ impl ActionSink for Sink<'_> {
                     t.cancel();
                 }
             }
-            Action::StateChanged(_) => {}
+            Action::StateChanged(_) | Action::Event(_) => {}
         }
     }
 }
