@@ -319,7 +319,9 @@ impl ActionSink for Sink<'_> {
                     t.cancel();
                 }
             }
-            Action::StateChanged(_) | Action::Event(_) => {}
+            Action::StateChanged(_) => {}
+            // Raised once the engine lock is released (`event`).
+            Action::Event(e) => qp.note_event(e.into()),
         }
     }
 }
