@@ -426,6 +426,12 @@ void rrxe_glue_decode_ud_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out)
 	out->remote_qkey = ud_wr(wr)->remote_qkey;
 }
 
+/*
+ * An affiliated asynchronous event of a QP, to the handler the core installed (its own,
+ * which completes ib_drain_qp's wait for Last WQE Reached and calls the consumer's; uverbs'
+ * for a user QP; the shared-QP one for an XRC target). Any context: those handlers take
+ * only interrupt-safe locks, as hardware drivers call them from interrupts.
+ */
 void rrxe_glue_qp_event(struct ib_qp *qp, int event)
 {
 	struct ib_event ev = {

@@ -26,6 +26,14 @@
  * RDMA READ with the invalidated rkey (must fail with a remote access error),
  * disconnect, and the flush semantics ib_drain_qp() relies on.
  *
+ * role=srq-drain runs on one host, on the RDMA device of netdev=NAME (default eth0), with
+ * QPs of this module connected to each other through the device's RoCE v2 IPv4 GID: the
+ * affiliated asynchronous events a QP on an SRQ needs. A, on an SRQ, in RTR gets a SEND
+ * from B (data checked) and IB_EVENT_COMM_EST; after more traffic in RTS, ib_drain_qp(A)
+ * must return with IB_EVENT_QP_LAST_WQE_REACHED received (the core waits up to 60 s for
+ * it, since Linux 6.11) and leave the SRQ's other receives posted; C, on the SRQ, gets the
+ * event once per entry into the error state; each QP's handler saw exactly its events.
+ *
  * Every wait has a timeout (and is killable); any failure is reported as a
  * "not ok" line and the test stops and cleans up.
  */
@@ -44,14 +52,19 @@
 #include <linux/scatterlist.h>
 #include <linux/dma-mapping.h>
 #include <linux/sched/signal.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/rdma_cm_ib.h>
 
 static char *role = "";
 module_param(role, charp, 0444);
-MODULE_PARM_DESC(role, "server or client");
+MODULE_PARM_DESC(role, "server, client, or srq-drain (one host: QPs of this module on one device)");
+static char *netdev = "eth0";
+module_param(netdev, charp, 0444);
+MODULE_PARM_DESC(netdev, "srq-drain: the netdev of the RDMA device to test");
 static char *addr = "";
 module_param(addr, charp, 0444);
 MODULE_PARM_DESC(addr, "IPv4 address of the server (client: required; server: optional bind address)");
@@ -1705,6 +1718,353 @@ static void kt_rc_flush_checks(struct kt *kt)
 	    ret == -ETIMEDOUT ? "timeout" : ret ? "post error" : "success");
 }
 
+/* ---- srq-drain: one device, QPs of this module connected to each other ---- */
+
+/*
+ * The affiliated asynchronous events one QP received (its event handler's context).
+ * Counted by the handler, which may run in any context; read once the QP is gone or
+ * through wait_event.
+ */
+struct kt_qpev {
+	struct ib_qp *qp;
+	atomic_t comm_est;
+	atomic_t last_wqe;
+	atomic_t other;		/* any other event, or an event naming another QP */
+	int other_type;
+};
+
+static void kt_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct kt_qpev *e = ctx;
+
+	if (ev->element.qp != READ_ONCE(e->qp)) {
+		WRITE_ONCE(e->other_type, ev->event);
+		atomic_inc(&e->other);
+	} else if (ev->event == IB_EVENT_COMM_EST) {
+		atomic_inc(&e->comm_est);
+	} else if (ev->event == IB_EVENT_QP_LAST_WQE_REACHED) {
+		atomic_inc(&e->last_wqe);
+	} else {
+		WRITE_ONCE(e->other_type, ev->event);
+		atomic_inc(&e->other);
+	}
+	wake_up(&kt_wq);
+}
+
+struct kt_loop {
+	struct ib_cq *cq[3];		/* IB_POLL_DIRECT, one per QP */
+	struct ib_srq *srq;
+	struct ib_qp *qp[3];		/* A and C on the SRQ, B with its own receive queue */
+	struct kt_qpev ev[3];
+	union ib_gid gid;
+	int gid_index;
+	u8 dmac[ETH_ALEN];
+};
+
+enum { KT_A, KT_B, KT_C };
+static const char *const kt_qpname[3] = { "A", "B", "C" };
+
+/* This device's first RoCE v2 GID with an IPv4 address, and the MAC of its netdev. */
+static int kt_loop_gid(struct kt *kt, struct kt_loop *l)
+{
+	const struct ib_gid_attr *attr;
+	struct ib_port_attr pa;
+	int i, ret;
+
+	ret = ib_query_port(kt->dev, 1, &pa);
+	if (ret)
+		return ret;
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		attr = rdma_get_gid_attr(kt->dev, 1, i);
+		if (IS_ERR(attr))
+			continue;
+		if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		    ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) &&
+		    !rdma_read_gid_l2_fields(attr, NULL, l->dmac)) {
+			l->gid = attr->gid;
+			l->gid_index = i;
+			rdma_put_gid_attr(attr);
+			return 0;
+		}
+		rdma_put_gid_attr(attr);
+	}
+	return -ENOENT;
+}
+
+static struct ib_qp *kt_loop_qp(struct kt *kt, struct kt_loop *l, int q)
+{
+	struct ib_qp_init_attr qa = {
+		.event_handler = kt_qp_event,
+		.qp_context = &l->ev[q],
+		.send_cq = l->cq[q],
+		.recv_cq = l->cq[q],
+		.srq = q == KT_B ? NULL : l->srq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = q == KT_B ? 8 : 0,
+			 .max_send_sge = 1, .max_recv_sge = q == KT_B ? 1 : 0 },
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+	};
+
+	return ib_create_qp(kt->pd, &qa);
+}
+
+static int kt_loop_rts(struct kt_loop *l, int q)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+		.max_rd_atomic = 1,
+	};
+
+	return ib_modify_qp(l->qp[q], &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Moves QP q through the states up to want (INIT, RTR or RTS), connected to QP dest. */
+static int kt_loop_modify(struct kt_loop *l, int q, u32 dest, enum ib_qp_state want)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ,
+	};
+	struct ib_qp *qp = l->qp[q];
+	int ret;
+
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+			   IB_QP_ACCESS_FLAGS);
+	if (ret || want == IB_QPS_INIT)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_grh(&a.ah_attr, &l->gid, 0, l->gid_index, 64, 0);
+	/* A kernel consumer passes the address vector resolved: the destination's MAC. */
+	memcpy(a.ah_attr.roce.dmac, l->dmac, ETH_ALEN);
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret || want == IB_QPS_RTR)
+		return ret;
+	return kt_loop_rts(l, q);
+}
+
+static int kt_loop_state(struct kt_loop *l, int q, enum ib_qp_state st)
+{
+	struct ib_qp_attr a = { .qp_state = st };
+
+	return ib_modify_qp(l->qp[q], &a, IB_QP_STATE);
+}
+
+/* SRQ receive i: rx[i], one page, completing into rx_tok[i]. */
+static int kt_loop_post_srq(struct kt *kt, struct kt_loop *l, int i)
+{
+	struct ib_sge sge = {
+		.addr = kt->rx[i].dma, .length = PAGE_SIZE, .lkey = kt->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = { .wr_cqe = &kt->rx_tok[i].cqe, .sg_list = &sge, .num_sge = 1 };
+
+	kt_tok_arm(&kt->rx_tok[i]);
+	return ib_post_srq_recv(l->srq, &wr, NULL);
+}
+
+/*
+ * B sends len bytes of pattern seed to A; A's next SRQ receive (slot i) must hold them.
+ * Both completions are polled from their direct CQs.
+ */
+static bool kt_loop_send(struct kt *kt, struct kt_loop *l, int i, u32 seed, u32 len)
+{
+	struct ib_sge sge = { .addr = kt->ctl.dma, .length = len, .lkey = kt->pd->local_dma_lkey };
+	struct ib_send_wr wr = {
+		.wr_cqe = &kt->tx_tok.cqe, .opcode = IB_WR_SEND, .sg_list = &sge, .num_sge = 1,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	kt_buf_cpu(kt, &kt->ctl);
+	kt_fill(kt->ctl.va, seed, 0, len);
+	kt_buf_dev(kt, &kt->ctl);
+	kt_tok_arm(&kt->tx_tok);
+	ret = ib_post_send(l->qp[KT_B], &wr, NULL);
+	if (!ret)
+		ret = kt_wait_tok(kt, &kt->tx_tok, l->cq[KT_B], timeout_ms, false);
+	if (ret) {
+		kt_diag_wait("SEND from B", ret, &kt->tx_tok, timeout_ms);
+		return false;
+	}
+	ret = kt_wait_tok(kt, &kt->rx_tok[i], l->cq[KT_A], timeout_ms, false);
+	if (ret) {
+		kt_diag_wait("SRQ receive of A", ret, &kt->rx_tok[i], timeout_ms);
+		return false;
+	}
+	kt_buf_cpu(kt, &kt->rx[i]);
+	return kt->rx_tok[i].wc.byte_len == len && kt->rx_tok[i].wc.qp == l->qp[KT_A] &&
+	       kt_check("SRQ receive", kt->rx[i].va, seed, 0, len);
+}
+
+/* Waits (bounded by timeout_ms) until counter *c reaches n; returns whether it did. */
+static bool kt_wait_count(atomic_t *c, int n)
+{
+	wait_event_timeout(kt_wq, atomic_read(c) >= n, msecs_to_jiffies(timeout_ms));
+	return atomic_read(c) >= n;
+}
+
+/*
+ * The drain of a QP on an SRQ (ib_drain_qp: move to error, flush the send queue, then
+ * __ib_drain_srq, which since Linux 6.11 waits up to 60 s for Last WQE Reached), on
+ * three QPs of this device: A (on the SRQ) and B (its own receive queue) connected to
+ * each other, and C (on the SRQ) never connected.
+ */
+static void kt_srq_drain(struct kt *kt)
+{
+	struct ib_srq_init_attr sa = {
+		.attr = { .max_wr = KT_NRECV, .max_sge = 1 }, .srq_type = IB_SRQT_BASIC,
+	};
+	struct kt_loop *l;
+	bool good, tally = false;
+	ktime_t t0;
+	int q, i, ret;
+
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l) {
+		tap(false, "memory for the test");
+		return;
+	}
+	ret = kt_loop_gid(kt, l);
+	if (ret) {
+		tap(false, "%s has a RoCE v2 GID with an IPv4 address (%d)", dev_name(&kt->dev->dev),
+		    ret);
+		goto out;
+	}
+	diag("device %s, GID index %d", dev_name(&kt->dev->dev), l->gid_index);
+	kt->pd = ib_alloc_pd(kt->dev, 0);
+	if (IS_ERR(kt->pd)) {
+		ret = PTR_ERR(kt->pd);
+		kt->pd = NULL;
+		tap(false, "ib_alloc_pd: %d", ret);
+		goto out;
+	}
+	ret = kt_buf_alloc(kt, &kt->ctl, PAGE_SIZE);
+	for (i = 0; !ret && i < KT_NRECV; i++)
+		ret = kt_buf_alloc(kt, &kt->rx[i], PAGE_SIZE);
+	for (q = 0; !ret && q < 3; q++) {
+		l->cq[q] = ib_alloc_cq(kt->dev, NULL, 16, 0, IB_POLL_DIRECT);
+		if (IS_ERR(l->cq[q])) {
+			ret = PTR_ERR(l->cq[q]);
+			l->cq[q] = NULL;
+		}
+	}
+	if (!ret) {
+		l->srq = ib_create_srq(kt->pd, &sa);
+		if (IS_ERR(l->srq)) {
+			ret = PTR_ERR(l->srq);
+			l->srq = NULL;
+		}
+	}
+	for (q = 0; !ret && q < 3; q++) {
+		l->qp[q] = kt_loop_qp(kt, l, q);
+		if (IS_ERR(l->qp[q])) {
+			ret = PTR_ERR(l->qp[q]);
+			l->qp[q] = NULL;
+		} else {
+			WRITE_ONCE(l->ev[q].qp, l->qp[q]);
+		}
+	}
+	for (i = 0; !ret && i < KT_NRECV; i++)
+		ret = kt_loop_post_srq(kt, l, i);
+	tap(!ret, "PD, CQs, an SRQ with %d receives, RC QPs A and C on it and B without (%d)",
+	    KT_NRECV, ret);
+	if (ret)
+		goto out;
+
+	/* A stays in RTR, B goes to RTS: A's first request is Communication Established. */
+	ret = kt_loop_modify(l, KT_A, l->qp[KT_B]->qp_num, IB_QPS_RTR);
+	if (!ret)
+		ret = kt_loop_modify(l, KT_B, l->qp[KT_A]->qp_num, IB_QPS_RTS);
+	tap(!ret, "A to RTR, B to RTS, connected to each other through GID %d (%d)",
+	    l->gid_index, ret);
+	if (ret)
+		goto out;
+	tap(kt_loop_send(kt, l, 0, 0x5151, 200),
+	    "a SEND from B lands in A's first SRQ receive, A in RTR");
+	tap(kt_wait_count(&l->ev[KT_A].comm_est, 1),
+	    "A's event handler got IB_EVENT_COMM_EST");
+	ret = kt_loop_rts(l, KT_A);
+	tap(!ret, "A to RTS (%d)", ret);
+	tap(!ret && kt_loop_send(kt, l, 1, 0x6262, 3000),
+	    "a second SEND lands in the second SRQ receive");
+	tap(atomic_read(&l->ev[KT_A].last_wqe) == 0,
+	    "no IB_EVENT_QP_LAST_WQE_REACHED while A runs");
+
+	/*
+	 * The drain: Last WQE Reached must have come when ib_drain_qp returns, or the core
+	 * waited its 60 s for it (and this count is 0).
+	 */
+	t0 = ktime_get();
+	ib_drain_qp(l->qp[KT_A]);
+	tap(atomic_read(&l->ev[KT_A].last_wqe) == 1,
+	    "ib_drain_qp(A) returned with IB_EVENT_QP_LAST_WQE_REACHED received (%d; %lld ms)",
+	    atomic_read(&l->ev[KT_A].last_wqe), ktime_ms_delta(ktime_get(), t0));
+	good = true;
+	for (i = 2; i < KT_NRECV; i++)
+		good &= !smp_load_acquire(&kt->rx_tok[i].fired);
+	tap(good, "the SRQ's other receives stay posted (not flushed with A)");
+	ib_drain_qp(l->qp[KT_B]);
+	tap(atomic_read(&l->ev[KT_B].last_wqe) == 0, "ib_drain_qp(B), not on an SRQ, returned");
+
+	/* C: to the error state by ib_modify_qp, once per entry. */
+	ret = kt_loop_modify(l, KT_C, 0, IB_QPS_INIT);
+	if (!ret)
+		ret = kt_loop_state(l, KT_C, IB_QPS_ERR);
+	tap(!ret && kt_wait_count(&l->ev[KT_C].last_wqe, 1),
+	    "C (on the SRQ) from INIT to ERR: IB_EVENT_QP_LAST_WQE_REACHED (%d)", ret);
+	ret = kt_loop_state(l, KT_C, IB_QPS_ERR);
+	if (!ret)
+		ret = kt_loop_state(l, KT_C, IB_QPS_RESET);
+	if (!ret)
+		ret = kt_loop_modify(l, KT_C, 0, IB_QPS_INIT);
+	if (!ret)
+		ret = kt_loop_state(l, KT_C, IB_QPS_ERR);
+	tap(!ret && kt_wait_count(&l->ev[KT_C].last_wqe, 2),
+	    "C: ERR again (no event), RESET, INIT, ERR: a second IB_EVENT_QP_LAST_WQE_REACHED (%d)",
+	    ret);
+	tally = true;
+
+out:
+	/* Destroyed QPs raise nothing more: the counts are final. */
+	for (q = 0; q < 3; q++) {
+		if (l->qp[q])
+			ib_destroy_qp(l->qp[q]);
+		l->qp[q] = NULL;
+	}
+	if (l->srq)
+		ib_destroy_srq(l->srq);
+	for (q = 0; q < 3; q++)
+		if (l->cq[q])
+			ib_free_cq(l->cq[q]);
+	if (tally) {
+		static const int want[3][3] = { { 1, 1, 0 }, { 0, 0, 0 }, { 0, 2, 0 } };
+
+		good = true;
+		for (q = 0; q < 3; q++) {
+			struct kt_qpev *e = &l->ev[q];
+
+			if (atomic_read(&e->comm_est) != want[q][0] ||
+			    atomic_read(&e->last_wqe) != want[q][1] || atomic_read(&e->other)) {
+				diag("%s: COMM_EST %d, LAST_WQE_REACHED %d, other %d (last %d)",
+				     kt_qpname[q], atomic_read(&e->comm_est),
+				     atomic_read(&e->last_wqe), atomic_read(&e->other),
+				     READ_ONCE(e->other_type));
+				good = false;
+			}
+		}
+		tap(good, "each QP got exactly its events: A one COMM_EST and one LAST_WQE_REACHED, B none, C two LAST_WQE_REACHED");
+	}
+	kfree(l);
+}
+
 /* ---- the two roles ---- */
 
 static int kt_client_try(struct kt *kt)
@@ -1861,18 +2221,52 @@ static void kt_cleanup(struct kt *kt)
 	kt_cm_destroy(&kt->rc);
 }
 
+/* role=srq-drain: the device of netdev, then kt_srq_drain; TAP as for the other roles. */
+static int kt_init_srq_drain(ktime_t t0)
+{
+	struct net_device *ndev;
+	struct kt *kt;
+
+	kt = kzalloc(sizeof(*kt), GFP_KERNEL);
+	if (!kt)
+		return -ENOMEM;
+	kt_cm_init(&kt->rc);
+	kt_cm_init(&kt->ud.cm);
+	tap_n = 0;
+	tap_failed = 0;
+	diag("role=srq-drain netdev=%s timeout_ms=%u", netdev, timeout_ms);
+	ndev = dev_get_by_name(&init_net, netdev);
+	if (ndev) {
+		kt->dev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+		dev_put(ndev);
+	}
+	tap(kt->dev, "an RDMA device on %s", netdev);
+	if (kt->dev) {
+		kt_srq_drain(kt);
+		kt_cleanup(kt);
+		ib_device_put(kt->dev);
+	}
+	kfree(kt);
+	pr_info("1..%d\n", tap_n);
+	pr_info("# done: role=%s %d passed, %d failed, %lld ms\n", role, tap_n - tap_failed,
+		tap_failed, ktime_ms_delta(ktime_get(), t0));
+	return 0;
+}
+
 static int __init kt_init(void)
 {
 	ktime_t t0 = ktime_get();
 	struct kt *kt;
 	bool server;
 
+	if (sysfs_streq(role, "srq-drain"))
+		return kt_init_srq_drain(t0);
 	if (sysfs_streq(role, "server"))
 		server = true;
 	else if (sysfs_streq(role, "client"))
 		server = false;
 	else {
-		pr_err("role must be server or client\n");
+		pr_err("role must be server, client or srq-drain\n");
 		return -EINVAL;
 	}
 	if (nr_sizes < 1 || !iters || !timeout_ms) {

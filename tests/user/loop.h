@@ -8,6 +8,7 @@
 #define RRXE_TEST_LOOP_H
 
 #include <infiniband/verbs.h>
+#include <poll.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -200,6 +201,15 @@ static inline int wait_wc_ms(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 		usleep(1000);
 	}
 	return -1;
+}
+
+/* Whether fd becomes readable within ms milliseconds (an event channel's or the device's
+ * async event fd). */
+static inline int loop_readable(int fd, int ms)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	return poll(&pf, 1, ms) == 1;
 }
 
 /* One completion from cq (5 s at most); its status, or -1 on timeout. */

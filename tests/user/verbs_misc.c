@@ -27,7 +27,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,14 +92,6 @@ static int post_recv_dst(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t id, ui
 	struct ibv_recv_wr r = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
 
 	return srq ? ibv_post_srq_recv(srq, &r, &bad) : ibv_post_recv(qp, &r, &bad);
-}
-
-/* Waits up to ms for fd to become readable. */
-static int readable(int fd, int ms)
-{
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-
-	return poll(&pf, 1, ms) == 1;
 }
 
 static void caps(void)
@@ -324,14 +315,14 @@ static void srq_limit(void)
 		if (post_recv_dst(NULL, srq, 100 + i, 256 * i, 256))
 			die("ibv_post_srq_recv");
 	fill(src, 64, 9);
-	ok(!readable(ctx->async_fd, 0), "no async event while 8 receives are posted");
+	ok(!loop_readable(ctx->async_fd, 0), "no async event while 8 receives are posted");
 	for (int i = 0; i < 5; i++)
 		good &= b_send(&p, 64, 0) == IBV_WC_SUCCESS;
 	for (int i = 0; i < 5 && wait_wc(p.cqa, &wc) == IBV_WC_SUCCESS; i++)
 		got += wc.qp_num == p.a->qp_num && wc.wr_id == (uint64_t)(100 + i) &&
 		       !memcmp(dst + 256 * i, src, 64);
 	ok(good && got == 5, "5 SENDs landed in the SRQ's buffers in order (%d)", got);
-	ret = readable(ctx->async_fd, 5000) && ibv_get_async_event(ctx, &ev) == 0;
+	ret = loop_readable(ctx->async_fd, 5000) && ibv_get_async_event(ctx, &ev) == 0;
 	ok(ret && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
 	   "IBV_EVENT_SRQ_LIMIT_REACHED once 3 < 4 receives are left (event %d)",
 	   ret ? (int)ev.event_type : -1);
@@ -406,9 +397,9 @@ static void channel(void)
 	for (int i = 0; i < 4; i++)
 		post_recv_dst(p.a, NULL, i, 256 * i, 256);
 	ok(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq (next completion)");
-	ok(!readable(ch->fd, 200), "no event before anything completes");
+	ok(!loop_readable(ch->fd, 200), "no event before anything completes");
 	ok(b_send(&p, 32, 0) == IBV_WC_SUCCESS, "a SEND");
-	ret = readable(ch->fd, 5000) && ibv_get_cq_event(ch, &evcq, &evctx) == 0;
+	ret = loop_readable(ch->fd, 5000) && ibv_get_cq_event(ch, &evcq, &evctx) == 0;
 	ok(ret && evcq == cq, "ibv_get_cq_event reports the CQ");
 	if (ret)
 		ibv_ack_cq_events(cq, 1);
@@ -418,9 +409,9 @@ static void channel(void)
 	ok(ibv_req_notify_cq(cq, 1) == 0, "ibv_req_notify_cq (solicited only)");
 	ok(b_send(&p, 32, 0) == IBV_WC_SUCCESS && wait_wc(cq, &wc) == IBV_WC_SUCCESS,
 	   "an unsolicited SEND is received");
-	ok(!readable(ch->fd, 300), "with no event");
+	ok(!loop_readable(ch->fd, 300), "with no event");
 	ok(b_send(&p, 32, IBV_SEND_SOLICITED) == IBV_WC_SUCCESS, "a SEND with IBV_SEND_SOLICITED");
-	ret = readable(ch->fd, 5000) && ibv_get_cq_event(ch, &evcq, &evctx) == 0;
+	ret = loop_readable(ch->fd, 5000) && ibv_get_cq_event(ch, &evcq, &evctx) == 0;
 	ok(ret && evcq == cq, "wakes the solicited-only waiter");
 	if (ret)
 		ibv_ack_cq_events(cq, 1);
@@ -435,7 +426,7 @@ static void channel(void)
 					 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 					 .wr.rdma = { (uintptr_t)dst, 0xdead00 } }, *bad;
 
-		ret = ibv_post_send(p.a, &w, &bad) == 0 && readable(ch->fd, 5000) &&
+		ret = ibv_post_send(p.a, &w, &bad) == 0 && loop_readable(ch->fd, 5000) &&
 		      ibv_get_cq_event(ch, &evcq, &evctx) == 0;
 	}
 	ok(ret && evcq == cq, "a failed RDMA WRITE (bad rkey) wakes the solicited-only waiter");

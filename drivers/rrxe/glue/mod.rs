@@ -438,6 +438,34 @@ impl SrqPtr {
     }
 }
 
+/// The `ib_qp` of a QP, for its affiliated asynchronous events.
+///
+/// # Invariants
+/// The `ib_qp` is one of ours, allocated by the core until `destroy_qp` returns; the driver
+/// raises events only from the QP's creation to its `destroy_qp`: in its runs (which
+/// `destroy_qp` waits for) and in `modify_qp` (which the core does not run at the same
+/// time as `destroy_qp` on the same QP: the uverbs object lock for user QPs, the consumer's
+/// contract for kernel ones).
+#[derive(Clone, Copy)]
+pub(crate) struct QpPtr(NonNull<bindings::ib_qp>);
+
+// SAFETY: only used to dispatch events, which the core allows from any context (consumers'
+// handlers run in interrupt context for hardware devices).
+unsafe impl Send for QpPtr {}
+// SAFETY: as above.
+unsafe impl Sync for QpPtr {}
+
+impl QpPtr {
+    /// Calls the QP's event handler (the core's, which passes it on to the consumer's, or
+    /// for a user QP to uverbs' async event queue) with `event`. The caller holds no lock
+    /// the handler might take: a kernel consumer's handler may call into the QP (post,
+    /// modify, drain). Any context.
+    pub(crate) fn event(&self, event: bindings::ib_event_type) {
+        // SAFETY: a live QP (type invariant); the helper builds the ib_event on its stack.
+        unsafe { bindings::rrxe_glue_qp_event(self.0.as_ptr(), event as i32) }
+    }
+}
+
 /// A counted reference to an rrxe device (`ib_device_put` on drop).
 pub(crate) struct IbDevRef(NonNull<bindings::ib_device>);
 

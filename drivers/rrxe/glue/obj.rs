@@ -308,6 +308,17 @@ where
     unsafe { bindings::rrxe_glue_sg_to_pages(ibmr, sg, nents, sg_offset, Some(set_page::<D>)) }
 }
 
+impl NewObj<'_, bindings::ib_qp>
+where
+    bindings::ib_qp: DriverObj,
+{
+    /// The QP for its async events (see [`super::QpPtr`]'s invariants: the driver raises
+    /// them only until `destroy_qp` returns).
+    pub(crate) fn qp_ptr(&self) -> super::QpPtr {
+        super::QpPtr(self.0.cast())
+    }
+}
+
 impl NewObj<'_, bindings::ib_srq>
 where
     bindings::ib_srq: DriverObj,

@@ -151,6 +151,7 @@ fn create_uncounted<'a>(
         max_inline: init.cap.max_inline_data,
         sig_all: init.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR,
         ibqp_addr: obj.addr(),
+        ib: obj.qp_ptr(),
         user,
         srq,
         xrcd: a.xrcd,
@@ -257,6 +258,9 @@ pub(crate) fn modify(
     if has(b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
         m.access = Some(AccessFlags::from_raw(attr.qp_access_flags as u32));
     }
+    if has(b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY) {
+        m.sqd_notify = Some(attr.en_sqd_async_notify != 0);
+    }
     h.qp.modify(&m)
 }
 
@@ -279,6 +283,7 @@ pub(crate) fn query(h: &QpHandle, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_
     attr.min_rnr_timer = a.min_rnr_timer;
     attr.max_rd_atomic = a.max_rd_atomic;
     attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    attr.sq_draining = u8::from(a.sq_draining);
     attr.port_num = 1;
     if let Some(av) = a.av {
         crate::glue::av_to_ah_attr(&av, &mut attr.ah_attr);

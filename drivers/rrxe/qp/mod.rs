@@ -23,13 +23,15 @@
 //! queues shared with a process), `run` (posting into the rings, the received-packet ring,
 //! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
 //! transmits, places and completes), `env` (the [`ResponderEnv`](proto::ResponderEnv):
-//! keys and receive buffers), `odp` (page faults the engine's accesses ask for), `table` (a
+//! keys and receive buffers), `odp` (page faults the engine's accesses ask for), `event`
+//! (the affiliated asynchronous events, raised outside the QP's locks), `table` (a
 //! device's QPs by number), `xrc` (an XRC target's
 //! receive side: the XRC SRQ each request names). This file: the [`Qp`]
 //! itself, its creation, shutdown and event sources.
 
 mod create;
 mod env;
+mod event;
 mod modify;
 mod odp;
 mod post;
@@ -50,7 +52,7 @@ pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
 use crate::glue::bindings as b;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use crate::glue::task::{new_arc_bound, Timer, TimerTarget, Work, WorkTarget};
-use crate::glue::{CqPtr, DevPtr, Queue, XrcdId};
+use crate::glue::{CqPtr, DevPtr, QpPtr, Queue, XrcdId};
 use crate::proto;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
@@ -192,6 +194,8 @@ pub(crate) struct QpInit {
     pub(crate) sig_all: bool,
     /// The `ib_qp` (kernel CQ entries carry it).
     pub(crate) ibqp_addr: u64,
+    /// The `ib_qp`, for its asynchronous events.
+    pub(crate) ib: QpPtr,
     /// User QPs: the send and receive queues shared with the process (boxed: `Qp::new`'s
     /// initialiser holds what it moves into the QP on the stack, more than once).
     pub(crate) user: Option<KBox<UserRings>>,
@@ -228,7 +232,8 @@ pub(crate) struct UserRings {
 /// `engine`), the device's QP table (local delivery to a QP of this host, whose `rx` nests
 /// in the table lock). `faults` is taken alone or under `engine` (after an access found
 /// on-demand-paging memory not present; no ring or MR lock held), never around another.
-/// The core's netdev lookup is done before `engine` is taken.
+/// The core's netdev lookup is done before `engine` is taken. The QP's asynchronous events
+/// are noted under `engine` and raised with no lock held (`event`).
 #[pin_data]
 pub(crate) struct Qp {
     // Event sources first: on drop they are shut down (timers, then work) before the state
@@ -246,6 +251,7 @@ pub(crate) struct Qp {
     recv_cq: Option<CqPtr>,
     sig_all: bool,
     ibqp_addr: u64,
+    ib: QpPtr,
     max_send_sge: u32,
     max_recv_sge: u32,
     max_inline: u32,
@@ -263,6 +269,9 @@ pub(crate) struct Qp {
     want_error: AtomicBool,
     /// A page fault was taken (`odp`): the next run tells proto (`fault_done`).
     fault_done: AtomicBool,
+    /// Asynchronous events noted under `engine`, to be raised once it is released (a bit
+    /// per [`event::QpEvent`]).
+    events: AtomicU32,
     /// Timers that fired (bit per proto::TimerKind).
     fired: AtomicU32,
     /// The CPU the QP's work is queued on ([`Qp::kick`]): the one its owner last posted a
@@ -319,6 +328,7 @@ fn ib_state(s: proto::QpState) -> u32 {
         proto::QpState::Init => b::ib_qp_state_IB_QPS_INIT,
         proto::QpState::Rtr => b::ib_qp_state_IB_QPS_RTR,
         proto::QpState::Rts => b::ib_qp_state_IB_QPS_RTS,
+        proto::QpState::Sqd => b::ib_qp_state_IB_QPS_SQD,
         proto::QpState::Error => b::ib_qp_state_IB_QPS_ERR,
     }
 }
@@ -406,6 +416,7 @@ impl Qp {
             recv_cq: init.recv_cq,
             sig_all: init.sig_all,
             ibqp_addr: init.ibqp_addr,
+            ib: init.ib,
             max_send_sge: init.max_send_sge,
             max_recv_sge: init.max_recv_sge,
             max_inline: init.max_inline,
@@ -418,6 +429,7 @@ impl Qp {
             in_error: AtomicBool::new(false),
             want_error: AtomicBool::new(false),
             fault_done: AtomicBool::new(false),
+            events: AtomicU32::new(0),
             fired: AtomicU32::new(0),
             home_cpu: AtomicU32::new(crate::glue::this_cpu()),
             sq <- sq_init,
@@ -435,6 +447,7 @@ impl Qp {
         let e = self.engine.lock();
         let mut a = e.attrs;
         a.state = ib_state(e.proto.state());
+        a.sq_draining = e.proto.send_queue().is_draining();
         a
     }
 

@@ -39,6 +39,8 @@ pub(crate) struct QpAttrs {
     pub(crate) max_rd_atomic: u8,
     /// Max outstanding RD/atomic (responder).
     pub(crate) max_dest_rd_atomic: u8,
+    /// SQD: a WQE the send queue started is not complete yet.
+    pub(crate) sq_draining: bool,
     /// Address vector.
     pub(crate) av: Option<Av>,
 }
@@ -74,6 +76,8 @@ pub(crate) struct ModifyArgs {
     pub(crate) max_dest_rd_atomic: Option<u8>,
     /// The remote access the QP grants (IB_QP_ACCESS_FLAGS).
     pub(crate) access: Option<AccessFlags>,
+    /// The move to SQD reports SQ Drained (IB_QP_EN_SQD_ASYNC_NOTIFY).
+    pub(crate) sqd_notify: Option<bool>,
 }
 
 impl Qp {
@@ -89,6 +93,7 @@ impl Qp {
                 b::ib_qp_state_IB_QPS_INIT => proto::QpState::Init,
                 b::ib_qp_state_IB_QPS_RTR => proto::QpState::Rtr,
                 b::ib_qp_state_IB_QPS_RTS => proto::QpState::Rts,
+                b::ib_qp_state_IB_QPS_SQD => proto::QpState::Sqd,
                 b::ib_qp_state_IB_QPS_ERR => proto::QpState::Error,
                 _ => return Err(crate::glue::eopnotsupp()),
             });
@@ -166,6 +171,9 @@ impl Qp {
         if let Some(av) = m.av {
             attrs.av = Some(av);
         }
+        // The IBTA's "enable SQD affiliated asynchronous event": SQ Drained only when asked
+        // for (mlx4 and mlx5 honour it; rdma_rxe raises the event either way).
+        pm.sqd_notify = m.sqd_notify;
         let Engine { proto, .. } = &mut *eng;
         let mut sink = Sink {
             qp: self,
@@ -191,10 +199,13 @@ impl Qp {
         }
         let proto = &eng.proto;
         let err = proto.state() == proto::QpState::Error;
-        self.in_error.store(err, Ordering::Release);
+        let was = self.in_error.swap(err, Ordering::AcqRel);
         if err {
             self.flush_unfed_sends();
             self.flush_recvs();
+            if !was {
+                self.entered_error();
+            }
         }
         if proto.state() == proto::QpState::Reset {
             self.reset_rings();
@@ -202,6 +213,10 @@ impl Qp {
             self.reset_faults();
         }
         drop(eng);
+        // SQ Drained (a move to SQD with nothing in progress), Last WQE Reached: the handler
+        // may call back into the QP (`ib_drain_qp` waits for the latter right after its
+        // modify to the error state).
+        self.raise_events();
         self.kick();
         Ok(())
     }

@@ -305,12 +305,15 @@ impl Qp {
         // 0. What a user process posted.
         self.pull_user_rq();
         self.pull_user_sq();
-        if self.want_error.swap(false, Ordering::AcqRel) {
+        if self.want_error.swap(false, Ordering::AcqRel) && proto.state() != proto::QpState::Error {
+            // A queue of the QP is unusable and no WQE can carry the error: a Local Work
+            // Queue Catastrophic Error.
             let m = proto::ModifyQp {
                 state: Some(proto::QpState::Error),
                 ..Default::default()
             };
             let _ = proto.modify(&m, &mut sink);
+            self.note_event(super::event::QpEvent::Fatal);
         }
 
         // 1. Timers.
@@ -383,7 +386,10 @@ impl Qp {
             }
         }
 
-        // 3. New send WRs, in order.
+        // 3. New send WRs, in order. In SQD, proto queues transport WRs without starting
+        // them; a WR the driver itself would complete (a local operation, or one proto
+        // refuses) waits for RTS too.
+        let sqd = proto.state() == proto::QpState::Sqd;
         loop {
             let (idx, wr, sge_len) = {
                 let sq = self.sq.lock();
@@ -411,7 +417,7 @@ impl Qp {
                         Err(proto::PostError::Full) => break,
                         Err(_) => {
                             // Invalid for the QP's state or type: complete it in order.
-                            if !proto.send_queue().is_empty() {
+                            if sqd || !proto.send_queue().is_empty() {
                                 break;
                             }
                             self.complete_send(&wr, WcStatus::LocQpOpErr, 0);
@@ -423,7 +429,7 @@ impl Qp {
                     sq.fed = sq.fed.wrapping_add(1);
                 }
                 SendKind::Invalid => {
-                    if !proto.send_queue().is_empty() {
+                    if sqd || !proto.send_queue().is_empty() {
                         break;
                     }
                     crate::glue::dbg(
@@ -450,7 +456,7 @@ impl Qp {
                 }
                 SendKind::RegMr(_) | SendKind::LocalInv { .. } | SendKind::BindMw(_) => {
                     // Local operations complete in order: wait for the transport ones.
-                    if !proto.send_queue().is_empty() {
+                    if sqd || !proto.send_queue().is_empty() {
                         break;
                     }
                     let mrs = &self.dev.get().data().mrs;
@@ -511,12 +517,16 @@ impl Qp {
         *seen = now;
 
         if proto.state() == proto::QpState::Error {
-            self.in_error.store(true, Ordering::Release);
+            let was = self.in_error.swap(true, Ordering::AcqRel);
             self.flush_unfed_sends();
             self.flush_recvs();
+            if !was {
+                self.entered_error();
+            }
         }
         let pending_rx = self.rx.lock().len > 0;
         drop(eng);
+        self.raise_events();
         if (more && !tx_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
             self.kick();
         }

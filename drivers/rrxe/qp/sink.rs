@@ -320,6 +320,8 @@ impl ActionSink for Sink<'_> {
                 }
             }
             Action::StateChanged(_) => {}
+            // Raised once the engine lock is released (`event`).
+            Action::Event(e) => qp.note_event(e.into()),
         }
     }
 }

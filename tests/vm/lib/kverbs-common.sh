@@ -10,8 +10,7 @@
 #   KTEST_ARGS      (optional) extra module parameters, e.g. "iters=1 sizes=1,4096"
 #   kv_before_insmod (optional) a function run just before insmod
 #   kv_after_test   (optional) a function run after rmmod, before teardown (may print TAP)
-KTEST_KO=${KTEST_KO:-$RRXE_ROOT/tests/kverbs/rrxe_ktest.ko}
-KTEST_TIMEOUT=${KTEST_TIMEOUT:-240}
+. "$RRXE_ROOT/tests/vm/lib/kverbs-tap.sh"
 declare -F kv_dev_teardown >/dev/null || kv_dev_teardown() { rdma link delete "$KV_DEV"; }
 
 if [ ! -f "$KTEST_KO" ]; then
@@ -36,39 +35,8 @@ fi
 # The module's own wait bound (20 s) scales with a slower kernel, like the VM timeouts.
 args="timeout_ms=$((20000 * SCALE)) $args"
 declare -F kv_before_insmod >/dev/null && kv_before_insmod
-marker="kverbs-marker-vm$RRXE_VM-$$-$(date +%s%N)"
-echo "$marker" > /dev/kmsg
-t0=$(date +%s.%N)
 # shellcheck disable=SC2086
-out=$(timeout -s KILL "$KTEST_TIMEOUT" insmod "$KTEST_KO" $args $KTEST_ARGS 2>&1); rc=$?
-t1=$(date +%s.%N)
-if [ "$rc" = 0 ]; then
-  ok "insmod rrxe_ktest.ko $args returned 0 after $(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s"
-else
-  not_ok "insmod rrxe_ktest.ko $args (exit $rc)"; echo "$out" | sed 's/^/# /'
-fi
-
-# The module's TAP lines from this load, as this script's TAP (diagnostics as comments).
-# (No process substitution: the guest has no /dev/fd.)
-tapf=$(mktemp)
-dmesg --notime | sed -n "/$marker/,\$p" | grep -a '^rrxe_ktest: ' | sed 's/^rrxe_ktest: //' > "$tapf"
-plan= nlines=0
-while IFS= read -r line; do
-  case "$line" in
-    "ok "*) ok "ktest: ${line#* - }"; nlines=$((nlines + 1)) ;;
-    "not ok "*) not_ok "ktest: ${line#* - }"; nlines=$((nlines + 1)) ;;
-    1..*) plan=${line#1..} ;;
-    *) echo "# ktest: ${line#\# }" ;;
-  esac
-done < "$tapf"
-rm -f "$tapf"
-if [ -n "$plan" ] && [ "$plan" = "$nlines" ] && [ "$nlines" -gt 0 ]; then
-  ok "ktest: finished, plan 1..$plan matches the $nlines results"
-else
-  not_ok "ktest: finished with a TAP plan (plan '${plan:-none}', $nlines results)"
-fi
-
-check "rmmod rrxe_ktest" rmmod rrxe_ktest
+kv_insmod_tap $args $KTEST_ARGS
 res_after=$(kv_res)
 if [ "$res_before" = "$res_after" ]; then
   ok "no kernel RDMA resources left behind (rdma resource show unchanged)"

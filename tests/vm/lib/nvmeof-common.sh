@@ -8,10 +8,12 @@ NQN=nqn.2026-11.io.rrxe:nvmeof-test
 PORT=4420
 CFG=/sys/kernel/config/nvmet
 
-# Target: the subsystem with its namespace, and an RDMA port exporting it.
+# Target: the subsystem with its namespace, and an RDMA port exporting it. NVMET_RDMA_ARGS:
+# module parameters for nvmet-rdma (nvmeof-srq.sh: use_srq=1).
 nvmet_up() {
+  # shellcheck disable=SC2086
   kmod null_blk nr_devices=1 memory_backed=1 gb=1 &&
-    kmod nvmet && kmod nvmet-rdma &&
+    kmod nvmet && kmod nvmet-rdma ${NVMET_RDMA_ARGS:-} &&
     { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } &&
     mkdir "$CFG/subsystems/$NQN" &&
     echo 1 > "$CFG/subsystems/$NQN/attr_allow_any_host" &&

@@ -52,7 +52,7 @@ pub use opcode::{OpKind, Opcode, OpcodeInfo, Position, Transport};
 pub use psn::Psn;
 pub use qp::{
     Access, AccessError, Action, ActionBuf, ActionSink, AtomicOp, Event, ModifyError, ModifyQp,
-    Payload, PktRange, PlaceError, PostError, Qp, QpConfig, QpError, QpState, QpType,
+    Payload, PktRange, PlaceError, PostError, Qp, QpConfig, QpError, QpEvent, QpState, QpType,
     RecvCompletion, RecvKind, RemoteAddr, ResponderEnv, RxStatus, SendCompletion, SendOp, SendWqe,
     TimerKind, TxPacket, UdDest, WcStatus, WqeId,
 };

@@ -153,6 +153,10 @@ pub struct ModifyQp {
     pub max_rd_atomic: Option<u8>,
     /// Responder resources for READ/atomic requests (at most `R`).
     pub max_dest_rd_atomic: Option<u8>,
+    /// The move from RTS to SQD: whether the QP emits [`QpEvent::SqDrained`] once drained
+    /// (the IBTA's "enable SQD affiliated asynchronous event", `IB_QP_EN_SQD_ASYNC_NOTIFY`);
+    /// `None` is no.
+    pub sqd_notify: Option<bool>,
 }
 
 /// Errors of [`Qp::post_send`].
@@ -240,6 +244,8 @@ pub struct Qp<const S: usize, const R: usize> {
     state: QpState,
     sq: SendQueue<S>,
     rq: Responder<R>,
+    /// [`QpEvent::CommEst`] was emitted since the QP left Reset.
+    comm_est: bool,
 }
 
 impl<const S: usize, const R: usize> Qp<S, R> {
@@ -249,6 +255,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         state: QpState::Reset,
         sq: SendQueue::new(&QpConfig::DEFAULT),
         rq: Responder::new(&QpConfig::DEFAULT),
+        comm_est: false,
     };
 
     /// Re-initialises in place as `Qp::new(cfg)` would, without a large temporary.
@@ -257,6 +264,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         self.state = QpState::Reset;
         self.sq.reset(&cfg);
         self.rq.reset(&cfg);
+        self.comm_est = false;
     }
 
     /// A new QP in `Reset`.
@@ -266,6 +274,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
             state: QpState::Reset,
             sq: SendQueue::new(&cfg),
             rq: Responder::new(&cfg),
+            comm_est: false,
         }
     }
 
@@ -320,6 +329,10 @@ impl<const S: usize, const R: usize> Qp<S, R> {
     }
 
     /// Modifies attributes and/or state.
+    ///
+    /// SQD (IBTA 10.3.1): entered from RTS, left to RTS (or Reset, Error); while the send
+    /// queue is still draining, a move to RTS or SQD is refused (`InvalidTransition`), as
+    /// rdma_rxe refuses it (EINVAL in `__qp_chk_state`).
     pub fn modify<A: ActionSink>(&mut self, m: &ModifyQp, sink: &mut A) -> Result<(), ModifyError> {
         let to = m.state.unwrap_or(self.state);
         use QpState::*;
@@ -333,8 +346,18 @@ impl<const S: usize, const R: usize> Qp<S, R> {
                 | (Rtr, Rts)
                 | (Rtr, Rtr)
                 | (Rts, Rts)
+                | (Rts, Sqd)
+                | (Sqd, Sqd)
+                | (Sqd, Rts)
         );
         if !ok {
+            return Err(ModifyError::InvalidTransition);
+        }
+        if self.state == Sqd
+            && m.state.is_some()
+            && matches!(to, Rts | Sqd)
+            && self.sq.is_draining()
+        {
             return Err(ModifyError::InvalidTransition);
         }
         let mut c = self.cfg;
@@ -397,6 +420,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
             Reset => {
                 self.sq.reset(&c);
                 self.rq.reset(&c);
+                self.comm_est = false;
                 if from != Reset {
                     sink.push(Action::CancelTimer(TimerKind::Retransmit));
                     sink.push(Action::CancelTimer(TimerKind::Rnr));
@@ -413,12 +437,31 @@ impl<const S: usize, const R: usize> Qp<S, R> {
             _ => {
                 self.sq.update_cfg(&c);
                 self.rq.update_cfg(&c);
+                match (from, to) {
+                    (Rts, Sqd) => self.sq.hold(m.sqd_notify.unwrap_or(false)),
+                    (Sqd, Rts) => self.sq.release(),
+                    _ => {}
+                }
             }
         }
         if from != to {
             self.state = to;
         }
+        if to == Sqd {
+            // Nothing started may be left: drained at once.
+            self.sq.check_drained(sink);
+        }
         Ok(())
+    }
+
+    /// After the send queue handled an event: the error state if it failed, else, in SQD,
+    /// SQ Drained once its last started WQE is complete.
+    fn after_sq<A: ActionSink>(&mut self, sink: &mut A) {
+        if self.sq.is_error() {
+            self.enter_error(sink);
+        } else if self.state == QpState::Sqd {
+            self.sq.check_drained(sink);
+        }
     }
 
     fn enter_error<A: ActionSink>(&mut self, sink: &mut A) {
@@ -455,7 +498,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         sink: &mut A,
     ) -> RxStatus {
         use super::opcode::Transport;
-        if !matches!(self.state, QpState::Rtr | QpState::Rts) {
+        if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return RxStatus::BadState;
         }
         // An XRC initiator only receives responses, an XRC target only requests.
@@ -475,18 +518,25 @@ impl<const S: usize, const R: usize> Qp<S, R> {
             return RxStatus::WrongQp;
         }
         if p.info.is_response() {
-            if self.state != QpState::Rts {
+            if !matches!(self.state, QpState::Rts | QpState::Sqd) {
                 return RxStatus::BadState;
             }
             let r = self.sq.on_response(p, sink);
-            if self.sq.is_error() {
-                self.enter_error(sink);
-            }
+            self.after_sq(sink);
             r
         } else {
             let r = self.rq.on_request(p, env, sink);
             if self.rq.is_error() && self.state != QpState::Error {
                 self.enter_error(sink);
+            } else if self.state == QpState::Rtr
+                && !self.comm_est
+                && self.cfg.qp_type != QpType::Ud
+                && matches!(r, RxStatus::Ok | RxStatus::NoRecv)
+            {
+                // The first request a connected QP in RTR takes (IBTA 11.6.3.1; rdmavt's
+                // RC and UC receive paths raise it there too; rdma_rxe raises none).
+                self.comm_est = true;
+                sink.push(Action::Event(QpEvent::CommEst));
             }
             r
         }
@@ -494,13 +544,11 @@ impl<const S: usize, const R: usize> Qp<S, R> {
 
     /// Handles a timer expiry.
     pub fn on_timer<A: ActionSink>(&mut self, t: TimerKind, sink: &mut A) {
-        if self.state != QpState::Rts {
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
             return;
         }
         self.sq.on_timer(t, sink);
-        if self.sq.is_error() {
-            self.enter_error(sink);
-        }
+        self.after_sq(sink);
     }
 
     /// Emits up to `budget` packets: queued READ / atomic responses first, then
@@ -508,7 +556,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
     pub fn poll_tx<A: ActionSink>(&mut self, budget: u32, sink: &mut A) -> bool {
         let mut left = budget;
         let mut more = false;
-        if matches!(self.state, QpState::Rtr | QpState::Rts) {
+        if matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             more |= self.rq.poll_tx(&mut left, sink);
             if self.rq.is_error() {
                 // A READ response whose data could not be read (NAKed).
@@ -516,11 +564,9 @@ impl<const S: usize, const R: usize> Qp<S, R> {
                 return false;
             }
         }
-        if self.state == QpState::Rts {
+        if matches!(self.state, QpState::Rts | QpState::Sqd) {
             more |= self.sq.poll_tx(&mut left, sink);
-            if self.sq.is_error() {
-                self.enter_error(sink);
-            }
+            self.after_sq(sink);
         }
         more
     }

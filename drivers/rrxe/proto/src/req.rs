@@ -68,6 +68,13 @@
 //!
 //! Any forward progress resets both retry counters.
 //!
+//! # SQD
+//!
+//! In the Send Queue Drain state the requester assigns no PSNs to a new WQE: what has PSNs
+//! is sent, retransmitted and completed as in RTS, the rest waits for RTS. Once no WQE with
+//! PSNs is left, the drain is over ([`SendQueue::is_draining`]) and, if the move to SQD
+//! asked for it, [`QpEvent::SqDrained`] is emitted.
+//!
 //! # On-demand paging (`PlaceError::NotPresent`)
 //!
 //! Memory the driver must fault in first is no error: a packet whose gather list is not
@@ -117,8 +124,8 @@ use super::hdr::{
 use super::opcode::{OpKind, Opcode, Position, Transport};
 use super::psn::{Psn, PSN_HALF};
 use super::qp::{
-    Action, ActionSink, Payload, PktRange, PlaceError, PostError, QpConfig, QpType, RxStatus,
-    SendCompletion, SendOp, SendWqe, TimerKind, TxPacket, WcStatus,
+    Action, ActionSink, Payload, PktRange, PlaceError, PostError, QpConfig, QpEvent, QpType,
+    RxStatus, SendCompletion, SendOp, SendWqe, TimerKind, TxPacket, WcStatus,
 };
 use super::seg::{Segment, Segments};
 
@@ -348,6 +355,11 @@ pub struct SendQueue<const S: usize> {
     /// When the armed retransmit timer is due (µs, the sink's clock; `None` without one).
     timer_due: Option<u64>,
     cwnd: Cwnd,
+    /// SQD: no WQE without PSNs is started (IBTA 10.3.1: the messages in progress finish,
+    /// no new one begins); the held WQEs start once the QP is back in RTS.
+    hold: bool,
+    /// SQD, while a started WQE is not complete yet: whether SQ Drained is emitted then.
+    draining: Option<bool>,
     error: bool,
     started: bool,
 }
@@ -380,6 +392,8 @@ impl<const S: usize> SendQueue<S> {
             reorder_check: false,
             timer_due: None,
             cwnd: Cwnd::new(max_window(cfg)),
+            hold: false,
+            draining: None,
             error: false,
             started: false,
         }
@@ -413,6 +427,8 @@ impl<const S: usize> SendQueue<S> {
         self.reorder_check = false;
         self.timer_due = None;
         self.cwnd = Cwnd::new(max_window(cfg));
+        self.hold = false;
+        self.draining = None;
         self.error = false;
         self.started = false;
     }
@@ -438,6 +454,37 @@ impl<const S: usize> SendQueue<S> {
         self.cfg = *cfg;
         self.cfg.sq_psn = s;
         self.cfg.rq_psn = r;
+    }
+
+    /// The QP enters SQD: nothing new starts; `notify`: emit SQ Drained once drained.
+    pub(crate) fn hold(&mut self, notify: bool) {
+        self.hold = true;
+        self.draining = Some(notify);
+    }
+
+    /// The QP is back in RTS: the held WQEs may start.
+    pub(crate) fn release(&mut self) {
+        self.hold = false;
+        self.draining = None;
+    }
+
+    /// SQD: a WQE the queue started is not complete yet (`ib_qp_attr.sq_draining`).
+    pub const fn is_draining(&self) -> bool {
+        self.draining.is_some()
+    }
+
+    /// SQD: once no started WQE is left, the drain is over; [`QpEvent::SqDrained`] if it
+    /// was asked for. rdma_rxe's requester and completer raise it on the same condition
+    /// (`req_check_sq_drain_done`, `comp_check_sq_drain_done`).
+    pub(crate) fn check_drained<A: ActionSink>(&mut self, sink: &mut A) {
+        if let Some(notify) = self.draining {
+            if self.assigned == 0 {
+                self.draining = None;
+                if notify {
+                    sink.push(Action::Event(QpEvent::SqDrained));
+                }
+            }
+        }
     }
 
     /// Event counts since creation.
@@ -629,6 +676,8 @@ impl<const S: usize> SendQueue<S> {
         }
         self.rto_armed = false;
         self.rnr_wait = false;
+        // Nothing is draining in the error state (SQD's drain ends unreported).
+        self.draining = None;
         self.error = true;
     }
 
@@ -668,7 +717,7 @@ impl<const S: usize> SendQueue<S> {
         !self.rnr_wait
             && !self.fault_wait
             && !self.window_full()
-            && (self.send_psn != self.next_psn || self.assigned < self.len)
+            && (self.send_psn != self.next_psn || (!self.hold && self.assigned < self.len))
     }
 
     /// RC: the most request PSNs beyond the oldest unacknowledged one.

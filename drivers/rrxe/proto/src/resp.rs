@@ -46,6 +46,13 @@
 //!   `RemInvReqErr` and without the invalidated key, the message is acknowledged and the
 //!   QP enters the error state (rdma_rxe's `RESPST_ERR_INVALIDATE_RKEY`, "class J").
 //!
+//! # Asynchronous events
+//!
+//! A class C error that no receive WQE reports (the "invalid request" and "remote access
+//! error" NAKs of `fatal`) also emits [`QpEvent::ReqErr`] or [`QpEvent::AccessErr`]; an
+//! error a receive completion carries emits none. The QP ([`super::qp::Qp`]) emits
+//! [`QpEvent::CommEst`] for the first request a connected QP takes in RTR.
+//!
 //! READ, atomic, FLUSH and ATOMIC WRITE responses go through a fixed reply
 //! cache of `R` entries and are emitted by [`Responder::poll_tx`] in PSN order;
 //! a plain ACK requested while responses are still queued is deferred behind
@@ -74,7 +81,7 @@ use super::opcode::{OpKind, Opcode, Position};
 use super::psn::Psn;
 use super::qp::{
     Access, AccessError, Action, ActionSink, AtomicOp, Payload, PktRange, PlaceError, QpConfig,
-    QpType, RecvCompletion, RecvKind, ResponderEnv, RxStatus, TxPacket, WcStatus,
+    QpEvent, QpType, RecvCompletion, RecvKind, ResponderEnv, RxStatus, TxPacket, WcStatus,
 };
 use super::req::MAX_MSG_LEN;
 use super::seg::Segments;
@@ -300,7 +307,27 @@ impl<const R: usize> Responder<R> {
         self.fatal(psn, code, sink)
     }
 
+    /// A class C error that no receive WQE reports (the request is not a SEND, or no WQE
+    /// was taken for it): the NAK, the QP to the error state, and the affiliated
+    /// asynchronous event the IBTA asks for in that case (rdma_rxe's comment cites
+    /// C9-222.1): "invalid request" is an Invalid Request Local Work Queue Error, "remote
+    /// access error" a Local Access Violation Work Queue Error. rdma_rxe raises only the
+    /// latter (`RESPST_ERR_RKEY_VIOLATION_EVENT`).
     fn fatal<A: ActionSink>(&mut self, psn: Psn, code: NakCode, sink: &mut A) -> RxStatus {
+        let event = match code {
+            NakCode::InvalidRequest => Some(QpEvent::ReqErr),
+            NakCode::RemoteAccess => Some(QpEvent::AccessErr),
+            _ => None,
+        };
+        if let Some(e) = event {
+            sink.push(Action::Event(e));
+        }
+        self.nak_to_error(psn, code, sink)
+    }
+
+    /// An error a receive completion already reports: the NAK and the QP to the error state,
+    /// no event.
+    fn nak_to_error<A: ActionSink>(&mut self, psn: Psn, code: NakCode, sink: &mut A) -> RxStatus {
         let syn = Aeth::syndrome_of(AethKind::Nak(code));
         sink.push(Action::Send(self.ack_packet(psn, syn)));
         self.error = true;
@@ -342,7 +369,7 @@ impl<const R: usize> Responder<R> {
         sink.push(recv_error(status, kind, src_qp));
         self.cur = Cur::Idle;
         if self.cfg.qp_type.reliable() {
-            return self.fatal(psn, code, sink);
+            return self.nak_to_error(psn, code, sink);
         }
         self.error = true;
         RxStatus::Invalid
@@ -497,6 +524,7 @@ impl<const R: usize> Responder<R> {
                 // response that could not be built, the one the requester waits for.
                 let syn = Aeth::syndrome_of(AethKind::Nak(NakCode::RemoteAccess));
                 sink.push(Action::Send(self.ack_packet(psn, syn)));
+                sink.push(Action::Event(QpEvent::AccessErr));
                 self.error = true;
                 *left = left.saturating_sub(1);
                 return false;

@@ -254,17 +254,23 @@ fn remote_access_error() {
         a.post_send(wqe(i, op, 300), &mut s).unwrap();
     }
     a.poll_tx(100, &mut s);
-    let mut back = vec![];
+    let (mut back, mut events_b) = (vec![], vec![]);
     for tx in s.sent() {
         let (_, p) = wire(&tx, 3);
         let mut sb = Sink::default();
         b.on_packet(&p, &mut env, &mut sb);
         back.extend(sb.sent());
+        events_b.extend(sb.events());
     }
     assert_eq!(b.state(), QpState::Error);
     assert_eq!(
         aeth_of(back.last().unwrap()),
         AethKind::Nak(NakCode::RemoteAccess)
+    );
+    assert_eq!(
+        events_b,
+        [QpEvent::AccessErr],
+        "the responder reports the R_Key violation once"
     );
     let mut sa = Sink::default();
     for tx in back {
@@ -915,6 +921,10 @@ fn recv_too_short_at_placement_is_a_length_error() {
         AethKind::Nak(NakCode::InvalidRequest)
     );
     assert_eq!(b.state(), QpState::Error);
+    assert!(
+        sb.events().is_empty(),
+        "the receive's completion reports the error: no event"
+    );
 }
 
 #[test]
@@ -1148,6 +1158,7 @@ fn read_response_whose_mr_goes_away_is_naked_remote_access() {
         "the response that could not be built"
     );
     assert_eq!(b.state(), QpState::Error);
+    assert_eq!(sb.events(), [QpEvent::AccessErr]);
     assert_eq!(statuses(&sa.completions()), [WcStatus::RemAccessErr]);
 }
 
@@ -1197,6 +1208,7 @@ fn qp_without_the_access_naks_invalid_request() {
             "{op:?}"
         );
         assert_eq!(b.state(), QpState::Error);
+        assert_eq!(sb.events(), [QpEvent::ReqErr], "{op:?}");
     }
 }
 
@@ -1798,4 +1810,244 @@ fn odp_read_response_not_present_dropped() {
     let c = sa.completions();
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].status, WcStatus::Success);
+}
+
+/// A connected QP `qpn` (to `dest`) of type `t` moved up to `to` (INIT, RTR, RTS), its
+/// actions recorded in `s`.
+fn qp_at(t: QpType, qpn: u32, dest: u32, to: QpState, s: &mut Sink) -> Q {
+    let mut q = Q::new(QpConfig {
+        qpn,
+        qp_type: t,
+        dest_qpn: dest,
+        qkey: 77,
+        mtu: Mtu::M256,
+        sq_psn: Psn::new(100),
+        rq_psn: Psn::new(100),
+        ..QpConfig::default()
+    });
+    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        q.modify(
+            &ModifyQp {
+                state: Some(st),
+                ..Default::default()
+            },
+            s,
+        )
+        .unwrap();
+        if st == to {
+            break;
+        }
+    }
+    q
+}
+
+fn to_state(q: &mut Q, st: QpState, notify: Option<bool>, s: &mut Sink) -> Result<(), ModifyError> {
+    q.modify(
+        &ModifyQp {
+            state: Some(st),
+            sqd_notify: notify,
+            ..Default::default()
+        },
+        s,
+    )
+}
+
+/// Communication Established: a connected QP in RTR reports the first request it takes,
+/// once (an RNR NAK counts: the request arrived in sequence), again only after a reset;
+/// never in RTS, never for UD, never for a request it drops.
+#[test]
+fn comm_est_for_the_first_request_taken_in_rtr() {
+    for (t, op) in [
+        (QpType::Rc, Opcode::RC_SEND_ONLY),
+        (QpType::Uc, Opcode::UC_SEND_ONLY),
+    ] {
+        let mut s = Sink::default();
+        let mut b = qp_at(t, 2, 1, QpState::Rtr, &mut s);
+        let mut env = Env {
+            recvs: 4,
+            ..Default::default()
+        };
+        let mut sb = Sink::default();
+        if t == QpType::Rc {
+            // Out of sequence: NAKed, not taken.
+            let (_, early) = req(op, 105, true, 4);
+            b.on_packet(&early, &mut env, &mut sb);
+            assert!(sb.events().is_empty(), "out of sequence: {:?}", sb.0);
+        }
+        for psn in [100, 101] {
+            let (_, p) = req(op, psn, true, 4);
+            assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Ok, "{t:?}");
+        }
+        assert_eq!(sb.events(), [QpEvent::CommEst], "{t:?}: once");
+        // Reset and up to RTR again: a new connection reports it again.
+        let mut s = Sink::default();
+        to_state(&mut b, QpState::Reset, None, &mut s).unwrap();
+        let mut b2 = b;
+        for st in [QpState::Init, QpState::Rtr] {
+            to_state(&mut b2, st, None, &mut s).unwrap();
+        }
+        let mut sb = Sink::default();
+        let (_, p) = req(op, 100, true, 4);
+        b2.on_packet(&p, &mut env, &mut sb);
+        assert_eq!(sb.events(), [QpEvent::CommEst], "{t:?}: after a reset");
+        // In RTS: none.
+        let mut s = Sink::default();
+        let mut r = qp_at(t, 2, 1, QpState::Rts, &mut s);
+        let mut sb = Sink::default();
+        r.on_packet(&p, &mut env, &mut sb);
+        assert!(sb.events().is_empty(), "{t:?} in RTS");
+    }
+    // RC: a SEND without a receive WQE (RNR NAK) is the first request too.
+    let mut s = Sink::default();
+    let mut b = qp_at(QpType::Rc, 2, 1, QpState::Rtr, &mut s);
+    let mut sb = Sink::default();
+    let (_, p) = req(Opcode::RC_SEND_ONLY, 100, true, 4);
+    assert_eq!(
+        b.on_packet(&p, &mut Env::default(), &mut sb),
+        RxStatus::NoRecv
+    );
+    assert_eq!(sb.events(), [QpEvent::CommEst]);
+    // UD: none.
+    let mut s = Sink::default();
+    let mut u = qp_at(QpType::Ud, 2, 0, QpState::Rtr, &mut s);
+    let mut h = Headers::new(Bth::new(Opcode::UD_SEND_ONLY, 2, Psn::new(5)));
+    h.deth = Some(Deth {
+        qkey: 77,
+        src_qp: 33,
+    });
+    let mut buf = vec![0u8; 64];
+    let n = build_packet(&h, &[9; 10], &mut buf).unwrap();
+    buf.truncate(n);
+    let p = parse_packet(&buf).unwrap();
+    let mut sb = Sink::default();
+    let mut env = Env {
+        recvs: 1,
+        ..Default::default()
+    };
+    assert_eq!(u.on_packet(&p, &mut env, &mut sb), RxStatus::Ok);
+    assert!(sb.events().is_empty(), "UD");
+}
+
+/// An opcode out of sequence (a MIDDLE with no message in progress) is an invalid request
+/// no receive WQE reports: Invalid Request Local Work Queue Error.
+#[test]
+fn an_invalid_request_raises_req_err() {
+    let mut b = qp(QpType::Rc, 2, 1);
+    let mut env = Env {
+        recvs: 1,
+        ..Default::default()
+    };
+    let mut sb = Sink::default();
+    let (_, p) = req(Opcode::RC_SEND_MIDDLE, 100, true, 256);
+    assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Invalid);
+    assert_eq!(
+        aeth_of(&sb.sent()[0]),
+        AethKind::Nak(NakCode::InvalidRequest)
+    );
+    assert_eq!(sb.events(), [QpEvent::ReqErr]);
+    assert!(sb.recv_completions().is_empty());
+    // Nothing more once in the error state.
+    let mut sb = Sink::default();
+    b.on_packet(&p, &mut env, &mut sb);
+    assert!(sb.events().is_empty());
+}
+
+/// SQD: the messages started finish (their ACKs complete them), a WQE posted after the move
+/// waits, SQ Drained follows the last completion when asked for, leaving SQD is refused
+/// until then, and back in RTS the held WQE goes out with the next PSN.
+#[test]
+fn sqd_finishes_what_started_then_reports_drained() {
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
+    let mut s = Sink::default();
+    a.post_send(wqe(1, WRITE, 300), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let first = s.sent();
+    assert_eq!(first.len(), 2);
+    let mut s = Sink::default();
+    to_state(&mut a, QpState::Sqd, Some(true), &mut s).unwrap();
+    assert_eq!(a.state(), QpState::Sqd);
+    assert!(a.send_queue().is_draining());
+    assert!(s.events().is_empty(), "a WRITE is still unacknowledged");
+    a.post_send(wqe(2, WRITE, 16), &mut s).unwrap();
+    assert!(!a.poll_tx(100, &mut s), "nothing to send, nothing pending");
+    assert!(s.sent().is_empty(), "the WQE posted in SQD waits");
+    assert_eq!(
+        to_state(&mut a, QpState::Rts, None, &mut s),
+        Err(ModifyError::InvalidTransition),
+        "still draining"
+    );
+    assert_eq!(
+        to_state(&mut a, QpState::Sqd, None, &mut s),
+        Err(ModifyError::InvalidTransition),
+        "still draining"
+    );
+    // The ACK: the WRITE completes, then the queue is drained.
+    let mut sa = Sink::default();
+    for reply in answers(&mut b, &mut env, &first) {
+        let (_, rp) = wire(&reply, 0);
+        a.on_packet(&rp, &mut env, &mut sa);
+    }
+    a.poll_tx(100, &mut sa);
+    assert_eq!(statuses(&sa.completions()), [WcStatus::Success]);
+    assert_eq!(sa.events(), [QpEvent::SqDrained]);
+    assert!(
+        sa.0.iter()
+            .position(|x| matches!(x, Action::SendComplete(_)))
+            < sa.0.iter().position(|x| matches!(x, Action::Event(_))),
+        "the event follows the last completion"
+    );
+    assert!(sa.sent().is_empty(), "the second WRITE still waits");
+    assert!(!a.send_queue().is_draining());
+    // Back to RTS: the held WRITE goes, with the PSN after the first one's.
+    let mut s = Sink::default();
+    to_state(&mut a, QpState::Rts, None, &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].hdrs.bth.psn, Psn::new(102));
+    assert!(s.events().is_empty());
+}
+
+/// SQD with nothing started: drained at once (SQ Drained in the modify's actions when asked
+/// for, none otherwise); the receive side still runs in SQD.
+#[test]
+fn sqd_with_nothing_started_is_drained_at_once() {
+    for notify in [Some(true), Some(false), None] {
+        let mut s = Sink::default();
+        let mut q = qp_at(QpType::Rc, 2, 1, QpState::Rts, &mut s);
+        let mut s = Sink::default();
+        to_state(&mut q, QpState::Sqd, notify, &mut s).unwrap();
+        let want: &[QpEvent] = if notify == Some(true) {
+            &[QpEvent::SqDrained]
+        } else {
+            &[]
+        };
+        assert_eq!(s.events(), want, "{notify:?}");
+        assert!(!q.send_queue().is_draining());
+        let mut env = Env {
+            recvs: 1,
+            ..Default::default()
+        };
+        let mut sb = Sink::default();
+        let (_, p) = req(Opcode::RC_SEND_ONLY, 100, true, 4);
+        assert_eq!(q.on_packet(&p, &mut env, &mut sb), RxStatus::Ok);
+        assert_eq!(sb.recv_completions().len(), 1);
+        assert!(sb.events().is_empty());
+    }
+}
+
+/// SQD's drain ends unreported when the QP goes to the error state first.
+#[test]
+fn sqd_drain_cut_short_by_the_error_state() {
+    let (mut a, _b, _env) = pair(QpType::Rc);
+    let mut s = Sink::default();
+    a.post_send(wqe(1, WRITE, 300), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    to_state(&mut a, QpState::Sqd, Some(true), &mut s).unwrap();
+    assert!(a.send_queue().is_draining());
+    let mut s = Sink::default();
+    to_state(&mut a, QpState::Error, None, &mut s).unwrap();
+    assert!(!a.send_queue().is_draining());
+    assert_eq!(statuses(&s.completions()), [WcStatus::WrFlushErr]);
+    assert!(s.events().is_empty());
 }

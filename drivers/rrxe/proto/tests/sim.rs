@@ -114,6 +114,8 @@ struct Node {
     timer_gen: [u64; 2],
     addr: [u8; 4],
     error_seen: bool,
+    /// The QP's affiliated asynchronous events, in order.
+    events: Vec<QpEvent>,
 }
 
 struct Env<'a> {
@@ -418,6 +420,7 @@ impl World {
                         self.nodes[node].error_seen = true;
                     }
                 }
+                Action::Event(e) => self.nodes[node].events.push(e),
             }
         }
         Ok(())
@@ -832,6 +835,7 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
             timer_gen: [0; 2],
             addr: [10, 0, 0, 1 + i as u8],
             error_seen: false,
+            events: vec![],
         }
     };
     let nodes = [mk_node(0, &mut rng), mk_node(1, &mut rng)];
@@ -952,6 +956,12 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
             }
         }
         let statuses: Vec<WcStatus> = done.iter().map(|c| c.status).collect();
+        // Both QPs went to RTS before any packet (no Communication Established), and the
+        // errors of the other scenarios (retries exceeded on a cut link, RNR retries
+        // exceeded) are the requester's, which its completions report: no event.
+        if sc != Scenario::BadRkey && !me.events.is_empty() {
+            return Err(format!("dir {dir}: unexpected QP events {:?}", me.events));
+        }
         // Expected status pattern.
         match sc {
             Scenario::Lossy | Scenario::RnrLateRecv | Scenario::Uc | Scenario::Ud => {
@@ -983,6 +993,19 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
             }
             Scenario::BadRkey => {
                 if dir == 0 {
+                    // The responder reports the R_Key violation to its consumer: no receive
+                    // WQE completes with it.
+                    let want: &[QpEvent] = if plan.bad.is_some() {
+                        &[QpEvent::AccessErr]
+                    } else {
+                        &[]
+                    };
+                    if peer.events != want {
+                        return Err(format!(
+                            "dir {dir}: bad rkey: responder events {:?}, want {want:?}",
+                            peer.events
+                        ));
+                    }
                     let k = plan.bad.unwrap_or(usize::MAX);
                     for (i, s) in statuses.iter().enumerate() {
                         let want = match i.cmp(&k) {

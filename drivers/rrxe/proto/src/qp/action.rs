@@ -3,7 +3,7 @@
 //! [`ActionSink`] that applies them.
 
 use super::super::hdr::Headers;
-use super::{QpState, RecvCompletion, SendCompletion, TimerKind, WqeId};
+use super::{QpEvent, QpState, RecvCompletion, SendCompletion, TimerKind, WqeId};
 
 /// A range of bytes of a received packet buffer (offsets relative to the
 /// start of the buffer given to [`super::super::hdr::parse_packet`]).
@@ -130,6 +130,10 @@ pub enum Action {
     CancelTimer(TimerKind),
     /// The QP changed state (e.g. to `Error` after a fatal NAK).
     StateChanged(QpState),
+    /// An affiliated asynchronous event for the QP's consumer. A driver reports it once
+    /// it no longer holds the locks the consumer's handler could need (the handler may
+    /// call back into the QP).
+    Event(QpEvent),
 }
 
 /// Why the driver could not move the bytes of an action (see [`ActionSink::place`] and

@@ -28,7 +28,7 @@ impl QpType {
     }
 }
 
-/// QP state (IBTA; SQD/SQE are not modelled).
+/// QP state (IBTA 10.3.1; SQE is not modelled: a send error moves any QP to Error).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum QpState {
     /// Reset.
@@ -40,8 +40,33 @@ pub enum QpState {
     Rtr,
     /// Ready to send.
     Rts,
+    /// Send Queue Drain: the receive side runs as in RTS, the send queue finishes the WQEs it
+    /// has started and starts no new one (posted ones wait for the return to RTS).
+    Sqd,
     /// Error: everything is flushed.
     Error,
+}
+
+/// An affiliated asynchronous event of a QP (IBTA 11.6.3.1 and 11.6.3.2), emitted as
+/// [`Action::Event`](super::Action::Event): the driver reports it to the QP's consumer. The
+/// events that depend on what only the driver knows (Last WQE Reached: whether the QP takes
+/// its receive WQEs from an SRQ; a catastrophic error of a work queue the driver keeps) are
+/// the driver's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpEvent {
+    /// Communication Established: a connected QP in RTR received its first request (an
+    /// in-sequence one it accepted or answered with an RNR NAK); the consumer may move it
+    /// to RTS without waiting for the connection manager's RTU.
+    CommEst,
+    /// Send Queue Drained: a QP moved to SQD with the notification asked for has completed
+    /// every WQE it had started.
+    SqDrained,
+    /// Invalid Request Local Work Queue Error: the responder NAKed a request "invalid
+    /// request" (IBTA class C) and no receive WQE completes with the error.
+    ReqErr,
+    /// Local Access Violation Work Queue Error: the responder NAKed a request "remote access
+    /// error" (an R_Key violation, class C) and no receive WQE completes with the error.
+    AccessErr,
 }
 
 /// Timers a QP asks the driver to run.

@@ -27,6 +27,10 @@ impl<const S: usize> SendQueue<S> {
                 return false;
             }
             if self.send_psn == self.next_psn {
+                if self.hold {
+                    // SQD: the started WQEs are all sent; the next one waits for RTS.
+                    return false;
+                }
                 let Some(e) = self.entry(self.assigned).copied() else {
                     return false;
                 };

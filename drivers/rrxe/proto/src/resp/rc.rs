@@ -56,7 +56,7 @@ impl<const R: usize> Responder<R> {
                             RecvKind::Send,
                             self.cfg.dest_qpn,
                         ));
-                        return self.fatal(psn, NakCode::InvalidRequest, sink);
+                        return self.nak_to_error(psn, NakCode::InvalidRequest, sink);
                     }
                 };
                 if len > 0 {

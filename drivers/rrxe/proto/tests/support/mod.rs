@@ -112,6 +112,13 @@ impl Sink {
             _ => None,
         })
     }
+    /// The QP's affiliated asynchronous events, in order.
+    pub fn events(&self) -> Vec<QpEvent> {
+        self.pick(|a| match a {
+            Action::Event(e) => Some(*e),
+            _ => None,
+        })
+    }
 }
 
 /// A responder environment without memory: every key but `bad_rkey` is valid, `recvs`
