@@ -14,6 +14,7 @@
 //! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
 //! * [`caps`]: range checks and sizing of the queues a consumer asks for.
 //! * [`uabi`]: the work queue entries of rrxe's user ABI, with their checked decoding.
+//! * [`pma`]: the Performance Management Agent's answers (PerfMgt MADs) from the port's counters.
 //! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
 //!   of free-running counters.
 //! * [`qp`], [`req`], [`resp`]: the per-QP requester, completer and responder
@@ -32,6 +33,7 @@ pub mod hdr;
 pub mod icrc;
 pub mod net;
 pub mod opcode;
+pub mod pma;
 pub mod psn;
 pub mod qp;
 pub mod req;
