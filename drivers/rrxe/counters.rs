@@ -25,6 +25,13 @@ counters! {
     SentPkts = c"sent_pkts",
     /// RoCEv2 packets received (before validation).
     RcvdPkts = c"rcvd_pkts",
+    /// Octets sent: each packet's IP datagram, IP header to ICRC (rdma_rxe counts
+    /// `skb->len` in `rxe_xmit_packet`, once its IP and UDP headers are pushed: the same
+    /// bytes).
+    SentBytes = c"sent_bytes",
+    /// Octets received, counted as `sent_bytes` (rdma_rxe: `skb->len -
+    /// skb_network_offset(skb)` in `rxe_rcv`), of every packet `rcvd_pkts` counts.
+    RcvdBytes = c"rcvd_bytes",
     /// Packets sent again after a timeout or a NAK.
     Retransmits = c"retransmits",
     /// Retransmission timeouts (each one resends from the oldest unacknowledged packet).
@@ -42,6 +49,9 @@ counters! {
     DuplicateRequests = c"duplicate_request",
     /// PSN sequence errors (NAK sent).
     SeqErrors = c"out_of_seq_request",
+    /// PSN sequence error NAKs received (the peer missed a request packet; go-back-N from
+    /// the PSN it names).
+    SeqNaksRcvd = c"seq_naks_rcvd",
     /// Packets dropped for a bad ICRC.
     IcrcErrors = c"rx_icrc_errors",
     /// Packets dropped: shorter than their headers.
@@ -118,6 +128,13 @@ impl Counters {
         if let Some(a) = self.0.get(c as usize) {
             a.fetch_add(n, Ordering::Relaxed);
         }
+    }
+
+    /// The current value of `c`.
+    pub(crate) fn get(&self, c: Counter) -> u64 {
+        self.0
+            .get(c as usize)
+            .map_or(0, |a| a.load(Ordering::Relaxed))
     }
 
     /// The current values, in [`Counter::NAMES`] order.

@@ -131,6 +131,7 @@ void rrxe_glue_rcu_read_unlock(void);
 struct net_device *rrxe_glue_skb_dev(const struct sk_buff *skb);
 int rrxe_glue_skb_linearize(struct sk_buff *skb);
 const u8 *rrxe_glue_skb_ip_packet(const struct sk_buff *skb, u32 *len, u32 *l3_len);
+u32 rrxe_glue_skb_ip_len(const struct sk_buff *skb);
 void rrxe_glue_kfree_skb(struct sk_buff *skb);
 void rrxe_glue_consume_skb(struct sk_buff *skb);
 

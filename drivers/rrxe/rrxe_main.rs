@@ -25,6 +25,7 @@ mod device;
 mod glue;
 mod ib;
 mod limits;
+mod mad;
 mod mr;
 mod net;
 #[path = "proto/src/lib.rs"]

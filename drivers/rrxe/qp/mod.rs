@@ -47,6 +47,7 @@ pub(crate) use table::{QpTable, Refused, MAX_QP};
 pub(crate) use user::pull_recv_queue;
 pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
 
+use crate::counters::Counter;
 use crate::glue::bindings as b;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use crate::glue::task::{new_arc_bound, Timer, TimerTarget, Work, WorkTarget};
@@ -462,6 +463,11 @@ impl Qp {
         if !self.dead.load(Ordering::Acquire) {
             self.work.queue_on(self.home_cpu.load(Ordering::Relaxed));
         }
+    }
+
+    /// Counts `n` events of `c` in the device's counters.
+    pub(crate) fn count(&self, c: Counter, n: u64) {
+        self.dev.get().data().counters.add(c, n);
     }
 
     /// Makes this CPU the QP's home (see [`Qp::kick`]); called where its owner posts.

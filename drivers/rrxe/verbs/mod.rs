@@ -8,9 +8,11 @@ use crate::counters::{Counter, NUM_COUNTERS};
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, DriverObj, NewObj, Obj};
 use crate::glue::wr::WrList;
-use crate::glue::{Advice, CqPtr, IbDev, NetDev, StatDescs, Udata, Verbs, XrcdId};
+use crate::glue::{
+    Advice, CqPtr, IbDev, MadResult, NetDev, StatDescs, Udata, Verbs, XrcdId, MAD_SIZE,
+};
 use crate::mr::AccessFlags;
-use crate::{ah, cq, device, limits, mr, qp, srq, xrc};
+use crate::{ah, cq, device, limits, mad, mr, qp, srq, xrc};
 use kernel::prelude::*;
 
 impl DriverObj for b::ib_device {
@@ -109,6 +111,15 @@ impl Verbs for Rrxe {
     }
 
     const NUM_STATS: i32 = NUM_COUNTERS as i32;
+
+    fn process_mad(
+        dev: &IbDev,
+        port: u32,
+        req: &[u8; MAD_SIZE],
+        out: &mut [u8; MAD_SIZE],
+    ) -> MadResult {
+        mad::process(dev, port, req, out)
+    }
 
     fn create_cq<'a>(
         obj: NewObj<'a, b::ib_cq>,

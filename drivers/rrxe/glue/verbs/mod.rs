@@ -78,6 +78,13 @@ where
     fn hw_stats(dev: &IbDev) -> impl Iterator<Item = u64>;
     /// The number of counters.
     const NUM_STATS: i32;
+    /// `process_mad`: what to do with the MAD `req` at `port` (a response goes in `out`).
+    fn process_mad(
+        dev: &IbDev,
+        port: u32,
+        req: &[u8; MAD_SIZE],
+        out: &mut [u8; MAD_SIZE],
+    ) -> MadResult;
 
     /// `create_cq`.
     fn create_cq<'a>(
@@ -197,6 +204,21 @@ where
     fn dealloc_mw(mw: &Obj<'_, b::ib_mw>);
 }
 
+/// Bytes of a MAD on an IB or RoCE port (`IB_MGMT_MAD_SIZE`, `struct ib_mad`).
+pub(crate) const MAD_SIZE: usize = b::IB_MGMT_MAD_SIZE as usize;
+
+/// What `process_mad` did with a MAD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MadResult {
+    /// The response is in the output buffer: the core sends it.
+    Reply,
+    /// Not the driver's: the core hands the MAD to its agents (the CM, user MAD agents).
+    PassOn,
+    /// Not processed (`IB_MAD_RESULT_FAILURE`): a sysfs query fails with EINVAL; a received
+    /// MAD goes on to the agents as well.
+    Failure,
+}
+
 /// What `advise_mr` asks for the ranges it names (`IB_UVERBS_ADVISE_MR_ADVICE_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Advice {
@@ -279,6 +301,7 @@ where
     ops.dealloc_pd = Some(dealloc_pd::<V>);
     ops.alloc_hw_port_stats = Some(alloc_hw_port_stats::<V>);
     ops.get_hw_stats = Some(get_hw_stats::<V>);
+    ops.process_mad = Some(process_mad::<V>);
     ops.enable_driver = Some(enable_driver::<V>);
     ops.create_cq = Some(create_cq::<V>);
     ops.destroy_cq = Some(destroy_cq::<V>);
