@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Per-device counters, shown by `rdma statistic show link rrxe0/1`.
+//! Per-device counters, shown by `rdma statistic show link rrxe0/1`, and the part of them a
+//! QP keeps of its own ([`Counter::PER_QP`], `rdma statistic qp`, see [`crate::qp_counter`]).
 
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -108,6 +109,51 @@ counters! {
 
 /// The number of counters.
 pub(crate) const NUM_COUNTERS: usize = Counter::NAMES.len();
+
+impl Counter {
+    /// The counters of events a QP counts of its own as well (its packets and bytes, its
+    /// retransmissions and timeouts, the NAKs it sends and receives): what `rdma statistic
+    /// qp` shows of the QPs bound to a counter object.
+    pub(crate) const PER_QP: &'static [Counter] = &[
+        Counter::SentPkts,
+        Counter::RcvdPkts,
+        Counter::SentBytes,
+        Counter::RcvdBytes,
+        Counter::Retransmits,
+        Counter::RetransmitTimeouts,
+        Counter::CwndCuts,
+        Counter::RnrNaksSent,
+        Counter::RnrNaksRcvd,
+        Counter::DuplicateRequests,
+        Counter::SeqErrors,
+        Counter::SeqNaksRcvd,
+        Counter::TxDrops,
+    ];
+
+    /// [`Counter::PER_QP`] as a bit per counter (looked up per packet).
+    const PER_QP_BITS: u128 = {
+        let mut bits = 0u128;
+        let mut i = 0;
+        while i < Self::PER_QP.len() {
+            bits |= 1 << Self::PER_QP[i] as usize;
+            i += 1;
+        }
+        bits
+    };
+
+    /// Whether a QP counts this of its own ([`Counter::PER_QP`]).
+    pub(crate) const fn per_qp(self) -> bool {
+        Self::index_per_qp(self as usize)
+    }
+
+    /// Whether the counter at `index` (of [`Counter::NAMES`]) is one of [`Counter::PER_QP`].
+    pub(crate) const fn index_per_qp(index: usize) -> bool {
+        index < 128 && Self::PER_QP_BITS >> index & 1 != 0
+    }
+}
+
+// A bit per counter in `PER_QP_BITS`.
+const _: () = assert!(NUM_COUNTERS <= 128);
 
 /// A device's counters.
 pub(crate) struct Counters([AtomicU64; NUM_COUNTERS]);

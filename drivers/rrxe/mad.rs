@@ -29,7 +29,8 @@ pub(crate) fn process(
     }
 }
 
-/// The device's counters, as the PMA reports them.
+/// The device's counters, as the PMA reports them: all of the port's traffic (the QPs
+/// bound to per-QP counter objects too).
 fn port_counts(dev: &IbDev) -> pma::PortCounts {
     let c = &dev.data().counters;
     pma::PortCounts {

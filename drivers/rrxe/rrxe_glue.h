@@ -22,6 +22,7 @@ struct socket;
 struct sk_buff;
 struct rdma_hw_stats;
 struct rdma_stat_desc;
+struct rdma_counter;
 struct rrxe_mmap_entry;
 struct ib_ucontext;
 struct rdma_user_mmap_entry;
@@ -137,6 +138,13 @@ void rrxe_glue_consume_skb(struct sk_buff *skb);
 
 struct rdma_hw_stats *rrxe_glue_alloc_hw_stats(const struct rdma_stat_desc *descs, int num);
 void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value);
+void rrxe_glue_hw_stats_hide(struct rdma_hw_stats *stats, int index);
+struct ib_device *rrxe_glue_counter_device(const struct rdma_counter *counter);
+u32 rrxe_glue_counter_id(const struct rdma_counter *counter);
+void rrxe_glue_counter_set_id(struct rdma_counter *counter, u32 id);
+void rrxe_glue_counter_add(struct rdma_counter *counter, int index, u64 delta);
+struct rdma_counter *rrxe_glue_qp_counter(const struct ib_qp *qp);
+void rrxe_glue_qp_set_counter(struct ib_qp *qp, struct rdma_counter *counter);
 
 unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);

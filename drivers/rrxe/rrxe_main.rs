@@ -32,6 +32,7 @@ mod net;
 #[allow(dead_code, unreachable_pub, missing_docs, unused_imports)]
 pub(crate) mod proto;
 mod qp;
+mod qp_counter;
 mod srq;
 mod uwqe;
 mod verbs;

@@ -319,6 +319,9 @@ impl Qp {
             let Some((mut skb, icrc)) = self.rx_pop() else {
                 break;
             };
+            // Counted by the device when it came in; the QP's own count starts here.
+            self.count_own(Counter::RcvdPkts, 1);
+            self.count_own(Counter::RcvdBytes, u64::from(skb.ip_len()));
             let smac = skb.smac();
             let _ = skb.linearize();
             let Some((ip_pkt, l3)) = skb.ip_packet() else {
@@ -488,7 +491,8 @@ impl Qp {
             }
         }
 
-        // The send queue's event counts since the last run go to the device counters.
+        // The send queue's event counts since the last run go to the device's counters and
+        // the QP's.
         let now = proto.send_queue().stats();
         for (counter, now, before) in [
             (Counter::Retransmits, now.retransmits, seen.retransmits),

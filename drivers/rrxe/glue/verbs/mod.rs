@@ -16,17 +16,19 @@
 use super::obj::PageSink;
 use super::obj::{destroy, free_boxed, map_mr_sg, Created, DriverObj, DrvObj, NewObj, Obj};
 use super::wr::WrList;
-use super::{bindings as b, CqPtr, IbDev, NetDev, Udata, XrcdId};
+use super::{bindings as b, CqPtr, IbDev, NetDev, RdmaCounter, Udata, XrcdId};
 use core::mem::size_of;
 use kernel::prelude::*;
 
 mod ah;
+mod counter;
 mod cq;
 mod device;
 mod mr;
 mod qp;
 mod srq;
 use ah::*;
+use counter::*;
 use cq::*;
 use device::*;
 use mr::*;
@@ -74,7 +76,9 @@ where
     fn dealloc_xrcd(xrcd: XrcdId);
     /// `alloc_hw_port_stats`: the core owns the result.
     fn alloc_hw_stats() -> *mut b::rdma_hw_stats;
-    /// The counters' values, in the order of [`Verbs::alloc_hw_stats`]'s descriptors.
+    /// The port's counter values, in the order of [`Verbs::alloc_hw_stats`]'s descriptors.
+    /// The core adds the values of its per-QP counter objects to them (`rdma statistic show
+    /// link`, `hw_counters/`), so what those counted is left out here.
     fn hw_stats(dev: &IbDev) -> impl Iterator<Item = u64>;
     /// The number of counters.
     const NUM_STATS: i32;
@@ -85,6 +89,18 @@ where
         req: &[u8; MAD_SIZE],
         out: &mut [u8; MAD_SIZE],
     ) -> MadResult;
+    /// `counter_alloc_stats`: the values of a per-QP counter object, with the port's
+    /// descriptors (the core adds them index by index to the port's); the core owns them.
+    fn alloc_counter_stats() -> *mut b::rdma_hw_stats;
+    /// `counter_bind_qp`: `qp`'s events count in `counter` from now on; a counter without
+    /// a number gets one.
+    fn counter_bind_qp(counter: &RdmaCounter<'_>, qp: &Obj<'_, b::ib_qp>) -> Result;
+    /// `counter_unbind_qp`: `qp`'s events so far stay in `counter`, later ones do not.
+    fn counter_unbind_qp(counter: &RdmaCounter<'_>, qp: &Obj<'_, b::ib_qp>);
+    /// `counter_update_stats`: brings `counter`'s values up to date.
+    fn counter_update(counter: &RdmaCounter<'_>) -> Result;
+    /// `counter_dealloc`: `counter` is freed (no QP is bound to it).
+    fn counter_dealloc(counter: &RdmaCounter<'_>);
 
     /// `create_cq`.
     fn create_cq<'a>(
@@ -302,6 +318,17 @@ where
     ops.alloc_hw_port_stats = Some(alloc_hw_port_stats::<V>);
     ops.get_hw_stats = Some(get_hw_stats::<V>);
     ops.process_mad = Some(process_mad::<V>);
+    ops.counter_alloc_stats = Some(counter_alloc_stats::<V>);
+    ops.counter_bind_qp = Some(counter_bind_qp::<V>);
+    ops.counter_unbind_qp = Some(counter_unbind_qp::<V>);
+    ops.counter_update_stats = Some(counter_update_stats::<V>);
+    ops.counter_dealloc = Some(counter_dealloc::<V>);
+    #[cfg(rrxe_have_counter_init)]
+    {
+        ops.counter_init = Some(counter_init);
+        // No driver data: the core's object as it is.
+        ops.size_rdma_counter = size_of::<b::rdma_counter>();
+    }
     ops.enable_driver = Some(enable_driver::<V>);
     ops.create_cq = Some(create_cq::<V>);
     ops.destroy_cq = Some(destroy_cq::<V>);
