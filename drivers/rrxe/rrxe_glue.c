@@ -297,6 +297,24 @@ void rrxe_glue_qp_set_counter(struct ib_qp *qp, struct rdma_counter *counter)
 	qp->counter = counter;
 }
 
+/* --- driver attributes of restrack entries (rdma resource show -dd) --- */
+
+/* Opens the RDMA_NLDEV_ATTR_DRIVER nest the rdma_nl_put_driver_* helpers fill. */
+struct nlattr *rrxe_glue_nl_driver_begin(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void rrxe_glue_nl_driver_end(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_end(msg, nest);
+}
+
+void rrxe_glue_nl_driver_cancel(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_cancel(msg, nest);
+}
+
 /* --- locking: spin_lock_irqsave is a macro --- */
 
 unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock)

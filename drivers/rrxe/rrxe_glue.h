@@ -23,6 +23,7 @@ struct sk_buff;
 struct rdma_hw_stats;
 struct rdma_stat_desc;
 struct rdma_counter;
+struct nlattr;
 struct rrxe_mmap_entry;
 struct ib_ucontext;
 struct rdma_user_mmap_entry;
@@ -145,6 +146,9 @@ void rrxe_glue_counter_set_id(struct rdma_counter *counter, u32 id);
 void rrxe_glue_counter_add(struct rdma_counter *counter, int index, u64 delta);
 struct rdma_counter *rrxe_glue_qp_counter(const struct ib_qp *qp);
 void rrxe_glue_qp_set_counter(struct ib_qp *qp, struct rdma_counter *counter);
+struct nlattr *rrxe_glue_nl_driver_begin(struct sk_buff *msg);
+void rrxe_glue_nl_driver_end(struct sk_buff *msg, struct nlattr *nest);
+void rrxe_glue_nl_driver_cancel(struct sk_buff *msg, struct nlattr *nest);
 
 unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);

@@ -40,7 +40,7 @@ pub(crate) use net::{
     SkBuff, TxSkb,
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
-pub(crate) use stats::{set_hw_stats, RdmaCounter, StatDescs};
+pub(crate) use stats::{set_hw_stats, NlDriverAttrs, RdmaCounter, StatDescs};
 pub(crate) use task::this_cpu;
 
 use core::marker::PhantomData;

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 //! What the `rdma` tool reads of a device, as the RDMA core holds it: the statistics
 //! structures of `rdma statistic` (port counters and per-QP counter objects, `struct
-//! rdma_counter`).
+//! rdma_counter`) and the driver attributes of `rdma resource show -dd`.
 
 use super::{bindings, IbDev};
 use core::ffi::CStr;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
+use kernel::prelude::*;
 
 /// `rdma statistic` descriptors for `N` counters.
 pub(crate) struct StatDescs<const N: usize>([bindings::rdma_stat_desc; N]);
@@ -115,5 +116,75 @@ impl<'a> RdmaCounter<'a> {
         // SAFETY: live and ours for the op (invariant); the helper bounds-checks the index
         // against the values allocated before the first bind.
         unsafe { bindings::rrxe_glue_counter_add(self.as_ptr(), i, delta) }
+    }
+}
+
+/// EMSGSIZE: the message is full (the dump goes on in the next one).
+fn emsgsize() -> Error {
+    Error::from_errno(-(kernel::bindings::EMSGSIZE as i32))
+}
+
+/// The driver attributes of one `rdma resource` entry being dumped (the
+/// `RDMA_NLDEV_ATTR_DRIVER` nest of its netlink message), filled by name.
+pub(crate) struct NlDriverAttrs<'a> {
+    msg: NonNull<bindings::sk_buff>,
+    _msg: PhantomData<&'a mut bindings::sk_buff>,
+}
+
+impl NlDriverAttrs<'_> {
+    /// Opens the nest in `msg` and runs `fill` on it; closes it if `fill` succeeds, takes
+    /// it back out otherwise. `Err(emsgsize())` when the message is full (the core then
+    /// continues the dump in another message).
+    ///
+    /// # Safety
+    /// `msg` is the netlink message the core is building for a `fill_res_*_entry` op,
+    /// exclusively ours for the call.
+    pub(super) unsafe fn fill(
+        msg: *mut bindings::sk_buff,
+        fill: impl FnOnce(&mut NlDriverAttrs<'_>) -> Result,
+    ) -> Result {
+        let msg = NonNull::new(msg).ok_or(EINVAL)?;
+        // SAFETY: the caller's message.
+        let nest = unsafe { bindings::rrxe_glue_nl_driver_begin(msg.as_ptr()) };
+        if nest.is_null() {
+            return Err(emsgsize());
+        }
+        let mut attrs = NlDriverAttrs {
+            msg,
+            _msg: PhantomData,
+        };
+        let r = fill(&mut attrs);
+        // SAFETY: the nest just opened in the same message, closed or cancelled once.
+        unsafe {
+            match r {
+                Ok(()) => bindings::rrxe_glue_nl_driver_end(msg.as_ptr(), nest),
+                Err(_) => bindings::rrxe_glue_nl_driver_cancel(msg.as_ptr(), nest),
+            }
+        }
+        r
+    }
+
+    /// Adds `name value` (decimal).
+    pub(crate) fn u32(&mut self, name: &CStr, value: u32) -> Result {
+        // SAFETY: our message (see `fill`); name is NUL-terminated and copied.
+        let err = unsafe {
+            bindings::rdma_nl_put_driver_u32(self.msg.as_ptr(), name.as_ptr().cast(), value)
+        };
+        if err != 0 {
+            return Err(emsgsize());
+        }
+        Ok(())
+    }
+
+    /// Adds `name value` (decimal, 64 bits).
+    pub(crate) fn u64(&mut self, name: &CStr, value: u64) -> Result {
+        // SAFETY: as in `u32`.
+        let err = unsafe {
+            bindings::rdma_nl_put_driver_u64(self.msg.as_ptr(), name.as_ptr().cast(), value)
+        };
+        if err != 0 {
+            return Err(emsgsize());
+        }
+        Ok(())
     }
 }

@@ -18,7 +18,8 @@
 //! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 //!
 //! Files: `create` (the QP verbs' policy: create, destroy, modify and query decoding),
-//! `post` (kernel WR lists decoded and posted, the doorbell), `wr` (SGEs, send/receive WRs,
+//! `post` (kernel WR lists decoded and posted, the doorbell), `res` (what `rdma resource
+//! show qp -dd` shows), `wr` (SGEs, send/receive WRs,
 //! the WR rings), `modify` (applying modify_qp, query attributes), `user` (intake of the
 //! queues shared with a process), `run` (posting into the rings, the received-packet ring,
 //! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
@@ -33,6 +34,7 @@ mod env;
 mod modify;
 mod odp;
 mod post;
+mod res;
 mod run;
 mod sink;
 mod table;

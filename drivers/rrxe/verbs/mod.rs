@@ -9,7 +9,8 @@ use crate::glue::bindings as b;
 use crate::glue::obj::{Created, DriverObj, NewObj, Obj};
 use crate::glue::wr::WrList;
 use crate::glue::{
-    Advice, CqPtr, IbDev, MadResult, NetDev, RdmaCounter, StatDescs, Udata, Verbs, XrcdId, MAD_SIZE,
+    Advice, CqPtr, IbDev, MadResult, NetDev, NlDriverAttrs, RdmaCounter, StatDescs, Udata, Verbs,
+    XrcdId, MAD_SIZE,
 };
 use crate::mr::AccessFlags;
 use crate::{ah, cq, device, limits, mad, mr, qp, srq, xrc};
@@ -148,6 +149,10 @@ impl Verbs for Rrxe {
 
     fn counter_dealloc(counter: &RdmaCounter<'_>) {
         counter.dev().data().qp_counters.dealloc(counter)
+    }
+
+    fn fill_res_qp(obj: &Obj<'_, b::ib_qp>, attrs: &mut NlDriverAttrs<'_>) -> Result {
+        obj.data().qp.fill_res(attrs)
     }
 
     fn create_cq<'a>(

@@ -16,7 +16,7 @@
 use super::obj::PageSink;
 use super::obj::{destroy, free_boxed, map_mr_sg, Created, DriverObj, DrvObj, NewObj, Obj};
 use super::wr::WrList;
-use super::{bindings as b, CqPtr, IbDev, NetDev, RdmaCounter, Udata, XrcdId};
+use super::{bindings as b, CqPtr, IbDev, NetDev, NlDriverAttrs, RdmaCounter, Udata, XrcdId};
 use core::mem::size_of;
 use kernel::prelude::*;
 
@@ -101,6 +101,8 @@ where
     fn counter_update(counter: &RdmaCounter<'_>) -> Result;
     /// `counter_dealloc`: `counter` is freed (no QP is bound to it).
     fn counter_dealloc(counter: &RdmaCounter<'_>);
+    /// `fill_res_qp_entry`: the driver's own attributes of `qp`.
+    fn fill_res_qp(qp: &Obj<'_, b::ib_qp>, attrs: &mut NlDriverAttrs<'_>) -> Result;
 
     /// `create_cq`.
     fn create_cq<'a>(
@@ -348,6 +350,7 @@ where
     ops.query_qp = Some(query_qp::<V>);
     ops.post_send = Some(post_send::<V>);
     ops.post_recv = Some(post_recv::<V>);
+    ops.fill_res_qp_entry = Some(fill_res_qp_entry::<V>);
     ops.create_srq = Some(create_srq::<V>);
     ops.modify_srq = Some(modify_srq::<V>);
     ops.query_srq = Some(query_srq::<V>);
