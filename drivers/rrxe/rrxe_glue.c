@@ -176,7 +176,7 @@ void rrxe_glue_mark_name_assigned_by_user(struct ib_device *ibdev)
 	ib_mark_name_assigned_by_user(ibdev);
 }
 
-/* --- sysfs: /sys/class/infiniband/<dev>/hca_type --- */
+/* --- sysfs: /sys/class/infiniband/<dev>/hca_type and parent --- */
 
 /*
  * "rrxe", whatever the device is called: librrxe's match_device reads it, so the provider
@@ -190,8 +190,29 @@ static ssize_t hca_type_show(struct device *device, struct device_attribute *att
 }
 static DEVICE_ATTR_RO(hca_type);
 
+/*
+ * /sys/class/infiniband/<dev>/parent: the name of the device's netdev, as rdma_rxe's
+ * attribute of that name (rxe_verbs.c), which scripts read to pair a software RoCE device
+ * with its netdev (sysfs has no `device` link for it: the device is virtual, as rdma_rxe's).
+ * The netdev is held while its name is printed (rdma_rxe drops it first); while the device
+ * has no netdev the read fails with ENODEV, where rdma_rxe prints "(null)".
+ */
+static ssize_t parent_show(struct device *device, struct device_attribute *attr, char *buf)
+{
+	struct net_device *ndev = ib_device_get_netdev(rdma_device_to_ibdev(device), 1);
+	ssize_t len;
+
+	if (!ndev)
+		return -ENODEV;
+	len = sysfs_emit(buf, "%s\n", netdev_name(ndev));
+	dev_put(ndev);
+	return len;
+}
+static DEVICE_ATTR_RO(parent);
+
 static struct attribute *rrxe_dev_attrs[] = {
 	&dev_attr_hca_type.attr,
+	&dev_attr_parent.attr,
 	NULL,
 };
 
