@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # All of rrxe's tests: setup (idempotent), host unit/property/simulation tests, the module
 # and provider builds, then the VM tests in tests/vm/. Ends with "N passed, N failed".
-#   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--skip-setup] [VM-TEST-NAME...]
+#   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--cc clang|gcc]
+#                    [--skip-setup] [VM-TEST-NAME...]
 #   tests/run-all.sh --list | --help
 # With no kernel and no names (the README's test command, and CI's): every VM test on the
 # default kernel (6.12) with the host's root, then the cross set (tests/vm/sets/other-kernel)
@@ -12,12 +13,16 @@
 # --root SUITE (or $RRXE_ROOTFS): the guests boot that cached Debian root filesystem
 # (scripts/build-rootfs.sh builds it if needed); the VM tests named, or tests/vm/sets/root,
 # on --kernel K or 6.12, with tests/user and the provider built for that root. No host tests.
+# --cc gcc (or $RRXE_CC=gcc): every kernel of the run is the tree built with gcc
+# (scripts/build-kernel.sh --cc gcc, cached apart from the clang trees); the VM tests
+# named, or tests/vm/sets/gcc, on --kernel K or 6.12, with the module builds and DKMS
+# against that tree. No host tests. --cc clang is the default.
 # RRXE_VM_ONLY=1 skips the host tests and fuzzing (scripts/kasan-suite.sh: they do not
 # depend on the guest kernel and run in the normal suite).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-usage() { sed -n '3,15s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,21s/^# \{0,1\}//p' "$0"; }
 all_tests() { ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'; }
 skip_setup=0 kernel= names=()
 while [ $# -gt 0 ]; do
@@ -27,6 +32,7 @@ while [ $# -gt 0 ]; do
     --skip-setup) skip_setup=1; shift ;;
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; kernel=$2; shift 2 ;;
     --root) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_ROOTFS=$2; shift 2 ;;
+    --cc) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_CC=$2; shift 2 ;;
     -*) echo "run-all: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
@@ -34,6 +40,7 @@ done
 . scripts/env.sh
 [ -z "$kernel" ] || RRXE_KERNEL=$kernel rrxe_kernel_check run-all || exit 2
 rrxe_rootfs_check run-all || exit 2
+rrxe_cc_check run-all || exit 2
 for t in "${names[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: no VM test '$t' (tests/run-all.sh --list shows them)" >&2; exit 2; }
 done
@@ -42,6 +49,10 @@ for t in "${other_set[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/other-kernel names no VM test '$t'" >&2; exit 2; }
 done
 mapfile -t root_set < <(grep -v '^#' tests/vm/sets/root | xargs -n1)
+mapfile -t gcc_set < <(grep -v '^#' tests/vm/sets/gcc | xargs -n1)
+for t in "${gcc_set[@]}"; do
+  [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/gcc names no VM test '$t'" >&2; exit 2; }
+done
 # The plan: one "KERNEL/ROOT:TEST TEST ..." entry per run, in order (ROOT empty: the host's).
 plan=()
 # --root: a run about one root filesystem: no host checks (check-kdir, DKMS) either.
@@ -52,11 +63,15 @@ if [ -n "$RRXE_ROOTFS" ]; then
   RRXE_VM_ONLY=1
 elif [ -n "$kernel" ]; then
   plan=("$kernel/:${names[*]:-$(all_tests | xargs)}")
+elif [ "$RRXE_CC" != clang ]; then
+  plan=("6.12/:${names[*]:-${gcc_set[*]}}")
 elif [ ${#names[@]} -gt 0 ]; then
   plan=("6.12/:${names[*]}")
 else
   plan=("6.12/:$(all_tests | xargs)" "7.3/sid:${other_set[*]}")
 fi
+# The host tests do not depend on the compiler the guest kernel was built with.
+[ "$RRXE_CC" = clang ] || RRXE_VM_ONLY=1
 # A test whose header says "# root: host" needs the host's root (install-modprobe builds and
 # installs the module inside the guest with the host's toolchain): in an entry with another
 # root it runs in an entry of its own, with the host's root, just before.
@@ -288,7 +303,7 @@ for entry in "${plan[@]}"; do
   use_kernel "$k"
   export RRXE_ROOTFS=$r
   read -ra tests <<<"${entry#*:}"
-  note "kernel $RRXE_KERNEL: $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s), ${#tests[@]} VM tests${r:+, root filesystem $r}"
+  note "kernel $RRXE_KERNEL (built with $RRXE_CC): $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s), ${#tests[@]} VM tests${r:+, root filesystem $r}"
   p0=$passed f0=$failed
   if [ -n "$r" ]; then wait_root "$r"; build_root; fi
   build_modules
