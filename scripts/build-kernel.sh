@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Builds (once) a Rust-enabled guest kernel and caches it.
-#   scripts/build-kernel.sh [--kernel 6.12|7.3]
+#   scripts/build-kernel.sh [--kernel 6.12|7.3] [--cc clang|gcc]
 # The source is Debian's linux-source-<series> (scripts/kernel-source.sh), configured with
 # tinyconfig + qemu/kernel.config (+ qemu/kernel-<series>.config if present), built into
 # $RRXE_CACHE/kernel-<series>-<key>, where <key> hashes the series, the source version,
 # the fragments, the recipe and the toolchain versions (scripts/env.sh). A finished build
 # leaves a stamp file; a later call with the same key returns at once. The default series
 # is 6.12, or $RRXE_KERNEL.
+# --cc (or $RRXE_CC): the compiler, clang-19 with ld.lld-19 (the default) or the host's
+# gcc and binutils; a gcc tree is cached apart, in kernel-<series>-gcc-<key>.
 set -euo pipefail
-usage() { sed -n '3,10s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,12s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_KERNEL=$2; shift 2 ;;
+    --cc) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_CC=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build-kernel: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -20,6 +23,7 @@ done
 given_kbuild=${RRXE_KBUILD:-}
 . "$(dirname "$0")/env.sh"
 rrxe_kernel_check build-kernel || exit 2
+rrxe_cc_check build-kernel || exit 2
 # The source first: its package version is part of the cache key, and on a new machine
 # 7.3's is known only once kernel-source.sh has fetched it.
 tarball=$(bash "$RRXE_ROOT/scripts/kernel-source.sh")
@@ -30,7 +34,7 @@ fi
 
 stamp=$RRXE_KBUILD/.done
 if [ -f "$stamp" ]; then
-  echo "kernel $RRXE_KERNEL: cached at $RRXE_KBUILD"
+  echo "kernel $RRXE_KERNEL ($RRXE_CC): cached at $RRXE_KBUILD"
   exit 0
 fi
 mkdir -p "$RRXE_CACHE"
@@ -61,7 +65,7 @@ while IFS= read -r line; do
 done < <(cat "${frags[@]}" | awk '{ o = $0; sub(/^# /, "", o); sub(/[= ].*/, "", o); if (o ~ /^CONFIG_/) last[o] = $0; else print } END { for (o in last) print last[o] }')
 [ "$bad" = 0 ] || { echo "kernel: config fragment not honoured"; exit 1; }
 make "${KMAKE_FLAGS[@]}" rustavailable
-echo "kernel $RRXE_KERNEL: building bzImage and modules (7 to 11 min on 2 cores; log: $RRXE_KBUILD.tmp/linux/build.log)"
+echo "kernel $RRXE_KERNEL ($RRXE_CC): building bzImage and modules (7 to 11 min on 2 cores; log: $RRXE_KBUILD.tmp/linux/build.log)"
 make "${KMAKE_FLAGS[@]}" -j"$(( $(nproc) + 1 ))" bzImage modules > build.log 2>&1 &
 mk=$!
 # A progress line every 30 s: how long, how many objects so far, the last step.
@@ -78,4 +82,4 @@ mv "$RRXE_KBUILD.tmp" "$RRXE_KBUILD"
 end=$(date +%s)
 echo "$((end - start))" > "$RRXE_KBUILD/build-seconds"
 touch "$stamp"
-echo "kernel $RRXE_KERNEL: built in $((end - start)) s at $RRXE_KBUILD"
+echo "kernel $RRXE_KERNEL ($RRXE_CC): built in $((end - start)) s at $RRXE_KBUILD"

@@ -11,19 +11,35 @@ RRXE_CACHE=${RRXE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rrxe}
 RRXE_KERNELS="6.12 7.3"
 RRXE_KERNEL=${RRXE_KERNEL:-6.12}
 RRXE_KVER_PKG=linux-source-$RRXE_KERNEL
+# RRXE_CC picks the compiler a kernel tree is built with (default clang):
+#   clang  clang-19 and ld.lld-19 (LLVM=-19), the toolchain Rust for Linux is tested with
+#   gcc    the host's gcc and binutils (Debian 12: gcc 12); bindgen still parses the C
+#          headers with libclang 19, with the gcc-only flags filtered out (the kernel's
+#          rust/Makefile and rrxe's Kbuild)
+# A gcc tree has its own cache directory, kernel-<series>-gcc-<key>.
+RRXE_CCS="clang gcc"
+RRXE_CC=${RRXE_CC:-clang}
 # rrxe_kernel_check WHO: RRXE_KERNEL is a known series, or WHO says so and the caller exits 2.
 rrxe_kernel_check() {
   case " $RRXE_KERNELS " in *" $RRXE_KERNEL "*) return 0 ;; esac
   echo "$1: unknown kernel '$RRXE_KERNEL' (known: $RRXE_KERNELS)" >&2
   return 2
 }
+# rrxe_cc_check WHO: RRXE_CC is a known compiler, or WHO says so and the caller exits 2.
+rrxe_cc_check() {
+  case " $RRXE_CCS " in *" $RRXE_CC "*) return 0 ;; esac
+  echo "$1: unknown compiler '$RRXE_CC' (known: $RRXE_CCS)" >&2
+  return 2
+}
 RUST_LIB_SRC=${RUST_LIB_SRC:-$(ls -d /usr/src/rustc-1.96*/library 2>/dev/null | tail -n 1)}
 KRUSTC=${KRUSTC:-/usr/bin/rustc}
 BINDGEN=${BINDGEN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}
 LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
-export RUST_LIB_SRC LIBCLANG_PATH RRXE_KERNEL
-# Flags every kernel-tree make needs (kernel build and the out-of-tree module build).
-KMAKE_FLAGS=(LLVM=-19 "RUSTC=$KRUSTC" "BINDGEN=$BINDGEN" "RUST_LIB_SRC=$RUST_LIB_SRC")
+export RUST_LIB_SRC LIBCLANG_PATH RRXE_KERNEL RRXE_CC
+# Flags every kernel-tree make needs (kernel build and the out-of-tree module build). A gcc
+# tree takes the kernel's default CC (gcc) and binutils.
+KMAKE_FLAGS=("RUSTC=$KRUSTC" "BINDGEN=$BINDGEN" "RUST_LIB_SRC=$RUST_LIB_SRC")
+[ "$RRXE_CC" != clang ] || KMAKE_FLAGS=(LLVM=-19 "${KMAKE_FLAGS[@]}")
 
 # The version of the source package of $RRXE_KERNEL that the cache holds (or installed).
 rrxe_kernel_src_version() {
@@ -41,7 +57,8 @@ rrxe_kernel_fragments() {
 # How a tree is built from the source and the fragments (scripts/build-kernel.sh): change
 # this line whenever that recipe changes what it builds, so cached trees are rebuilt.
 RRXE_KBUILD_RECIPE="tinyconfig + fragments + olddefconfig; bzImage modules; modules_install"
-# The cache key: series, source package version, config fragments, build recipe, toolchain.
+# The cache key: series, source package version, config fragments, build recipe, toolchain
+# (for a gcc tree also the compiler's name, gcc's and binutils' versions).
 rrxe_kernel_key() {
   {
     echo "$RRXE_KERNEL"
@@ -52,9 +69,16 @@ rrxe_kernel_key() {
     "$KRUSTC" -V 2>/dev/null
     clang-19 --version 2>/dev/null | head -n 1
     "$BINDGEN" --version 2>/dev/null
+    if [ "$RRXE_CC" = gcc ]; then
+      echo "cc gcc"
+      gcc --version 2>/dev/null | head -n 1
+      ld --version 2>/dev/null | head -n 1
+    fi
   } | sha256sum | cut -c1-16
 }
-RRXE_KBUILD=${RRXE_KBUILD:-$RRXE_CACHE/kernel-$RRXE_KERNEL-$(rrxe_kernel_key)}
+# kernel-<series>-<key> for clang, kernel-<series>-<cc>-<key> for another compiler.
+rrxe_kernel_cc_tag=; [ "$RRXE_CC" = clang ] || rrxe_kernel_cc_tag=$RRXE_CC-
+RRXE_KBUILD=${RRXE_KBUILD:-$RRXE_CACHE/kernel-$RRXE_KERNEL-$rrxe_kernel_cc_tag$(rrxe_kernel_key)}
 # KDIR: the built kernel tree (a user may point it at their own CONFIG_RUST kernel).
 KDIR=${KDIR:-$RRXE_KBUILD/linux}
 RRXE_MODROOT=${RRXE_MODROOT:-$RRXE_KBUILD/modroot}

@@ -30,6 +30,9 @@ while [ $# -gt 0 ]; do
 done
 . scripts/env.sh
 rrxe_kernel_check kasan-suite || exit 2
+# Rust with KASAN needs clang: both kernels' init/Kconfig say RUST depends on
+# "!KASAN || CC_IS_CLANG", so a gcc KASAN tree would lose CONFIG_RUST.
+[ "$RRXE_CC" = clang ] || { echo "kasan-suite: a KASAN kernel with Rust needs clang (RRXE_CC=$RRXE_CC)" >&2; exit 2; }
 tree=${RRXE_KASAN_TREE:-/var/tmp/rrxe-kasan-tree}
 rm -rf "$tree"
 mkdir -p "$tree"

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Sets up a Debian 12 machine for rrxe from the package registries only, then builds (or
 # reuses from the cache) the guest kernel. Idempotent: fast when everything is in place.
-#   scripts/setup.sh [--kernel 6.12|7.3] [--no-kernel]
-# The kernel is 6.12 by default (or $RRXE_KERNEL); scripts/build-kernel.sh builds it.
-# --no-kernel: the packages and tools only.
+#   scripts/setup.sh [--kernel 6.12|7.3] [--cc clang|gcc] [--no-kernel]
+# The kernel is 6.12 by default (or $RRXE_KERNEL), built with clang (or $RRXE_CC);
+# scripts/build-kernel.sh builds it. --no-kernel: the packages and tools only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { sed -n '3,7s/^# \{0,1\}//p' "$0"; }
@@ -12,6 +12,7 @@ build_kernel=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_KERNEL=$2; shift 2 ;;
+    --cc) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_CC=$2; shift 2 ;;
     --no-kernel) build_kernel=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "setup: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -19,11 +20,12 @@ while [ $# -gt 0 ]; do
 done
 . scripts/env.sh
 rrxe_kernel_check setup || exit 2
+rrxe_cc_check setup || exit 2
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 
 PKGS=(
   linux-source-6.12 rustc-web rust-web-src
-  clang-19 lld-19 llvm-19 libclang-19-dev
+  clang-19 lld-19 llvm-19 libclang-19-dev gcc
   bc bison flex libelf-dev libssl-dev make cpio xz-utils kmod dpkg-dev
   qemu-system-x86
   rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # All of rrxe's tests: setup (idempotent), host unit/property/simulation tests, the module
 # and provider builds, then the VM tests in tests/vm/. Ends with "N passed, N failed".
-#   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--skip-setup] [VM-TEST-NAME...]
+#   tests/run-all.sh [--kernel 6.12|7.3] [--root bookworm|trixie|sid] [--cc clang|gcc]
+#                    [--skip-setup] [VM-TEST-NAME...]
 #   tests/run-all.sh --extended [--kernel 6.12|7.3] [--skip-setup]
 #   tests/run-all.sh --list | --help
 # With no kernel and no names (the README's test command, and CI's): every VM test but those
@@ -15,12 +16,16 @@
 # --root SUITE (or $RRXE_ROOTFS): the guests boot that cached Debian root filesystem
 # (scripts/build-rootfs.sh builds it if needed); the VM tests named, or tests/vm/sets/root,
 # on --kernel K or 6.12, with tests/user and the provider built for that root. No host tests.
+# --cc gcc (or $RRXE_CC=gcc): every kernel of the run is the tree built with gcc
+# (scripts/build-kernel.sh --cc gcc, cached apart from the clang trees); the VM tests
+# named, or tests/vm/sets/gcc, on --kernel K or 6.12, with the module builds and DKMS
+# against that tree. No host tests. --cc clang is the default.
 # RRXE_VM_ONLY=1 skips the host tests and fuzzing (scripts/kasan-suite.sh: they do not
 # depend on the guest kernel and run in the normal suite).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-usage() { sed -n '3,19s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,24s/^# \{0,1\}//p' "$0"; }
 all_tests() { ls tests/vm/*.sh | xargs -n1 basename | sed 's/\.sh$//'; }
 skip_setup=0 kernel= names=() extended=0
 while [ $# -gt 0 ]; do
@@ -31,6 +36,7 @@ while [ $# -gt 0 ]; do
     --extended) extended=1; shift ;;
     --kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; kernel=$2; shift 2 ;;
     --root) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_ROOTFS=$2; shift 2 ;;
+    --cc) [ $# -ge 2 ] || { usage >&2; exit 2; }; export RRXE_CC=$2; shift 2 ;;
     -*) echo "run-all: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
@@ -38,6 +44,7 @@ done
 . scripts/env.sh
 [ -z "$kernel" ] || RRXE_KERNEL=$kernel rrxe_kernel_check run-all || exit 2
 rrxe_rootfs_check run-all || exit 2
+rrxe_cc_check run-all || exit 2
 for t in "${names[@]}"; do
   [ -f "tests/vm/$t.sh" ] || { echo "run-all: no VM test '$t' (tests/run-all.sh --list shows them)" >&2; exit 2; }
 done
@@ -55,6 +62,10 @@ if [ "$extended" = 1 ] && { [ ${#names[@]} -gt 0 ] || [ -n "${RRXE_ROOTFS:-}" ];
 fi
 # The default run's VM tests: all but the extended set.
 default_tests() { all_tests | grep -vxF -f <(printf '%s\n' "${extended_set[@]}"); }
+mapfile -t gcc_set < <(grep -v '^#' tests/vm/sets/gcc | xargs -n1)
+for t in "${gcc_set[@]}"; do
+  [ -f "tests/vm/$t.sh" ] || { echo "run-all: tests/vm/sets/gcc names no VM test '$t'" >&2; exit 2; }
+done
 # The plan: one "KERNEL/ROOT:TEST TEST ..." entry per run, in order (ROOT empty: the host's).
 plan=()
 # --root: a run about one root filesystem: no host checks (check-kdir, DKMS) either.
@@ -67,11 +78,15 @@ elif [ "$extended" = 1 ]; then
   plan=("${kernel:-6.12}/:${extended_set[*]}")
 elif [ -n "$kernel" ]; then
   plan=("$kernel/:${names[*]:-$(all_tests | xargs)}")
+elif [ "$RRXE_CC" != clang ]; then
+  plan=("6.12/:${names[*]:-${gcc_set[*]}}")
 elif [ ${#names[@]} -gt 0 ]; then
   plan=("6.12/:${names[*]}")
 else
   plan=("6.12/:$(default_tests | xargs)" "7.3/sid:${other_set[*]}")
 fi
+# The host tests do not depend on the compiler the guest kernel was built with.
+[ "$RRXE_CC" = clang ] || RRXE_VM_ONLY=1
 # A test whose header says "# root: host" needs the host's root (install-modprobe builds and
 # installs the module inside the guest with the host's toolchain): in an entry with another
 # root it runs in an entry of its own, with the host's root, just before.
@@ -307,7 +322,7 @@ for entry in "${plan[@]}"; do
   use_kernel "$k"
   export RRXE_ROOTFS=$r
   read -ra tests <<<"${entry#*:}"
-  note "kernel $RRXE_KERNEL: $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s), ${#tests[@]} VM tests${r:+, root filesystem $r}"
+  note "kernel $RRXE_KERNEL (built with $RRXE_CC): $KDIR (cold build took $(cat "$RRXE_KBUILD/build-seconds" 2>/dev/null || echo '?') s), ${#tests[@]} VM tests${r:+, root filesystem $r}"
   p0=$passed f0=$failed
   if [ -n "$r" ]; then wait_root "$r"; build_root; fi
   build_modules
