@@ -367,11 +367,11 @@ static void srq_deep(void)
 	}
 	ok(good && got == DEEP - 20, "%d receives posted at once: %d SENDs land in order (%d)",
 	   DEEP, DEEP - 20, got);
-	early = readable(ctx->async_fd, 0);
+	early = loop_readable(ctx->async_fd, 0);
 	ok(!early, "no limit event while 20 of them are left (limit 20)");
 	ok(b_send(&p, 64, 0) == IBV_WC_SUCCESS && wait_wc(p.cqa, &wc) == IBV_WC_SUCCESS &&
 	   wc.wr_id == (uint64_t)(1000 + DEEP - 20), "one more SEND lands");
-	ret = readable(ctx->async_fd, 5000) && ibv_get_async_event(ctx, &ev) == 0;
+	ret = loop_readable(ctx->async_fd, 5000) && ibv_get_async_event(ctx, &ev) == 0;
 	ok(ret && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
 	   "then IBV_EVENT_SRQ_LIMIT_REACHED (19 < 20 left; event %d)",
 	   ret ? (int)ev.event_type : -1);
