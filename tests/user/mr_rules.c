@@ -250,7 +250,7 @@ static void key_tags(void)
  * (a stale key of the PD would otherwise reach the next registration 1 time in 256). And
  * the QPNs of 16 QPs created one after the other are not consecutive numbers.
  */
-#define KEY_ROUNDS 300
+#define KEY_ROUNDS 100
 static void guessable_numbers(void)
 {
 	struct ibv_mr *m = ibv_reg_mr(pd, tgt, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);

@@ -6,7 +6,7 @@
 # QPs on one host): ibv_rereg_mr changing access, translation and PD (with the keys it
 # returns), windows granting remote write on a LOCAL_WRITE|MW_BIND region, rereg refused
 # while a window is bound, random key tags, no key or key slot reused right after it was
-# freed (300 dereg+reg, dealloc+alloc MW), QPNs of 16 creates not consecutive, a failed
+# freed (100 dereg+reg, dealloc+alloc MW), QPNs of 16 creates not consecutive, a failed
 # modify_qp keeping nothing, the path MTU clamped to the port, max_pd/max_srq/max_mw enforced. Then QP numbers start at a random
 # point: the first QPN of three fresh loads of the module are not all the same.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
