@@ -47,8 +47,9 @@ impl Sink<'_> {
     /// packet (counted), which the protocol recovers like a loss on the wire.
     fn send(&mut self, tx: &proto::TxPacket) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
+        let counters = &qp.dev.get().data().counters;
         if self.ndev.is_none() {
-            qp.count(Counter::TxDrops, 1);
+            counters.inc(Counter::TxDrops);
             return Ok(());
         }
         // A UD packet goes where its WQE says: only a connected QP's route is kept.
@@ -113,12 +114,9 @@ impl Sink<'_> {
         let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, kept, fill);
         gather?;
         match sent {
-            Ok(bytes) => {
-                qp.count(Counter::SentPkts, 1);
-                qp.count(Counter::SentBytes, u64::from(bytes));
-            }
+            Ok(()) => counters.inc(Counter::SentPkts),
             Err(e) => {
-                qp.count(Counter::TxDrops, 1);
+                counters.inc(Counter::TxDrops);
                 crate::glue::dbg(
                     qp.dev.get(),
                     c"transmit failed",
