@@ -13,10 +13,6 @@
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 
 rel=$(uname -r)
-writable() { # DIR: a tmpfs-backed overlay over DIR (changes vanish with the VM)
-  local w=/run/ovl/$(echo "$1" | tr / _)
-  mkdir -p "$w/u" "$w/w" && mount -t overlay overlay -o "lowerdir=$1,upperdir=$w/u,workdir=$w/w" "$1"
-}
 # /lib/modules may not exist on the host: the overlay goes over /lib's real directory.
 lib=$(realpath /lib)
 modules_dir() {

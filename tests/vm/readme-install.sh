@@ -14,10 +14,6 @@
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 
 rel=$(uname -r)
-writable() { # DIR: a tmpfs-backed overlay over DIR (changes vanish with the VM)
-  local w=/run/ovl/$(echo "$1" | tr / _)
-  mkdir -p "$w/u" "$w/w" && mount -t overlay overlay -o "lowerdir=$1,upperdir=$w/u,workdir=$w/w" "$1"
-}
 lib=$(realpath /lib)
 modules_dir() { # /lib/modules/<release> with the kernel's modules and its build tree
   writable "$lib" && mkdir -p /lib/modules && cp -a "$RRXE_MODROOT/lib/modules/$rel" /lib/modules/ &&

@@ -78,3 +78,11 @@ except socket.timeout:
 PY
 }
 peer_signal() { retry 120 0.5 bash -c "exec 3<>/dev/tcp/$RRXE_PEER_IP/$1" 2>/dev/null; }
+
+# writable DIR: a tmpfs-backed overlay over DIR of the read-only 9p root (changes vanish with
+# the VM): for tests that install into the guest as a user would (install-modprobe,
+# readme-install).
+writable() {
+  local w=/run/ovl/$(echo "$1" | tr / _)
+  mkdir -p "$w/u" "$w/w" && mount -t overlay overlay -o "lowerdir=$1,upperdir=$w/u,workdir=$w/w" "$1"
+}
