@@ -32,14 +32,18 @@ pair "ib_read_bw -R 64 KiB x50" 120 -- \
 pair "ibv_xsrq_pingpong 4 KiB x50 (XRC)" 120 -- \
   ibv_xsrq_pingpong -d @DEV -g @GID -p $((p + 5)) -n 50 -s 4096 -- \
   ibv_xsrq_pingpong -d @DEV -g @GID -p $((p + 5)) -n 50 -s 4096 @PEER
-xrc() { timeout 200 "$RRXE_USER_BIN/xrc" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
-check "xrc (local, XRC domains, SRQs, QPs and their refusals)" xrc
-ring_garbage() { timeout 200 "$RRXE_USER_BIN/ring_garbage" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
-check "ring_garbage (local, error paths)" ring_garbage
-dmabuf() { timeout 200 "$RRXE_USER_BIN/dmabuf" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
-check "dmabuf (local, dma-buf MRs and their refusals)" dmabuf
-odp() { timeout 200 "$RRXE_USER_BIN/odp" -d "$DEV" -g "$GID" >/dev/null 2>&1; }
-check "odp (local, on-demand-paging MRs: faults, invalidations, implicit ODP)" odp
+# local_prog PROG: one of tests/user's local programs on this VM's device; on failure its
+# output's tail (check shows it) and its exit status (124: the 200 s timeout).
+local_prog() {
+  local prog=$1 rc
+  timeout 200 "$RRXE_USER_BIN/$prog" -d "$DEV" -g "$GID"; rc=$?
+  [ "$rc" = 0 ] || echo "$prog: exit $rc (124: the 200 s timeout)"
+  return "$rc"
+}
+check "xrc (local, XRC domains, SRQs, QPs and their refusals)" local_prog xrc
+check "ring_garbage (local, error paths)" local_prog ring_garbage
+check "dmabuf (local, dma-buf MRs and their refusals)" local_prog dmabuf
+check "odp (local, on-demand-paging MRs: faults, invalidations, implicit ODP)" local_prog odp
 check "rdma link delete $DEV" rdma link delete "$DEV"
 kml_check "after the traffic and link delete (rrxe loaded)"
 check "rmmod rrxe" rmmod rrxe
