@@ -79,6 +79,13 @@ static int qp_state(struct ibv_qp *qp)
 	return ibv_query_qp(qp, &a, IBV_QP_STATE, &i) ? -1 : (int)a.qp_state;
 }
 
+/*
+ * How long a check waits for the kernel to act on what the process did: a QP's work and a
+ * loopback packet's receive run asynchronously, and under TCG, with kmemleak on and the host
+ * loaded, a fixed sleep of a few hundred milliseconds is not sure to be enough.
+ */
+#define WAIT_MS 10000
+
 /* Polls until `n` completions or `ms` milliseconds; returns how many, <0 on a poll error. */
 static int drain_for(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 {
@@ -175,7 +182,8 @@ int main(int argc, char **argv)
 	make(&p);
 	hdr(&p.sqm)->producer = hdr(&p.sqm)->consumer + 0x7fffffffu;
 	ok(doorbell(p.qp) == 0, "doorbell with an impossible producer index accepted");
-	usleep(200000);
+	for (int ms = 0; ms < WAIT_MS && qp_state(p.qp) != IBV_QPS_ERR; ms++)
+		usleep(1000);
 	ok(qp_state(p.qp) == IBV_QPS_ERR, "the QP is in the error state (%d)", qp_state(p.qp));
 	destroy(&p);
 
@@ -210,7 +218,9 @@ int main(int argc, char **argv)
 		sw.wr.rdma.rkey = mr->rkey;
 		ibv_post_send(p.qp, &sw, &bsw);
 	}
-	usleep(300000);
+	/* The WRITE's completion comes after its loopback ACK: wait for the CQ's error word. */
+	for (int ms = 0; ms < WAIT_MS && !hdr(&p.cqm)->error; ms++)
+		usleep(1000);
 	ok(ibv_poll_cq(p.cq, 4, wc) < 0, "polling a CQ whose consumer index was corrupted fails");
 	ok(hdr(&p.cqm)->error != 0, "the CQ's error word is set");
 	destroy(&p);
