@@ -184,7 +184,7 @@ static const struct mmu_interval_notifier_ops rrxe_odp_ops = {
  * A new rrxe_odp with rrxe's page table for npages pages (none for an implicit root). Both
  * are charged to the caller's memory cgroup (GFP_KERNEL_ACCOUNT), and allocated before the
  * core's uncharged page lists: a group without room for its table is refused with
- * -ENOMEM before the core allocates anything. NULL on failure.
+ * -ENOMEM (not by its OOM killer) before the core allocates anything. NULL on failure.
  */
 static struct rrxe_odp *rrxe_odp_alloc(u64 npages)
 {
@@ -194,8 +194,12 @@ static struct rrxe_odp *rrxe_odp_alloc(u64 npages)
 		return NULL;
 	if (npages) {
 		o->npages = npages;
-		/* NOWARN: a table past INT_MAX bytes fails (kvmalloc) rather than warns. */
-		o->pages = kvcalloc(npages, sizeof(u64), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+		/*
+		 * RETRY_MAYFAIL: a group at its memory.max gets -ENOMEM, not its OOM killer;
+		 * NOWARN: a table past INT_MAX bytes fails (kvmalloc) rather than warns.
+		 */
+		o->pages = kvcalloc(npages, sizeof(u64),
+				    GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 		if (!o->pages) {
 			kfree(o);
 			return NULL;
