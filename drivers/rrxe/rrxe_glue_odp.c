@@ -95,7 +95,7 @@ static u64 rrxe_odp_fault_mask(bool write)
  * fault writes the core's list while one copies from it), and add entries under `lock`.
  *
  * A child of an implicit root that an invalidation of its whole range empties is put on
- * its root's `emptied` list (under the root's `reap_lock`, taken inside the child's
+ * its root's `emptied_list` (under the root's `reap_lock`, taken inside the child's
  * umem_mutex, never with another lock inside it), from which rrxe_glue_odp_reap hands it
  * to the owner of the children to release.
  */
@@ -125,7 +125,7 @@ struct rrxe_odp {
 	 * under `lock`.
 	 */
 	bool emptied;
-	/* An implicit root: guards `emptied`; process context only, a leaf lock. */
+	/* An implicit root: guards `emptied_list`; process context only, a leaf lock. */
 	spinlock_t reap_lock;
 	/* An implicit root: its children that an invalidation emptied (reap_entry). */
 	struct list_head emptied_list;
