@@ -94,6 +94,16 @@ counters! {
     /// READ responses and atomic acknowledgements dropped because their on-demand-paging
     /// destination was not present (asked for again by the retransmission logic).
     OdpUnplaced = c"odp_unplaced_responses",
+    /// On-demand-paging memory refused because the user context's ODP MRs would cover
+    /// more than `odp_max_bytes` (an explicit registration, ENOMEM, or an implicit MR's
+    /// child, whose fault then fails).
+    OdpBoundRefused = c"odp_bound_refused",
+    /// Children of implicit ODP MRs made (one per 2 MiB chunk, kept once a fault in it
+    /// succeeded).
+    OdpChildrenMade = c"odp_children_made",
+    /// Children of implicit ODP MRs released because an invalidation of their whole range
+    /// (munmap, say) emptied them.
+    OdpChildrenReaped = c"odp_children_reaped",
 }
 
 /// The number of counters.

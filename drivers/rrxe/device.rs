@@ -5,12 +5,14 @@
 use crate::ah::AhTable;
 use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
+use crate::glue::odp::OdpBudget;
 use crate::glue::{GidGeneration, IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
 use crate::mr::MrTable;
 use crate::qp::QpTable;
 use crate::xrc::XrcSrqTable;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Per-device driver state (grows with the datapath).
 ///
@@ -330,8 +332,18 @@ pub(crate) fn query_pkey(_dev: &IbDev, port: u32, index: u16) -> Result<u16> {
     Ok(DEFAULT_PKEY)
 }
 
+/// What a user context carries.
+pub(crate) struct UctxData {
+    /// What its on-demand-paging MRs cover, against `odp_max_bytes` (shared with each ODP
+    /// MR, which gives its part back when it goes, maybe after the context).
+    pub(crate) odp: Arc<OdpBudget>,
+}
+
 /// A user context: tells the provider which ABI this kernel speaks.
-pub(crate) fn alloc_ucontext(_dev: &IbDev, udata: &mut Udata<'_>) -> Result {
+pub(crate) fn alloc_ucontext(_dev: &IbDev, udata: &mut Udata<'_>) -> Result<UctxData> {
+    let data = UctxData {
+        odp: OdpBudget::new()?,
+    };
     if udata.is_user() {
         let resp = b::rrxe_alloc_ucontext_resp {
             abi_version: b::RRXE_UVERBS_ABI_VERSION,
@@ -339,5 +351,5 @@ pub(crate) fn alloc_ucontext(_dev: &IbDev, udata: &mut Udata<'_>) -> Result {
         };
         udata.respond(&resp)?;
     }
-    Ok(())
+    Ok(data)
 }

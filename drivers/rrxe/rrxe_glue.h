@@ -170,6 +170,9 @@ struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, in
 struct rrxe_odp *rrxe_glue_odp_implicit(struct ib_device *dev, int access, int *err);
 struct rrxe_odp *rrxe_glue_odp_child(struct rrxe_odp *root, u64 addr, u64 len, int *err);
 void rrxe_glue_odp_release(struct rrxe_odp *o);
+u64 rrxe_glue_odp_reap(struct rrxe_odp *root);
+bool rrxe_glue_odp_emptied(struct rrxe_odp *o);
+u64 rrxe_glue_odp_max_bytes(void);
 u64 rrxe_glue_odp_address(struct rrxe_odp *o);
 int rrxe_glue_odp_present(struct rrxe_odp *o, u64 addr, u64 len, bool write);
 int rrxe_glue_odp_copy(struct rrxe_odp *o, u64 addr, void *buf, u64 len, bool to_mem);

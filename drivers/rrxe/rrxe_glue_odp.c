@@ -5,7 +5,29 @@
  */
 #include "rrxe_glue_int.h"
 #include <rdma/ib_umem_odp.h>
+#include <linux/moduleparam.h>
 #include <linux/sched/mm.h>
+
+/*
+ * The most bytes of address space the on-demand-paging memory of one user context may
+ * cover: its explicit ODP MRs (rounded out to pages) and its implicit MRs' children (2 MiB
+ * each). The core allocates 8 (6.16 and later) or 16 (before) bytes of page lists per
+ * covered page with GFP_KERNEL, charged to no memory cgroup (ib_init_umem_odp), and
+ * nothing is pinned, so RLIMIT_MEMLOCK does not apply: this bound is what limits that
+ * memory. At the default, 16 GiB, the core's lists of one context are at most 64 MiB.
+ * rrxe's own page table (8 bytes a page) is charged to the caller's memory cgroup and
+ * allocated before the core's lists, so a group without room for it is refused before the
+ * core allocates anything.
+ */
+static unsigned long odp_max_bytes = 16UL << 30;
+module_param(odp_max_bytes, ulong, 0644);
+MODULE_PARM_DESC(odp_max_bytes,
+		 "Most bytes of address space the on-demand-paging MRs of one user context may cover (explicit MRs and implicit MRs' 2 MiB children; refusals counted in odp_bound_refused; default 16 GiB)");
+
+u64 rrxe_glue_odp_max_bytes(void)
+{
+	return READ_ONCE(odp_max_bytes);
+}
 
 /*
  * rrxe's own page table of an ODP umem: one word per page, the page's kernel address with
@@ -71,6 +93,11 @@ static u64 rrxe_odp_fault_mask(bool write)
  * goes. Faults (ib_umem_odp_map_dma_and_lock, which may sleep) run in process context with
  * no spinlock held, one at a time per umem (`fault_mutex`, so that no walk of another
  * fault writes the core's list while one copies from it), and add entries under `lock`.
+ *
+ * A child of an implicit root that an invalidation of its whole range empties is put on
+ * its root's `emptied_list` (under the root's `reap_lock`, taken inside the child's
+ * umem_mutex, never with another lock inside it), from which rrxe_glue_odp_reap hands it
+ * to the owner of the children to release.
  */
 struct rrxe_odp {
 	struct ib_umem_odp *umem;
@@ -86,6 +113,22 @@ struct rrxe_odp {
 	 * from it until the root is released (the core's root does not hold it).
 	 */
 	struct mm_struct *mm;
+	/* A child: its root (which outlives it); NULL otherwise. */
+	struct rrxe_odp *root;
+	/*
+	 * A child: on its root's `emptied` list, or empty (list_del_init); guarded by the
+	 * root's reap_lock.
+	 */
+	struct list_head reap_entry;
+	/*
+	 * A child: set by an invalidation of its whole range, cleared by a successful map;
+	 * under `lock`.
+	 */
+	bool emptied;
+	/* An implicit root: guards `emptied_list`; process context only, a leaf lock. */
+	spinlock_t reap_lock;
+	/* An implicit root: its children that an invalidation emptied (reap_entry). */
+	struct list_head emptied_list;
 };
 
 static bool rrxe_odp_invalidate(struct mmu_interval_notifier *mni,
@@ -94,6 +137,7 @@ static bool rrxe_odp_invalidate(struct mmu_interval_notifier *mni,
 	struct ib_umem_odp *umem_odp = container_of(mni, struct ib_umem_odp, notifier);
 	struct rrxe_odp *o;
 	u64 start, end;
+	bool full;
 
 	/* As mlx5 and rdma_rxe: unmapping waits for the access path (it spins on `lock`). */
 	if (!mmu_notifier_range_blockable(range))
@@ -115,8 +159,19 @@ static bool rrxe_odp_invalidate(struct mmu_interval_notifier *mni,
 			memset(&o->pages[first], 0, (min(last, o->npages) - first) * sizeof(u64));
 		ib_umem_odp_unmap_dma_pages(umem_odp, start, end);
 	}
+	/* A child all of whose range goes: nothing is mapped any more, it may be released. */
+	full = o && o->root && range->start <= ib_umem_start(umem_odp) &&
+	       range->end >= ib_umem_end(umem_odp) && !o->emptied;
+	if (full)
+		o->emptied = true;
 	if (o)
 		spin_unlock_bh(&o->lock);
+	if (full) {
+		spin_lock(&o->root->reap_lock);
+		if (list_empty(&o->reap_entry))
+			list_add_tail(&o->reap_entry, &o->root->emptied_list);
+		spin_unlock(&o->root->reap_lock);
+	}
 	mutex_unlock(&umem_odp->umem_mutex);
 	return true;
 }
@@ -126,34 +181,78 @@ static const struct mmu_interval_notifier_ops rrxe_odp_ops = {
 };
 
 /*
- * The rrxe_odp of u, a umem with rrxe's notifier just made by the core (or u's error): NULL
- * with *err set on failure, u then released. Until u->private is set (under umem_mutex) the
- * invalidation callback knows no access can have mapped anything.
+ * A new rrxe_odp with rrxe's page table for npages pages (none for an implicit root). Both
+ * are charged to the caller's memory cgroup (GFP_KERNEL_ACCOUNT), and allocated before the
+ * core's uncharged page lists: a group without room for its table is refused with
+ * -ENOMEM (not by its OOM killer) before the core allocates anything. NULL on failure.
  */
-static struct rrxe_odp *rrxe_odp_wrap(struct ib_umem_odp *u, int *err)
+static struct rrxe_odp *rrxe_odp_alloc(u64 npages)
 {
-	struct rrxe_odp *o;
+	struct rrxe_odp *o = kzalloc(sizeof(*o), GFP_KERNEL_ACCOUNT);
 
-	if (IS_ERR(u)) {
-		*err = PTR_ERR(u);
+	if (!o)
 		return NULL;
-	}
-	o = kzalloc(sizeof(*o), GFP_KERNEL_ACCOUNT);
-	if (o && !u->is_implicit_odp) {
-		o->npages = ib_umem_odp_num_pages(u);
-		o->pages = kvcalloc(o->npages, sizeof(u64), GFP_KERNEL_ACCOUNT);
+	if (npages) {
+		o->npages = npages;
+		/*
+		 * RETRY_MAYFAIL: a group at its memory.max gets -ENOMEM, not its OOM killer;
+		 * NOWARN: a table past INT_MAX bytes fails (kvmalloc) rather than warns.
+		 */
+		o->pages = kvcalloc(npages, sizeof(u64),
+				    GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 		if (!o->pages) {
 			kfree(o);
-			o = NULL;
+			return NULL;
 		}
-	}
-	if (!o) {
-		ib_umem_odp_release(u);
-		*err = -ENOMEM;
-		return NULL;
 	}
 	spin_lock_init(&o->lock);
 	mutex_init(&o->fault_mutex);
+	INIT_LIST_HEAD(&o->reap_entry);
+	spin_lock_init(&o->reap_lock);
+	INIT_LIST_HEAD(&o->emptied_list);
+	return o;
+}
+
+static void rrxe_odp_free(struct rrxe_odp *o)
+{
+	kvfree(o->pages);
+	mutex_destroy(&o->fault_mutex);
+	kfree(o);
+}
+
+/*
+ * The PAGE_SIZE pages of [start, start + len), as the core counts them for a umem of
+ * PAGE_SIZE pages (ib_umem_odp_num_pages); 0 for an empty or overflowing range (the core
+ * refuses those).
+ */
+static u64 rrxe_odp_npages(u64 start, u64 len)
+{
+	u64 end;
+
+	if (!len || check_add_overflow(start, len, &end) || end > U64_MAX - PAGE_SIZE)
+		return 0;
+	return (ALIGN(end, PAGE_SIZE) - ALIGN_DOWN(start, PAGE_SIZE)) >> PAGE_SHIFT;
+}
+
+/*
+ * o, from rrxe_odp_alloc, over u, a umem with rrxe's notifier just made by the core (or u's
+ * error): NULL with *err set on failure, o freed and u released. Until u->private is set
+ * (under umem_mutex) the invalidation callback knows no access can have mapped anything.
+ */
+static struct rrxe_odp *rrxe_odp_wrap(struct rrxe_odp *o, struct ib_umem_odp *u, int *err)
+{
+	if (IS_ERR(u)) {
+		*err = PTR_ERR(u);
+		rrxe_odp_free(o);
+		return NULL;
+	}
+	/* The same rounding of the same range: a mismatch would be a bug, refused. */
+	if (!u->is_implicit_odp && ib_umem_odp_num_pages(u) != o->npages) {
+		ib_umem_odp_release(u);
+		rrxe_odp_free(o);
+		*err = -EINVAL;
+		return NULL;
+	}
 	o->umem = u;
 	mutex_lock(&u->umem_mutex);
 	u->private = o;
@@ -165,9 +264,21 @@ static struct rrxe_odp *rrxe_odp_wrap(struct ib_umem_odp *u, int *err)
 struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, int access,
 				   int *err)
 {
+	u64 npages = rrxe_odp_npages(start, len);
+	struct rrxe_odp *o;
+
+	if (!npages) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	o = rrxe_odp_alloc(npages);
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
 	/* rrxe does not take IB_ACCESS_HUGETLB: pages are PAGE_SIZE (page_shift). */
-	return rrxe_odp_wrap(ib_umem_odp_get(dev, start, len, access & ~IB_ACCESS_HUGETLB,
-					     &rrxe_odp_ops),
+	return rrxe_odp_wrap(o, ib_umem_odp_get(dev, start, len, access & ~IB_ACCESS_HUGETLB,
+						&rrxe_odp_ops),
 			     err);
 }
 
@@ -177,10 +288,14 @@ struct rrxe_odp *rrxe_glue_odp_get(struct ib_device *dev, u64 start, u64 len, in
  */
 struct rrxe_odp *rrxe_glue_odp_implicit(struct ib_device *dev, int access, int *err)
 {
-	/* The root maps nothing (no notifier of its own): its private is only a pointer. */
-	struct rrxe_odp *o =
-		rrxe_odp_wrap(ib_umem_odp_alloc_implicit(dev, access & ~IB_ACCESS_HUGETLB), err);
+	struct rrxe_odp *o = rrxe_odp_alloc(0);
 
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	/* The root maps nothing (no notifier of its own): its private is only a pointer. */
+	o = rrxe_odp_wrap(o, ib_umem_odp_alloc_implicit(dev, access & ~IB_ACCESS_HUGETLB), err);
 	if (o) {
 		o->mm = current->mm;
 		mmgrab(o->mm);
@@ -203,16 +318,62 @@ static int rrxe_odp_mapped(struct mm_struct *mm, u64 addr, u64 len)
 }
 
 /*
- * Process context: the child of implicit root at [addr, addr + len), on demand. Only over
- * memory the process has mapped (-EFAULT otherwise): the addresses may come from the wire,
- * and a child costs memory until the region goes.
+ * Process context: a child of implicit root at [addr, addr + len), on demand. Only over
+ * memory the process has mapped (-EFAULT otherwise): the addresses may come from the wire.
+ * The caller keeps it only once a fault in it succeeded.
  */
 struct rrxe_odp *rrxe_glue_odp_child(struct rrxe_odp *root, u64 addr, u64 len, int *err)
 {
+	u64 npages = rrxe_odp_npages(addr, len);
+	struct rrxe_odp *o;
+
 	*err = rrxe_odp_mapped(root->mm, addr, len);
 	if (*err)
 		return NULL;
-	return rrxe_odp_wrap(ib_umem_odp_alloc_child(root->umem, addr, len, &rrxe_odp_ops), err);
+	if (!npages) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	o = rrxe_odp_alloc(npages);
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	o->root = root;
+	return rrxe_odp_wrap(o, ib_umem_odp_alloc_child(root->umem, addr, len, &rrxe_odp_ops),
+			     err);
+}
+
+/*
+ * Process context: the start address of a child of implicit root that an invalidation of
+ * its whole range emptied since the last call, taken off the root's list; U64_MAX if none.
+ * Whether it is still empty is rrxe_glue_odp_emptied's answer.
+ */
+u64 rrxe_glue_odp_reap(struct rrxe_odp *root)
+{
+	struct rrxe_odp *c;
+	u64 addr = U64_MAX;
+
+	spin_lock(&root->reap_lock);
+	c = list_first_entry_or_null(&root->emptied_list, struct rrxe_odp, reap_entry);
+	if (c) {
+		list_del_init(&c->reap_entry);
+		/* umem is set before the notifier can find the child (u->private). */
+		addr = ib_umem_start(c->umem);
+	}
+	spin_unlock(&root->reap_lock);
+	return addr;
+}
+
+/* Whether the child o was emptied by an invalidation and not mapped again since. */
+bool rrxe_glue_odp_emptied(struct rrxe_odp *o)
+{
+	bool e;
+
+	spin_lock_bh(&o->lock);
+	e = o->emptied;
+	spin_unlock_bh(&o->lock);
+	return e;
 }
 
 /*
@@ -221,12 +382,17 @@ struct rrxe_odp *rrxe_glue_odp_child(struct rrxe_odp *root, u64 addr, u64 len, i
  */
 void rrxe_glue_odp_release(struct rrxe_odp *o)
 {
+	/* Removes the notifier: no invalidation of o runs after this. */
 	ib_umem_odp_release(o->umem);
+	if (o->root) {
+		spin_lock(&o->root->reap_lock);
+		list_del_init(&o->reap_entry);
+		spin_unlock(&o->root->reap_lock);
+	}
+	WARN_ON_ONCE(!list_empty(&o->emptied_list));
 	if (o->mm)
 		mmdrop(o->mm);
-	kvfree(o->pages);
-	mutex_destroy(&o->fault_mutex);
-	kfree(o);
+	rrxe_odp_free(o);
 }
 
 u64 rrxe_glue_odp_address(struct rrxe_odp *o)
@@ -350,6 +516,7 @@ int rrxe_glue_odp_map(struct rrxe_odp *o, u64 addr, u64 len, bool write, bool fa
 	spin_lock_bh(&o->lock);
 	for (i = first; i < last; i++)
 		o->pages[i] = rrxe_odp_core_entry(u, i);
+	o->emptied = false;
 	spin_unlock_bh(&o->lock);
 	mutex_unlock(&u->umem_mutex);
 	mutex_unlock(&o->fault_mutex);

@@ -10,18 +10,24 @@
 //! context with no lock held, maps pages (faulting them in).
 //!
 //! Implicit on-demand paging ([`OdpImplicit`]) covers the whole address space of the
-//! process: a child umem for each aligned [`CHILD`]-byte chunk that a fault reached,
-//! created by that fault and released with the region.
+//! process: a child umem for each aligned [`CHILD`]-byte chunk where a fault succeeded,
+//! kept from that fault until an invalidation of its whole range empties it (released by
+//! the region's next fault) or the region goes.
+//!
+//! What the ODP memory of one user context covers is bounded ([`OdpBudget`], the
+//! `odp_max_bytes` module parameter): the core's page lists of an ODP umem are allocated
+//! with GFP_KERNEL, charged to no memory cgroup, so the bound is what limits them. rrxe's
+//! own allocations here are charged (GFP_KERNEL_ACCOUNT).
 
 use super::bindings;
 use super::mem::{Dir, Xfer};
 use super::sync::{new_bh_spinlock, BhSpinLock};
 use super::IbDev;
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
-use kernel::sync::Arc;
+use kernel::sync::{Arc, Mutex};
 
 /// The error of an access to memory that is not mapped yet (distinct from every other
 /// error of the access path, which is EINVAL).
@@ -40,12 +46,81 @@ fn to_result(ret: i32) -> Result {
     }
 }
 
+/// The bytes of address space the on-demand-paging memory of one user context covers,
+/// against the `odp_max_bytes` module parameter (read at each [`OdpBudget::take`], so a
+/// change applies to later registrations and children).
+pub(crate) struct OdpBudget {
+    used: AtomicU64,
+}
+
+impl OdpBudget {
+    /// Nothing covered yet.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            OdpBudget {
+                used: AtomicU64::new(0),
+            },
+            GFP_KERNEL_ACCOUNT,
+        )?)
+    }
+
+    /// Takes `bytes` of `budget`, given back when the charge drops; `None` if that would
+    /// pass `odp_max_bytes`.
+    pub(crate) fn take(budget: &Arc<Self>, bytes: u64) -> Option<OdpCharge> {
+        // SAFETY: reads a module parameter (READ_ONCE); any context.
+        let max = unsafe { bindings::rrxe_glue_odp_max_bytes() };
+        budget
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(bytes).filter(|&n| n <= max)
+            })
+            .ok()?;
+        Some(OdpCharge {
+            budget: budget.clone(),
+            bytes,
+        })
+    }
+
+    /// The bytes an explicit ODP umem over `[start, start + len)` covers: its pages, as
+    /// the core rounds them out (`None` if the range overflows).
+    pub(crate) fn span(start: u64, len: u64) -> Option<u64> {
+        let page = kernel::page::PAGE_SIZE as u64;
+        let end = start.checked_add(len)?.checked_next_multiple_of(page)?;
+        end.checked_sub(start - start % page)
+    }
+}
+
+/// Bytes taken from an [`OdpBudget`], given back on drop.
+pub(crate) struct OdpCharge {
+    budget: Arc<OdpBudget>,
+    bytes: u64,
+}
+
+impl Drop for OdpCharge {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// What the faults of an implicit region did to its children, for the device's counters.
+#[derive(Default)]
+pub(crate) struct OdpTally {
+    /// Children made (kept: their first fault succeeded).
+    pub(crate) made: u64,
+    /// Children released because an invalidation had emptied them.
+    pub(crate) reaped: u64,
+    /// Children refused because the context's [`OdpBudget`] was spent.
+    pub(crate) refused: u64,
+}
+
 /// An on-demand-paging umem over `len` bytes of a process from user address `address`.
 pub(crate) struct OdpUmem {
     // INVARIANT: from rrxe_glue_odp_get or rrxe_glue_odp_child, released only by Drop.
     raw: NonNull<bindings::rrxe_odp>,
     address: u64,
     len: u64,
+    /// The bytes of its context's budget it covers (given back after the release).
+    _charge: OdpCharge,
 }
 
 // SAFETY: the C object is used through functions that take its own locks (or need process
@@ -57,25 +132,44 @@ unsafe impl Sync for OdpUmem {}
 
 impl OdpUmem {
     /// `[start, start + len)` of the calling process (process context), on demand, for
-    /// `access` (IB_ACCESS_*, with IB_ACCESS_ON_DEMAND).
-    pub(crate) fn get(dev: &IbDev, start: u64, len: u64, access: i32) -> Result<Self> {
+    /// `access` (IB_ACCESS_*, with IB_ACCESS_ON_DEMAND), under `charge` (its
+    /// [`OdpBudget::span`]).
+    pub(crate) fn get(
+        dev: &IbDev,
+        start: u64,
+        len: u64,
+        access: i32,
+        charge: OdpCharge,
+    ) -> Result<Self> {
         let mut err = 0;
         // SAFETY: dev is live; the core validates the range, takes a reference on the
         // caller's mm and registers the notifier.
         let raw =
             unsafe { bindings::rrxe_glue_odp_get(dev.as_ptr(), start, len, access, &mut err) };
-        Self::wrap(raw, err, len)
+        Self::wrap(raw, err, len, charge)
     }
 
     /// The umem `raw` from one of the C constructors (NULL: it failed with `err`), of
-    /// `len` bytes.
-    fn wrap(raw: *mut bindings::rrxe_odp, err: i32, len: u64) -> Result<Self> {
+    /// `len` bytes, under `charge`.
+    fn wrap(raw: *mut bindings::rrxe_odp, err: i32, len: u64, charge: OdpCharge) -> Result<Self> {
         let raw =
             NonNull::new(raw).ok_or_else(|| Error::from_errno(if err < 0 { err } else { -14 }))?;
         // INVARIANT: a live umem from a C constructor, released only by Drop.
         // SAFETY: live.
         let address = unsafe { bindings::rrxe_glue_odp_address(raw.as_ptr()) };
-        Ok(OdpUmem { raw, address, len })
+        Ok(OdpUmem {
+            raw,
+            address,
+            len,
+            _charge: charge,
+        })
+    }
+
+    /// Whether an invalidation of the whole umem emptied it and nothing was mapped since
+    /// (a child of an implicit umem; false for others).
+    fn emptied(&self) -> bool {
+        // SAFETY: live umem (INVARIANT); the helper takes its lock (BH off).
+        unsafe { bindings::rrxe_glue_odp_emptied(self.raw.as_ptr()) }
     }
 
     /// The user address of the first byte.
@@ -165,28 +259,36 @@ pub(crate) const CHILD: u64 = 1 << CHILD_SHIFT;
 /// user addresses).
 ///
 /// # Locking
-/// `children` (bottom halves off) nests inside a region's lock (the access path, any
-/// context) and is taken alone by the faults (process context); a child's own lock nests
-/// inside it. Nothing that sleeps runs under it: a child is created outside it and
-/// inserted after.
+/// `faults` (a mutex, process context) is taken first by each fault and held while it
+/// makes, maps and releases children; `children` (bottom halves off) nests inside a
+/// region's lock (the access path, any context) and inside `faults`; a child's own lock
+/// nests inside it. Nothing that sleeps runs under `children`: a child is made and
+/// released outside it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct OdpImplicit {
     // INVARIANT: from rrxe_glue_odp_implicit, released by the drop after every child.
     root: NonNull<bindings::rrxe_odp>,
+    /// The user context's budget, which each child takes [`CHILD`] bytes of.
+    budget: Arc<OdpBudget>,
+    /// Serialises the faults (process context): only a fault adds or removes children, so
+    /// none releases a child another is mapping.
+    #[pin]
+    faults: Mutex<()>,
     /// The children, by chunk number (address >> [`CHILD_SHIFT`]).
     #[pin]
     children: BhSpinLock<RBTree<u64, Arc<OdpUmem>>>,
 }
 
-// SAFETY: the root is only used to create children (process context, any thread) and
-// released once; the children are behind a lock.
+// SAFETY: the root is only used to create children and take the emptied ones (process
+// context, any thread, under `faults`) and released once; the children are behind a lock.
 unsafe impl Send for OdpImplicit {}
 // SAFETY: as above.
 unsafe impl Sync for OdpImplicit {}
 
 impl OdpImplicit {
-    /// The calling process's address space on demand (process context).
-    pub(crate) fn new(dev: &IbDev, access: i32) -> Result<Arc<Self>> {
+    /// The calling process's address space on demand (process context), its children
+    /// taken from `budget`.
+    pub(crate) fn new(dev: &IbDev, access: i32, budget: Arc<OdpBudget>) -> Result<Arc<Self>> {
         let mut err = 0;
         // SAFETY: dev is live; the core records the caller's mm (the helper holds it).
         let raw = unsafe { bindings::rrxe_glue_odp_implicit(dev.as_ptr(), access, &mut err) };
@@ -195,9 +297,11 @@ impl OdpImplicit {
         let r = Arc::pin_init(
             pin_init!(OdpImplicit {
                 root,
+                budget,
+                faults <- kernel::new_mutex!((), "rrxe_odp_faults"),
                 children <- new_bh_spinlock!(RBTree::new(), "rrxe_odp_children"),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         );
         if r.is_err() {
             // SAFETY: from rrxe_glue_odp_implicit just above, with no child, never used
@@ -258,36 +362,77 @@ impl OdpImplicit {
         child.atomic(addr & (CHILD - 1), f)
     }
 
-    /// The child of chunk `idx`, made if there is none yet. Process context.
-    fn child(&self, idx: u64) -> Result<Arc<OdpUmem>> {
-        if let Some(c) = self.children.lock().get(&idx) {
-            return Ok(c.clone());
+    /// Releases the children that an invalidation of their whole range emptied (and that
+    /// were not mapped again since). Under `faults`: no fault holds one.
+    fn reap(&self, tally: &mut OdpTally) {
+        loop {
+            // SAFETY: the root is live (INVARIANT); process context, no lock held.
+            let addr = unsafe { bindings::rrxe_glue_odp_reap(self.root.as_ptr()) };
+            if addr == u64::MAX {
+                return;
+            }
+            let idx = addr >> CHILD_SHIFT;
+            let gone = {
+                let mut kids = self.children.lock();
+                match kids.get(&idx) {
+                    Some(c) if c.emptied() => kids.remove_node(&idx),
+                    _ => None,
+                }
+            };
+            // Released here, after the lock (that sleeps).
+            if gone.is_some() {
+                tally.reaped += 1;
+            }
+        }
+    }
+
+    /// Maps `[off, off + n)` of chunk `idx`: in its child, or in a new one, kept only if
+    /// this first map succeeds (a range the process cannot access, PROT_NONE say, leaves no
+    /// child behind). Under `faults`.
+    fn map_chunk(
+        &self,
+        idx: u64,
+        (off, n): (u64, u64),
+        (write, fault): (bool, bool),
+        tally: &mut OdpTally,
+    ) -> Result {
+        let cur = self.children.lock().get(&idx).cloned();
+        if let Some(c) = cur {
+            return c.map(off, n, write, fault);
         }
         let start = idx.checked_mul(CHILD).ok_or(EINVAL)?;
+        let Some(charge) = OdpBudget::take(&self.budget, CHILD) else {
+            tally.refused += 1;
+            return Err(ENOMEM);
+        };
         let mut err = 0;
         // SAFETY: the root is live (INVARIANT); process context, no lock held.
         let raw =
             unsafe { bindings::rrxe_glue_odp_child(self.root.as_ptr(), start, CHILD, &mut err) };
-        let new = Arc::new(OdpUmem::wrap(raw, err, CHILD)?, GFP_KERNEL)?;
-        let node = RBTreeNode::new(idx, new.clone(), GFP_KERNEL)?;
-        let mut kids = self.children.lock();
-        if let Some(c) = kids.get(&idx) {
-            // Another fault made it meanwhile: ours is released (after the lock).
-            let c = c.clone();
-            drop(kids);
-            drop(node);
-            return Ok(c);
-        }
-        kids.insert(node);
-        Ok(new)
+        let new = Arc::new(OdpUmem::wrap(raw, err, CHILD, charge)?, GFP_KERNEL_ACCOUNT)?;
+        new.map(off, n, write, fault)?;
+        let node = RBTreeNode::new(idx, new, GFP_KERNEL_ACCOUNT)?;
+        // Only faults (serialised by `faults`) add children: none was added meanwhile.
+        drop(self.children.lock().insert(node));
+        tally.made += 1;
+        Ok(())
     }
 
-    /// As [`OdpUmem::map`], at user address `addr`, making the children it reaches.
-    /// Process context, no spinlock held.
-    pub(crate) fn map(&self, addr: u64, len: u64, write: bool, fault: bool) -> Result {
+    /// As [`OdpUmem::map`], at user address `addr`, making the children it reaches and
+    /// first releasing those invalidations emptied. Process context, no spinlock held.
+    pub(crate) fn map(
+        &self,
+        addr: u64,
+        len: u64,
+        write: bool,
+        fault: bool,
+        tally: &mut OdpTally,
+    ) -> Result {
         addr.checked_add(len).ok_or(EINVAL)?;
+        let _faults = self.faults.lock();
+        self.reap(tally);
         for (idx, off, n, _) in Self::pieces(addr, len) {
-            self.child(idx)?.map(off, n, write, fault)?;
+            self.map_chunk(idx, (off, n), (write, fault), tally)?;
         }
         Ok(())
     }
@@ -316,11 +461,18 @@ pub(crate) enum OdpRef {
 }
 
 impl OdpRef {
-    /// Maps `[off, off + n)` (see [`OdpUmem::map`]). Process context, no spinlock held.
-    pub(crate) fn map(&self, off: u64, n: u64, write: bool, fault: bool) -> Result {
+    /// Maps `[off, off + n)` (see [`OdpUmem::map`]), what it did to an implicit region's
+    /// children added to `tally`. Process context, no spinlock held.
+    pub(crate) fn map(
+        &self,
+        off: u64,
+        n: u64,
+        (write, fault): (bool, bool),
+        tally: &mut OdpTally,
+    ) -> Result {
         match self {
             OdpRef::Explicit(u) => u.map(off, n, write, fault),
-            OdpRef::Implicit(i) => i.map(off, n, write, fault),
+            OdpRef::Implicit(i) => i.map(off, n, write, fault, tally),
         }
     }
 }

@@ -9,8 +9,9 @@
 //! answers RNR NAK (responder), see `proto`'s `PlaceError::NotPresent`.
 
 use super::{writes, AccessError, AccessFlags, MrTable};
+use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
-use crate::glue::odp::{OdpRef, MAX_FAULT};
+use crate::glue::odp::{OdpRef, OdpTally, MAX_FAULT};
 use crate::glue::{Advice, IbDev};
 use kernel::prelude::*;
 
@@ -57,21 +58,35 @@ impl MrTable {
     /// never let a larger one through). Process context, no lock held. The region may be
     /// deregistered meanwhile: the mapping then goes with it, and `umem`, maybe the last
     /// reference, is released here.
-    pub(crate) fn fault(&self, f: &Fault) -> Result {
+    pub(crate) fn fault(&self, f: &Fault, counters: &Counters) -> Result {
         let (umem, off) = self.odp_of(f).map_err(|_| EINVAL)?;
-        map_range(&umem, off, f.len, writes(f.need), true)
+        map_range(&umem, (off, f.len), (writes(f.need), true), counters)
     }
 }
 
-/// Maps `len` bytes of `umem` from byte `off`, [`MAX_FAULT`] bytes at a time.
-fn map_range(umem: &OdpRef, off: u64, len: u64, write: bool, fault: bool) -> Result {
+/// Maps `len` bytes of `umem` from byte `off`, [`MAX_FAULT`] bytes at a time, counting
+/// what happened to an implicit region's children in `counters`.
+fn map_range(
+    umem: &OdpRef,
+    (off, len): (u64, u64),
+    how: (bool, bool),
+    counters: &Counters,
+) -> Result {
+    let mut tally = OdpTally::default();
     let mut done = 0u64;
-    while done < len {
+    let mut r = Ok(());
+    while done < len && r.is_ok() {
         let n = (len - done).min(MAX_FAULT);
-        umem.map(off.checked_add(done).ok_or(EINVAL)?, n, write, fault)?;
+        r = match off.checked_add(done) {
+            Some(at) => umem.map(at, n, how, &mut tally),
+            None => Err(EINVAL),
+        };
         done += n;
     }
-    Ok(())
+    counters.add(Counter::OdpChildrenMade, tally.made);
+    counters.add(Counter::OdpChildrenReaped, tally.reaped);
+    counters.add(Counter::OdpBoundRefused, tally.refused);
+    r
 }
 
 /// `advise_mr` (`ibv_advise_mr`, `ib_advise_mr`) in PD `pd`: maps the ranges of `sges`,
@@ -101,7 +116,12 @@ pub(crate) fn advise(dev: &IbDev, pd: usize, advice: Advice, sges: &[b::ib_sge])
         ranges.push((umem, off, len), GFP_KERNEL)?;
     }
     for (umem, off, len) in ranges.iter() {
-        map_range(umem, *off, *len, writes(need), fault)?;
+        map_range(
+            umem,
+            (*off, *len),
+            (writes(need), fault),
+            &dev.data().counters,
+        )?;
     }
     Ok(())
 }

@@ -6,15 +6,17 @@ use super::{check_dmabuf_access, check_user_access, dmabuf_region, odp_implicit_
 use super::{check_user_range, dma_region, fast_region, user_extent};
 use super::{odp_region, user_region};
 use super::{AccessFlags, Region};
+use crate::counters::Counter;
 use crate::glue::bindings as b;
 use crate::glue::dmabuf::DmabufMap;
 use crate::glue::mem::Umem;
 use crate::glue::obj::{new_boxed, Created, NewObj, PageSink};
-use crate::glue::odp::{OdpImplicit, OdpUmem};
+use crate::glue::odp::{OdpBudget, OdpImplicit, OdpUmem};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::IbDev;
 use crate::limits;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// What an `ib_mr` carries for us: the page list of a fast-registration MR.
 #[pin_data]
@@ -89,42 +91,51 @@ pub(crate) fn get_dma(dev: &IbDev, pd: usize, access: AccessFlags) -> Result<*mu
     new_mr(dev, dma_region(pd, access)?, 0)
 }
 
-/// `reg_user_mr`: `length` bytes of the process at `start`, pinned, seen at `iova`.
+/// `reg_user_mr`: `length` bytes of the process at `start`, pinned (or on demand, its
+/// user context's ODP budget `odp`), seen at `iova`.
 pub(crate) fn reg_user(
     dev: &IbDev,
     pd: usize,
-    start: u64,
-    length: u64,
-    iova: u64,
+    (start, length, iova): (u64, u64, u64),
     access: AccessFlags,
+    odp: Option<&Arc<OdpBudget>>,
 ) -> Result<*mut b::ib_mr> {
-    let region = user_mr_region(dev, pd, start, length, iova, access)?;
+    let region = user_mr_region(dev, pd, (start, length, iova), access, odp)?;
     new_mr(dev, region, 0)
 }
 
 /// The region of a user registration (pinned, or on-demand paging for
-/// `IBV_ACCESS_ON_DEMAND`), not yet in the table.
+/// `IBV_ACCESS_ON_DEMAND`, within the user context's budget `odp`), not yet in the table.
 fn user_mr_region(
     dev: &IbDev,
     pd: usize,
-    start: u64,
-    length: u64,
-    iova: u64,
+    (start, length, iova): (u64, u64, u64),
     access: AccessFlags,
+    odp: Option<&Arc<OdpBudget>>,
 ) -> Result<Region> {
     check_user_access(access)?;
     check_user_range(start, length, iova)?;
     if access.contains(AccessFlags::ON_DEMAND) {
+        // On demand needs the caller's process and context: a kernel caller has neither.
+        let budget = odp.ok_or(EINVAL)?;
         // Implicit ODP: the whole address space (start 0, length U64_MAX), seen at IOVA 0
-        // only (mlx5 refuses another IOVA with EINVAL too).
+        // only (mlx5 refuses another IOVA with EINVAL too). Its children take their part
+        // of the budget as faults make them.
         if start == 0 && length == u64::MAX {
             if iova != 0 {
                 return Err(EINVAL);
             }
-            let mem = OdpImplicit::new(dev, access.bits() as i32)?;
+            let mem = OdpImplicit::new(dev, access.bits() as i32, budget.clone())?;
             return odp_implicit_region(pd, access, mem);
         }
-        let umem = OdpUmem::get(dev, start, length, access.bits() as i32)?;
+        // Past the context's bound: ENOMEM (what the memory would have answered), before
+        // anything is allocated.
+        let span = OdpBudget::span(start, length).ok_or(EINVAL)?;
+        let Some(charge) = OdpBudget::take(budget, span) else {
+            dev.data().counters.inc(Counter::OdpBoundRefused);
+            return Err(ENOMEM);
+        };
+        let umem = OdpUmem::get(dev, start, length, access.bits() as i32, charge)?;
         odp_region(pd, access, iova, length, umem)
     } else {
         let umem = Umem::get(dev, start, length, access.bits() as i32)?;
@@ -155,7 +166,7 @@ const REREG_PD: i32 = 2;
 const REREG_ACCESS: i32 = 4;
 
 /// What `rereg_user_mr` asks.
-pub(crate) struct Rereg {
+pub(crate) struct Rereg<'a> {
     /// IB_MR_REREG_* flags.
     pub(crate) flags: i32,
     /// New user address, length and IOVA (IB_MR_REREG_TRANS).
@@ -168,6 +179,8 @@ pub(crate) struct Rereg {
     pub(crate) access: AccessFlags,
     /// The new PD (IB_MR_REREG_PD, or the current one).
     pub(crate) pd: usize,
+    /// The ODP budget of the command's user context (`None` for a kernel caller).
+    pub(crate) odp: Option<&'a Arc<OdpBudget>>,
 }
 
 /// `rereg_user_mr` of MR `key` in PD `old_pd`, always in place (`None`: the core keeps the
@@ -179,7 +192,7 @@ pub(crate) fn rereg_user(
     dev: &IbDev,
     key: u32,
     old_pd: usize,
-    r: &Rereg,
+    r: &Rereg<'_>,
 ) -> Result<Option<*mut b::ib_mr>> {
     let mrs = &dev.data().mrs;
     let Ok(Some((cur_access, cur_iova, cur_len, cur_start))) =
@@ -204,7 +217,8 @@ pub(crate) fn rereg_user(
         } else {
             (cur_start, cur_len, cur_iova)
         };
-        let new = user_mr_region(dev, r.pd, start, length, iova, access)?;
+        // The old region keeps its part of the ODP budget until it is replaced.
+        let new = user_mr_region(dev, r.pd, (start, length, iova), access, r.odp)?;
         // The old region's memory is released here, in process context, outside every lock.
         drop(mrs.replace(key, old_pd, new)?);
         return Ok(None);

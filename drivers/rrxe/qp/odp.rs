@@ -56,7 +56,7 @@ impl Qp {
             return;
         };
         let data = self.dev.get().data();
-        match data.mrs.fault(&f) {
+        match data.mrs.fault(&f, &data.counters) {
             Ok(()) => data.counters.inc(Counter::OdpFaults),
             Err(_) => {
                 data.counters.inc(Counter::OdpFaultErrors);

@@ -38,7 +38,7 @@ impl DriverObj for b::ib_pd {
     type Data = ();
 }
 impl DriverObj for b::ib_ucontext {
-    type Data = ();
+    type Data = device::UctxData;
 }
 
 /// `rdma statistic` descriptors, in [`Counter::NAMES`] order.
@@ -87,8 +87,8 @@ impl Verbs for Rrxe {
         uctx: NewObj<'a, b::ib_ucontext>,
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_ucontext>> {
-        device::alloc_ucontext(uctx.dev(), udata)?;
-        Ok(uctx.init_value(()))
+        let data = device::alloc_ucontext(uctx.dev(), udata)?;
+        Ok(uctx.init_value(data))
     }
 
     fn alloc_pd(pd: NewObj<'_, b::ib_pd>) -> Result<Created<'_, b::ib_pd>> {
@@ -249,13 +249,13 @@ impl Verbs for Rrxe {
 
     fn reg_user_mr(
         pd: &Obj<'_, b::ib_pd>,
-        start: u64,
-        length: u64,
-        iova: u64,
+        range: (u64, u64, u64),
         access: i32,
+        uctx: Option<&Obj<'_, b::ib_ucontext>>,
     ) -> Result<*mut b::ib_mr> {
         let access = AccessFlags::from_raw(access as u32);
-        mr::reg_user(pd.dev(), pd.addr() as usize, start, length, iova, access)
+        let odp = uctx.map(|u| &u.data().odp);
+        mr::reg_user(pd.dev(), pd.addr() as usize, range, access, odp)
     }
 
     fn reg_user_mr_dmabuf(
@@ -271,6 +271,7 @@ impl Verbs for Rrxe {
     fn rereg_user_mr(
         obj: &Obj<'_, b::ib_mr>,
         (flags, start, length, iova, access, pd): (i32, u64, u64, u64, i32, usize),
+        uctx: Option<&Obj<'_, b::ib_ucontext>>,
     ) -> Result<Option<*mut b::ib_mr>> {
         let r = mr::Rereg {
             flags,
@@ -279,6 +280,7 @@ impl Verbs for Rrxe {
             iova,
             access: AccessFlags::from_raw(access as u32),
             pd,
+            odp: uctx.map(|u| &u.data().odp),
         };
         mr::rereg_user(obj.dev(), obj.ib().lkey, obj.ib().pd as usize, &r)
     }

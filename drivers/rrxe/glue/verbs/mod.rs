@@ -156,13 +156,13 @@ where
 
     /// `get_dma_mr`.
     fn get_dma_mr(pd: &Obj<'_, b::ib_pd>, access: i32) -> Result<*mut b::ib_mr>;
-    /// `reg_user_mr`.
+    /// `reg_user_mr`: `range` is the start, length and iova; `uctx` the user context of
+    /// the command (`None` for a kernel caller).
     fn reg_user_mr(
         pd: &Obj<'_, b::ib_pd>,
-        start: u64,
-        length: u64,
-        iova: u64,
+        range: (u64, u64, u64),
         access: i32,
+        uctx: Option<&Obj<'_, b::ib_ucontext>>,
     ) -> Result<*mut b::ib_mr>;
     /// `reg_user_mr_dmabuf`: `range` is the offset in the dma-buf, the length and the iova.
     fn reg_user_mr_dmabuf(
@@ -176,6 +176,7 @@ where
     fn rereg_user_mr(
         mr: &Obj<'_, b::ib_mr>,
         args: (i32, u64, u64, u64, i32, usize),
+        uctx: Option<&Obj<'_, b::ib_ucontext>>,
     ) -> Result<Option<*mut b::ib_mr>>;
     /// `alloc_mr`.
     fn alloc_mr(

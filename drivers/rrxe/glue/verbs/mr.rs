@@ -72,14 +72,35 @@ pub(super) unsafe extern "C" fn reg_user_mr_dmah<V: Verbs>(
     iova: u64,
     access: i32,
     dmah: *mut DmaHandle,
-    _udata: *mut b::ib_udata,
+    udata: *mut b::ib_udata,
 ) -> *mut b::ib_mr {
     // SAFETY: the core's contract: a live PD of our device.
     let pd = match unsafe { registration_pd(pd, dmah) } {
         Ok(pd) => pd,
         Err(e) => return ptr_or_err(Err(e)),
     };
-    ptr_or_err(V::reg_user_mr(&pd, start, length, iova, access))
+    // SAFETY: udata is null or the command's driver udata (the core's contract).
+    let uctx = unsafe { udata_ucontext(udata) };
+    ptr_or_err(V::reg_user_mr(
+        &pd,
+        (start, length, iova),
+        access,
+        uctx.as_ref(),
+    ))
+}
+
+/// The user context of the command whose driver udata is `udata` (`None` for a kernel
+/// caller).
+///
+/// # Safety
+///
+/// `udata` is null or the driver udata of a live uverbs command of our device.
+unsafe fn udata_ucontext<'a>(udata: *mut b::ib_udata) -> Option<Obj<'a, b::ib_ucontext>> {
+    // SAFETY: the caller's contract; the command's bundle holds its context.
+    let uctx = unsafe { b::rrxe_glue_udata_ucontext(udata) };
+    // SAFETY: a context of our device (its data initialised by alloc_ucontext), which the
+    // core keeps until every object made in it, and the command, are gone.
+    unsafe { Obj::from_raw(uctx) }
 }
 
 #[cfg(not(rrxe_have_reg_mr_dmah))]
@@ -144,13 +165,16 @@ pub(super) unsafe extern "C" fn rereg_user_mr<V: Verbs>(
     iova: u64,
     access: i32,
     pd: *mut b::ib_pd,
-    _udata: *mut b::ib_udata,
+    udata: *mut b::ib_udata,
 ) -> *mut b::ib_mr {
     // SAFETY: the core's contract: a live MR of ours (its uobject locked for write).
     let Some(obj) = (unsafe { Obj::from_raw(ibmr) }) else {
         return ptr_or_err(Err(EINVAL));
     };
-    match V::rereg_user_mr(&obj, (flags, start, length, iova, access, pd as usize)) {
+    // SAFETY: udata is null or the command's driver udata (the core's contract).
+    let uctx = unsafe { udata_ucontext(udata) };
+    let args = (flags, start, length, iova, access, pd as usize);
+    match V::rereg_user_mr(&obj, args, uctx.as_ref()) {
         Ok(Some(p)) => p,
         Ok(None) => core::ptr::null_mut(),
         Err(e) => ptr_or_err(Err(e)),
