@@ -94,6 +94,11 @@ counters! {
     /// READ responses and atomic acknowledgements dropped because their on-demand-paging
     /// destination was not present (asked for again by the retransmission logic).
     OdpUnplaced = c"odp_unplaced_responses",
+    /// Packets a fault injection rule acted on (debugfs `rrxe/<dev>/faults`).
+    FaultHits = c"fault_hits",
+    /// Fault injection rules refused because the device holds its maximum
+    /// (`proto::fault::MAX_RULES`).
+    FaultRulesRefused = c"fault_rules_refused",
 }
 
 /// The number of counters.

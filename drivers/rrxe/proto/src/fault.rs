@@ -26,9 +26,9 @@
 //! that picks it hits it; later rules do not see it. No I/O, no clock, no allocation: the
 //! driver asks [`FaultSet::decide`] for each packet and applies the answer.
 
-use crate::hdr::{Aeth, AethKind, NakCode};
-use crate::opcode::{OpKind, Opcode};
-use crate::psn::Psn;
+use super::hdr::{Aeth, AethKind, NakCode};
+use super::opcode::{OpKind, Opcode};
+use super::psn::Psn;
 use core::fmt;
 
 /// The most rules a device holds at once (live and retired: retired rules stay listed, with
@@ -328,17 +328,20 @@ impl<const N: usize> FaultSet<N> {
 
     /// Adds `rule` after the others; its id.
     pub fn add(&mut self, rule: Rule) -> Result<u32, AddError> {
-        self.add_all(&[rule])
+        self.add_all([rule].iter())
     }
 
     /// Adds every rule of `rules`, in order, or none of them if they do not all fit; the id
     /// of the first.
-    pub fn add_all(&mut self, rules: &[Rule]) -> Result<u32, AddError> {
-        if rules.len() > self.free() {
+    pub fn add_all<'a>(
+        &mut self,
+        rules: impl Iterator<Item = &'a Rule> + Clone,
+    ) -> Result<u32, AddError> {
+        if rules.clone().count() > self.free() {
             return Err(AddError::Full);
         }
         let first = self.next_id;
-        let mut it = rules.iter();
+        let mut it = rules;
         for slot in self.rules.iter_mut().filter(|s| s.is_none()) {
             let Some(r) = it.next() else { break };
             *slot = Some(RuleState {
@@ -789,7 +792,7 @@ impl fmt::Write for SliceWriter<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
         let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
-        if !crate::copy_exact(dst, s.as_bytes()) {
+        if !super::copy_exact(dst, s.as_bytes()) {
             return Err(fmt::Error);
         }
         self.len = end;
@@ -950,9 +953,9 @@ mod tests {
     fn full_set_refuses_all_or_nothing() {
         let mut s = FaultSet::<2>::new();
         let r = rule("dir=tx action=drop");
-        assert_eq!(s.add_all(&[r, r, r]), Err(AddError::Full));
+        assert_eq!(s.add_all([r, r, r].iter()), Err(AddError::Full));
         assert_eq!(s.rules().count(), 0);
-        assert_eq!(s.add_all(&[r, r]), Ok(1));
+        assert_eq!(s.add_all([r, r].iter()), Ok(1));
         assert_eq!(s.add(r), Err(AddError::Full));
         s.clear();
         assert_eq!(s.add(r), Ok(1));
@@ -1107,8 +1110,8 @@ mod tests {
         ) {
             let mut a = FaultSet::<4>::new();
             let mut b = FaultSet::<4>::new();
-            a.add_all(&rules).unwrap();
-            b.add_all(&rules).unwrap();
+            a.add_all(rules.iter()).unwrap();
+            b.add_all(rules.iter()).unwrap();
             prop_assert_eq!(run(&mut a, &pkts), run(&mut b, &pkts));
             let ca: Vec<_> = a.rules().map(|r| (r.seen, r.hits)).collect();
             let cb: Vec<_> = b.rules().map(|r| (r.seen, r.hits)).collect();
