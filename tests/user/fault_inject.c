@@ -217,7 +217,8 @@ static void same_seed(void)
 		struct loop_pair c;
 		int st = 0;
 
-		loop_pair_new(&c, 0);
+		/* A local ACK timeout of 67 ms: no retransmission adds a packet to count. */
+		loop_pair_new_opts(&c, 0, 14, 2, 2);
 		rules_clear();
 		rule_add("seed", "qp=%#x dir=rx op=write prob=1/3 seed=%" PRIu64 " action=dup",
 			 c.b->qp_num, seed);
