@@ -107,45 +107,50 @@ impl Faults {
     /// `clear` in the same write, if any) refuse it too (ENOSPC, counted in
     /// `fault_rules_refused`).
     pub(crate) fn write(&self, counters: &Counters, text: &[u8]) -> Result {
-        let mut add = [None::<Rule>; fault::MAX_RULES];
-        let mut n = 0usize;
+        // Pass 1: every line parses; the rules to add are those after the last `clear`
+        // (the ones before it would be cleared with the rest).
         let mut clear = false;
-        let mut too_many = 0u64;
-        for line in text.split(|&c| c == b'\n') {
+        let mut n = 0usize;
+        let mut start = 0usize;
+        for (i, line) in text.split(|&c| c == b'\n').enumerate() {
             match fault::parse_command(line).map_err(|_| EINVAL)? {
                 Command::Nothing => {}
                 Command::Clear => {
-                    // Rules before it in this write would be cleared with the rest.
                     clear = true;
                     n = 0;
-                    too_many = 0;
+                    start = i;
                 }
                 // Not applied by this driver yet.
                 Command::Add(Rule {
                     action: FaultAction::Delay(_) | FaultAction::Reorder(_),
                     ..
                 }) => return Err(crate::glue::eopnotsupp()),
-                Command::Add(r) => match add.get_mut(n) {
-                    Some(slot) => {
-                        *slot = Some(r);
-                        n += 1;
-                    }
-                    None => too_many += 1,
-                },
+                Command::Add(_) => n += 1,
+            }
+        }
+        if n > fault::MAX_RULES {
+            counters.add(Counter::FaultRulesRefused, n as u64);
+            return Err(ENOSPC);
+        }
+        // Pass 2, outside the lock: the rules, on the heap (at most MAX_RULES).
+        let mut add = KVec::with_capacity(n, GFP_KERNEL)?;
+        for line in text.split(|&c| c == b'\n').skip(start) {
+            if let Ok(Command::Add(r)) = fault::parse_command(line) {
+                add.push(r, GFP_KERNEL)?;
             }
         }
         let mut set = self.set.lock();
         let free = if clear { fault::MAX_RULES } else { set.free() };
-        if too_many > 0 || n > free {
+        if add.len() > free {
             drop(set);
-            counters.add(Counter::FaultRulesRefused, n as u64 + too_many);
+            counters.add(Counter::FaultRulesRefused, add.len() as u64);
             return Err(ENOSPC);
         }
         if clear {
             set.clear();
         }
         // Fits (checked above).
-        let _ = set.add_all(add.iter().flatten());
+        let _ = set.add_all(add.iter());
         self.present.store(set.any_live(), Ordering::Relaxed);
         Ok(())
     }

@@ -5,9 +5,9 @@
 # Fault injection under a kernel consumer: an NVMe-oF connection (nvme-rdma, VM 1, to nvmet
 # on VM 0) survives a burst of five lost packets on one of its I/O queues' QPs (debugfs
 # rrxe/rrxe0/faults on the host): fio's crc32c verification passes, the rule hit 5 times,
-# the controller stays live. The I/O queue is the QP that sends READ responses (the target
-# reads the written data from the host): counting rules that never act (every=1000000) on
-# each of the host's RC QPs find it.
+# the controller stays live. The I/O queue is the QP that sends the most SENDs (the
+# commands; 4 KiB writes go in the command capsule): counting rules that never act
+# (every=1000000) on each of the host's RC QPs find it.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/nvmeof-common.sh"
 DEV=rrxe0
@@ -30,13 +30,13 @@ else
   qpns=$(rdma resource show qp link "$DEV"/1 2>/dev/null | awk '/ type RC / {
     for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }')
   check "the host's RC QPs: $(echo $qpns)" test "$(echo $qpns | wc -w)" -ge 3
-  rules=$(for q in $qpns; do echo "qp=$q dir=tx op=read_resp every=1000000 action=drop"; done)
+  rules=$(for q in $qpns; do echo "qp=$q dir=tx op=send every=1000000 action=drop"; done)
   check "a counting rule on each" sh -c "printf 'clear\n%s\n' \"\$1\" > $F" _ "$rules"
   check "fio randrw 4 KiB, qd 32, crc32c verify" fio_verify 4k 8m
   sed 's/^/# /' "$F"
   ioq=$(awk '{ for (i = 1; i <= NF; i++) { if ($i ~ /^qp=/) q = substr($i, 4); if ($i ~ /^seen=/) s = substr($i, 6) }
     if (s + 0 > best) { best = s + 0; bq = q } } END { print bq }' "$F")
-  check "an I/O queue's QP sent READ responses (QP ${ioq:-none})" test -n "$ioq"
+  check "an I/O queue's QP sent the most commands (QP ${ioq:-none})" test -n "$ioq"
   check "five packets of QP $ioq lost in a row" sh -c "printf 'clear\nqp=%s dir=tx action=drop count=5\n' $ioq > $F"
   check "fio randrw 4 KiB, qd 32, crc32c verify, through the losses" fio_verify 4k 8m
   sed 's/^/# /' "$F"

@@ -385,7 +385,11 @@ impl<const N: usize> FaultSet<N> {
 
     /// Removes every rule; ids start again from 1.
     pub fn clear(&mut self) {
-        *self = Self::new();
+        // In place: no set-sized temporary (the kernel's stack is small).
+        for r in self.rules.iter_mut() {
+            *r = None;
+        }
+        self.next_id = 1;
     }
 
     /// Whether any rule is live (the driver's per-packet flag).
