@@ -32,13 +32,13 @@ else
   check "the host's RC QPs: $(echo $qpns)" test "$(echo $qpns | wc -w)" -ge 3
   rules=$(for q in $qpns; do echo "qp=$q dir=tx op=send every=1000000 action=drop"; done)
   check "a counting rule on each" sh -c "printf 'clear\n%s\n' \"\$1\" > $F" _ "$rules"
-  check "fio randrw 4 KiB, qd 32, crc32c verify" fio_verify 4k 8m
+  check "fio randrw 4 KiB, qd 32, crc32c verify" fio_verify 4k 4m
   sed 's/^/# /' "$F"
   ioq=$(awk '{ for (i = 1; i <= NF; i++) { if ($i ~ /^qp=/) q = substr($i, 4); if ($i ~ /^seen=/) s = substr($i, 6) }
     if (s + 0 > best) { best = s + 0; bq = q } } END { print bq }' "$F")
   check "an I/O queue's QP sent the most commands (QP ${ioq:-none})" test -n "$ioq"
   check "five packets of QP $ioq lost in a row" sh -c "printf 'clear\nqp=%s dir=tx action=drop count=5\n' $ioq > $F"
-  check "fio randrw 4 KiB, qd 32, crc32c verify, through the losses" fio_verify 4k 8m
+  check "fio randrw 4 KiB, qd 32, crc32c verify, through the losses" fio_verify 4k 4m
   sed 's/^/# /' "$F"
   check "the rule hit 5 times and retired" grep -q ' hits=5 retired$' "$F"
   live() { [ "$(cat /sys/class/nvme/nvme*/state 2>/dev/null | head -n 1)" = live ]; }
