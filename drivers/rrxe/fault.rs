@@ -25,12 +25,20 @@ pub(crate) struct Faults {
     /// retires or the rules are cleared; a check that reads it stale takes the lock and
     /// finds the truth.
     present: AtomicBool,
-    /// The rules and their counts. A bottom-half lock: taken by a QP's run (process
-    /// context or the receive softirq, under the QP's `engine`, for one decision over at
-    /// most [`fault::MAX_RULES`] rules) and by the debugfs file (process context, for one
-    /// listing or one write's update). Nothing is taken inside it.
+    /// The rules and their counts, on the heap from the first write on (the set is a few
+    /// KiB: not in the device's data, whose initialiser runs on the stack). A bottom-half
+    /// lock: taken by a QP's run (process context or the receive softirq, under the QP's
+    /// `engine`, for one decision over at most [`fault::MAX_RULES`] rules) and by the
+    /// debugfs file (process context, for one listing or one write's update). Nothing is
+    /// taken inside it.
     #[pin]
-    set: BhSpinLock<FaultSet>,
+    set: BhSpinLock<Option<KBox<FaultSet>>>,
+}
+
+/// An empty set on the heap (its own frame holds the one temporary).
+#[inline(never)]
+fn new_set() -> Result<KBox<FaultSet>> {
+    Ok(KBox::new(FaultSet::new(), GFP_KERNEL)?)
 }
 
 impl Faults {
@@ -38,7 +46,7 @@ impl Faults {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Faults {
             present: AtomicBool::new(false),
-            set <- new_bh_spinlock!(FaultSet::new(), "rrxe_faults"),
+            set <- new_bh_spinlock!(None, "rrxe_faults"),
         })
     }
 
@@ -72,12 +80,13 @@ impl Faults {
             class: fault::OpClass::of(hdrs.bth.opcode, hdrs.aeth.map(|a| a.syndrome)),
             psn: hdrs.bth.psn,
         };
-        let mut set = self.set.lock();
+        let mut guard = self.set.lock();
+        let set = Option::as_mut(&mut *guard)?;
         let hit = set.decide(&view);
         if hit.is_some() && !set.any_live() {
             self.present.store(false, Ordering::Relaxed);
         }
-        drop(set);
+        drop(guard);
         let (_, action) = hit?;
         counters.inc(Counter::FaultHits);
         Some(action)
@@ -87,7 +96,10 @@ impl Faults {
     /// order they were added. Stops at the last whole line that fits `out`.
     pub(crate) fn show(&self, out: &mut [u8]) -> usize {
         let mut len = 0;
-        let set = self.set.lock();
+        let guard = self.set.lock();
+        let Some(set) = Option::as_ref(&*guard) else {
+            return 0;
+        };
         for r in set.rules() {
             let Some(rest) = out.get_mut(len..) else {
                 break;
@@ -139,10 +151,22 @@ impl Faults {
                 add.push(r, GFP_KERNEL)?;
             }
         }
-        let mut set = self.set.lock();
+        // The set, made at the first write (outside the lock: it may sleep).
+        let fresh = if self.set.lock().is_none() {
+            Some(new_set()?)
+        } else {
+            None
+        };
+        let mut guard = self.set.lock();
+        if guard.is_none() {
+            *guard = fresh;
+        }
+        let Some(set) = Option::as_mut(&mut *guard) else {
+            return Err(ENOMEM);
+        };
         let free = if clear { fault::MAX_RULES } else { set.free() };
         if add.len() > free {
-            drop(set);
+            drop(guard);
             counters.add(Counter::FaultRulesRefused, add.len() as u64);
             return Err(ENOSPC);
         }
