@@ -33,7 +33,7 @@ use core::fmt;
 
 /// The most rules a device holds at once (live and retired: retired rules stay listed, with
 /// their counts, until cleared). A rule beyond it is refused.
-pub const MAX_RULES: usize = 16;
+pub const MAX_RULES: usize = 8;
 /// The longest `delay:US` (one second).
 pub const MAX_DELAY_US: u32 = 1_000_000;
 /// The most packets a `reorder:K` rule lets pass a held packet.
