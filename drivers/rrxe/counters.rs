@@ -104,6 +104,11 @@ counters! {
     /// Children of implicit ODP MRs released because an invalidation of their whole range
     /// (munmap, say) emptied them.
     OdpChildrenReaped = c"odp_children_reaped",
+    /// Packets a fault injection rule acted on (debugfs `rrxe/<dev>/faults`).
+    FaultHits = c"fault_hits",
+    /// Fault injection rules refused because the device holds its maximum
+    /// (`proto::fault::MAX_RULES`).
+    FaultRulesRefused = c"fault_rules_refused",
 }
 
 /// The number of counters.

@@ -4,8 +4,10 @@
 
 use crate::ah::AhTable;
 use crate::counters::{Counter, Counters};
+use crate::fault::Faults;
 use crate::glue::bindings as b;
 use crate::glue::odp::OdpBudget;
+use crate::glue::debugfs::DebugDir;
 use crate::glue::{GidGeneration, IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
 use crate::mr::MrTable;
@@ -23,11 +25,19 @@ use kernel::sync::Arc;
 /// halves off) → the MR table's window → region → `staged`, or the QP table → another QP's
 /// `rx`, or a QP ring lock → the AH table or an SRQ's ring, or a CQ's lock, or (an XRC
 /// target QP, possibly in its `claim`) the XRC table → an SRQ's ring or a CQ's lock.
+/// A QP's `engine` → the fault rules' lock ([`Faults`]; nothing is taken inside it).
 /// Bottom-half locks (QP `engine`, MR window and region) are never taken under an
 /// interrupts-off lock; every interrupts-off lock is held for a bounded, allocation-free
 /// section whose length no user chooses (docs/architecture.md lists each).
 #[pin_data]
 pub(crate) struct DeviceData {
+    /// The device's debugfs directory (`rrxe/<dev>/`), made when the device is enabled.
+    /// First, so that it is dropped (its files removed, their operations finished) before
+    /// the state they show.
+    pub(crate) debugfs: DebugDir,
+    /// Fault injection rules (its `faults` file).
+    #[pin]
+    pub(crate) faults: Faults,
     /// Counters for `rdma statistic`.
     pub(crate) counters: Counters,
     /// Live objects per kind, against the advertised maxima.
@@ -116,6 +126,8 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
     let mrs = MrTable::new()?;
     let ahs = AhTable::new()?;
     Ok(pin_init!(DeviceData {
+        debugfs: DebugDir::new(),
+        faults <- Faults::new(),
         counters: Counters::new(),
         limits: Limits::new(),
         mrs <- mrs,
@@ -150,6 +162,7 @@ pub(crate) fn enable(dev: &IbDev) -> Result {
     // No sockets opened here: newlink opened them, and a netdev that moves gets them in its
     // new namespace (NETDEV_REGISTER). When a namespace dies, the core brings the device
     // back while its netdev is still in the dying namespace, which takes no new sockets.
+    dev.data().debugfs.create(dev);
     pr_info!("rrxe: {} added on {}\n", dev.name(), ndev.name());
     dev.port_event(port_event_for(&ndev));
     Ok(())

@@ -173,11 +173,13 @@ pub(crate) fn transmit(
     hdrs: &proto::Headers,
     payload_len: u32,
     kept: Kept<'_>,
+    corrupt_icrc: bool,
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<(), TxError> {
     let v6 = av.ipv6 != 0;
     dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, |ndev| {
-        build_and_send(ndev, av, sport, hdrs, payload_len, kept.route, fill)
+        let ib = (hdrs, payload_len, corrupt_icrc);
+        build_and_send(ndev, av, sport, ib, kept.route, fill)
     })
     .ok_or(TxError::Route)?
 }
@@ -196,8 +198,7 @@ fn build_and_send(
     ndev: &crate::glue::NetDev,
     av: &crate::ah::Av,
     sport: u16,
-    hdrs: &proto::Headers,
-    payload_len: u32,
+    (hdrs, payload_len, corrupt_icrc): (&proto::Headers, u32, bool),
     route: Option<&crate::glue::RouteCache>,
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<(), TxError> {
@@ -237,6 +238,12 @@ fn build_and_send(
         return Err(TxError::Payload);
     }
     proto::icrc::fill(&KernelCrc32, skb.data(), v6).map_err(|_| TxError::Build)?;
+    if corrupt_icrc {
+        // Fault injection: one bit of the ICRC flipped, so the receiver drops the packet.
+        if let Some(b) = skb.data().last_mut() {
+            *b ^= 1;
+        }
+    }
     skb.send(v6, &av.sip, &av.dip, route)
         .map_err(|_| TxError::Route)
 }

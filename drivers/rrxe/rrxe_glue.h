@@ -226,6 +226,19 @@ struct rrxe_dmabuf *rrxe_glue_dmabuf_get(int fd, u64 *size, int *err);
 void *rrxe_glue_dmabuf_vmap(struct rrxe_dmabuf *d, int *err);
 void rrxe_glue_dmabuf_release(struct rrxe_dmabuf *d);
 
+/*
+ * debugfs (rrxe_glue_debugfs.c): a show function writes a file's text into buf (at most len
+ * bytes) and returns its length; a write function takes len bytes and returns 0 or a
+ * negative errno.
+ */
+struct dentry;
+typedef size_t (*rrxe_debugfs_show_fn)(struct ib_device *ib, char *buf, size_t len);
+typedef int (*rrxe_debugfs_write_fn)(struct ib_device *ib, const char *buf, size_t len);
+void rrxe_glue_debugfs_init(rrxe_debugfs_show_fn show, rrxe_debugfs_write_fn write);
+void rrxe_glue_debugfs_exit(void);
+struct dentry *rrxe_glue_debugfs_add(struct ib_device *ib);
+void rrxe_glue_debugfs_remove(struct dentry *dir);
+
 /* --- implemented in Rust, called from C --- */
 int rrxe_rs_newlink(const char *ibdev_name, struct net_device *ndev);
 void rrxe_rs_netdev_event(unsigned long event, struct net_device *ndev);

@@ -20,6 +20,7 @@ mod ah;
 mod counters;
 mod cq;
 mod device;
+mod fault;
 // The glue is where raw kernel interfaces become safe types.
 #[allow(unsafe_code)]
 mod glue;

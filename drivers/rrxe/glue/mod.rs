@@ -21,6 +21,7 @@
 //! ([`obj::DriverObj`]).
 
 pub(crate) mod bindings;
+pub(crate) mod debugfs;
 pub(crate) mod dmabuf;
 pub(crate) mod mem;
 mod net;
@@ -686,6 +687,7 @@ impl Registration {
             REGISTRY.store(ptr::null_mut(), Ordering::Release);
             return Err(Error::from_errno(err));
         }
+        debugfs::init::<V>();
         Ok(Self { registry })
     }
 }
@@ -725,6 +727,8 @@ impl Drop for Registration {
         // for one in every tree): wait for it before the module's data goes.
         // SAFETY: process context (module exit), no lock held.
         unsafe { bindings::rrxe_glue_synchronize_rcu() };
+        // Every device, and so its debugfs directory, is gone.
+        debugfs::exit();
         REGISTRY.store(ptr::null_mut(), Ordering::Release);
     }
 }

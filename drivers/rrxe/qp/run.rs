@@ -9,6 +9,7 @@ use super::wr::{RecvWr, SendKind, SendWr, Sge};
 use super::{timer_kind, Engine, Qp, QpKind, RX_BUDGET, TX_BUDGET, TX_WAIT_TIMER, TX_WAIT_US};
 use crate::counters::Counter;
 use crate::cq::Completion;
+use crate::fault::{Dir, FaultAction};
 use crate::glue::{NetDev, SkBuff};
 use crate::ib::{WcOpcode, WcStatus};
 use crate::proto;
@@ -366,19 +367,34 @@ impl Qp {
                 }),
                 kept: sink.kept,
             };
-            let st = proto.on_packet(&pkt, &mut env, &mut psink);
-            match st {
-                proto::RxStatus::Ok => {}
-                proto::RxStatus::Duplicate => counters.inc(Counter::DuplicateRequests),
-                proto::RxStatus::OutOfSequence => counters.inc(Counter::SeqErrors),
-                proto::RxStatus::NoRecv => counters.inc(Counter::RnrNaksSent),
-                proto::RxStatus::BadState => counters.inc(Counter::RxDropQpState),
-                proto::RxStatus::WrongTransport
-                | proto::RxStatus::WrongQp
-                | proto::RxStatus::BadQkey => counters.inc(Counter::RxDropQpMismatch),
-                proto::RxStatus::Invalid => counters.inc(Counter::RxInvalidRequest),
-                proto::RxStatus::Busy => counters.inc(Counter::RxDropBusy),
-            }
+            // Fault injection: one relaxed load without a rule.
+            let faults = &self.dev.get().data().faults;
+            let st = match faults.check(counters, self.qpn, Dir::Rx, &pkt.hdrs) {
+                None => proto.on_packet(&pkt, &mut env, &mut psink),
+                // Lost, as on the wire.
+                Some(FaultAction::Drop) => continue,
+                // As a packet whose ICRC check failed.
+                Some(FaultAction::Icrc) => {
+                    counters.inc(Counter::IcrcErrors);
+                    continue;
+                }
+                // Taken twice: the second is the duplicate a link can deliver.
+                Some(FaultAction::Dup) => {
+                    let first = proto.on_packet(&pkt, &mut env, &mut psink);
+                    let again = proto.on_packet(&pkt, &mut env, &mut psink);
+                    count_rx(counters, again);
+                    first
+                }
+                // Refused with the rule's NAK, not executed (a packet nobody may NAK,
+                // such as a response, is dropped).
+                Some(FaultAction::Nak(k)) => {
+                    proto.answer_nak(&pkt, k.syndrome(), &mut psink);
+                    continue;
+                }
+                // Not accepted by the rules file yet.
+                Some(FaultAction::Delay(_) | FaultAction::Reorder(_)) => continue,
+            };
+            count_rx(counters, st);
             // A handled packet (a duplicate answered too) is consumed; the rest are freed
             // as drops, which the kernel's drop monitors see (`skb:kfree_skb`).
             if matches!(st, proto::RxStatus::Ok | proto::RxStatus::Duplicate) {
@@ -530,5 +546,21 @@ impl Qp {
         if (more && !tx_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
             self.kick();
         }
+    }
+}
+
+/// Counts what a received packet's handling found (`proto::Qp::on_packet`'s status).
+fn count_rx(counters: &crate::counters::Counters, st: proto::RxStatus) {
+    match st {
+        proto::RxStatus::Ok => {}
+        proto::RxStatus::Duplicate => counters.inc(Counter::DuplicateRequests),
+        proto::RxStatus::OutOfSequence => counters.inc(Counter::SeqErrors),
+        proto::RxStatus::NoRecv => counters.inc(Counter::RnrNaksSent),
+        proto::RxStatus::BadState => counters.inc(Counter::RxDropQpState),
+        proto::RxStatus::WrongTransport | proto::RxStatus::WrongQp | proto::RxStatus::BadQkey => {
+            counters.inc(Counter::RxDropQpMismatch)
+        }
+        proto::RxStatus::Invalid => counters.inc(Counter::RxInvalidRequest),
+        proto::RxStatus::Busy => counters.inc(Counter::RxDropBusy),
     }
 }

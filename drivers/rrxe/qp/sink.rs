@@ -6,6 +6,7 @@ use super::{timer_idx, Qp, GRH_LEN, MAX_SGE, RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV
 use crate::ah::Av;
 use crate::counters::Counter;
 use crate::cq::Completion;
+use crate::fault::{Dir, FaultAction};
 use crate::glue::bindings as b;
 use crate::glue::mem::Xfer;
 use crate::glue::NetDev;
@@ -66,6 +67,13 @@ impl Sink<'_> {
             None => self.av,
         };
         let Some(av) = av else { return Ok(()) };
+        // Fault injection (nothing but one relaxed load without a rule): a dropped packet
+        // is lost as on the wire, its payload never read.
+        let d = qp.dev.get().data();
+        let fault = d.faults.check(counters, qp.qpn, Dir::Tx, &tx.hdrs);
+        if fault == Some(FaultAction::Drop) {
+            return Ok(());
+        }
         let len = tx.payload.len();
         let mut gather = Ok(());
         let fill = |buf: &mut [u8]| -> bool {
@@ -111,7 +119,17 @@ impl Sink<'_> {
                 }
             }
         };
-        let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, kept, fill);
+        let mut fill = fill;
+        let corrupt = fault == Some(FaultAction::Icrc);
+        let dev = qp.dev.get();
+        let mut sent = crate::net::transmit(
+            dev, &av, self.sport, &tx.hdrs, len, kept, corrupt, &mut fill,
+        );
+        if fault == Some(FaultAction::Dup) && sent.is_ok() {
+            counters.inc(Counter::SentPkts);
+            sent =
+                crate::net::transmit(dev, &av, self.sport, &tx.hdrs, len, kept, false, &mut fill);
+        }
         gather?;
         match sent {
             Ok(()) => counters.inc(Counter::SentPkts),

@@ -63,6 +63,15 @@ impl Verbs for Rrxe {
         device::enable(dev)
     }
 
+    fn faults_show(dev: &IbDev, out: &mut [u8]) -> usize {
+        dev.data().faults.show(out)
+    }
+
+    fn faults_write(dev: &IbDev, text: &[u8]) -> Result {
+        let d = dev.data();
+        d.faults.write(&d.counters, text)
+    }
+
     fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Udata<'_>) -> Result {
         device::query_device(dev, attr, udata)
     }

@@ -47,6 +47,11 @@ where
     fn netdev_event(event: core::ffi::c_ulong, ndev: &NetDev);
     /// The device is registered.
     fn enable(dev: &IbDev) -> Result;
+    /// Reading the device's debugfs file `faults`: its text into `out`; the length written.
+    fn faults_show(dev: &IbDev, out: &mut [u8]) -> usize;
+    /// Writing the device's debugfs file `faults` (one write, whole; the writer has
+    /// CAP_NET_ADMIN in the device's network namespace).
+    fn faults_write(dev: &IbDev, text: &[u8]) -> Result;
     /// `query_device`.
     fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Udata<'_>) -> Result;
     /// `query_port`.

@@ -460,3 +460,34 @@ pub fn uwqe(data: &[u8]) {
         }
     }
 }
+
+/// The fault-injection rules file: any bytes, split into lines as the driver splits a
+/// write. A rule that parses prints as text that parses back to the same rule, and a set
+/// fed those rules and packets drawn from the same bytes never panics.
+pub fn fault_rules(data: &[u8]) {
+    use core::fmt::Write;
+    use rrxe_proto::fault::*;
+    let mut set = FaultSet::<4>::new();
+    for line in data.split(|&c| c == b'\n') {
+        if let Ok(Command::Add(r)) = parse_command(line) {
+            let mut buf = [0u8; 2 * MAX_LINE];
+            let mut w = SliceWriter::new(&mut buf);
+            write!(w, "{r}").unwrap();
+            let n = w.len();
+            assert_eq!(parse_rule(&buf[..n]), Ok(r));
+            let _ = set.add(r);
+        }
+    }
+    for c in data.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..c.len()].copy_from_slice(c);
+        let v = u64::from_le_bytes(b);
+        let p = PacketView {
+            qpn: (v & 0xff_ffff) as u32,
+            dir: if v & (1 << 24) != 0 { Dir::Tx } else { Dir::Rx },
+            class: OpClass::of(Opcode((v >> 32) as u8), Some((v >> 40) as u8)),
+            psn: Psn::new(((v >> 40) & 0xff_ffff) as u32),
+        };
+        let _ = set.decide(&p);
+    }
+}

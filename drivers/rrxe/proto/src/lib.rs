@@ -12,6 +12,7 @@
 //! * [`net`]: the IPv4 / IPv6 / UDP headers of a RoCEv2 datagram; [`addr`]: the address
 //!   and P_Key checks a received packet passes before it reaches a QP.
 //! * [`crc`], [`icrc`]: CRC-32 and the RoCEv2 invariant CRC.
+//! * [`fault`]: fault injection rules (text form, parser, seeded matcher).
 //! * [`caps`]: range checks and sizing of the queues a consumer asks for.
 //! * [`ids`]: QP numbers drawn at random, memory-key slots reused first-freed-first
 //!   after a quarantine, key tags.
@@ -30,6 +31,7 @@ extern crate std;
 pub mod addr;
 pub mod caps;
 pub mod crc;
+pub mod fault;
 pub mod hdr;
 pub mod icrc;
 pub mod ids;

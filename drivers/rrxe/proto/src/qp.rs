@@ -490,6 +490,29 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         }
     }
 
+    /// Fault injection: answers the received request `p` with the ACKNOWLEDGE syndrome
+    /// `syndrome` (an RNR NAK or a NAK), as this QP's responder would send it, without
+    /// executing the request or changing any state: the requester sees the NAK as if the
+    /// responder had refused the request. Only a reliable QP (RC, XRC target) in RTR, RTS
+    /// or SQD answers a request of its own transport addressed to it; `false` otherwise
+    /// (the caller drops the packet, as a loss).
+    pub fn answer_nak<A: ActionSink>(&mut self, p: &Packet, syndrome: u8, sink: &mut A) -> bool {
+        use super::opcode::Transport;
+        let ours = matches!(
+            (self.cfg.qp_type, p.info.transport),
+            (QpType::Rc, Transport::Rc) | (QpType::XrcTgt, Transport::Xrc)
+        );
+        if !ours
+            || !p.info.is_request()
+            || p.hdrs.bth.dest_qp != self.cfg.qpn
+            || !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+        {
+            return false;
+        }
+        self.rq.answer_nak(p.hdrs.bth.psn, syndrome, sink);
+        true
+    }
+
     /// Handles a received packet addressed to this QP (ICRC already checked).
     pub fn on_packet<E: ResponderEnv, A: ActionSink>(
         &mut self,

@@ -282,6 +282,12 @@ impl<const R: usize> Responder<R> {
         }
     }
 
+    /// Sends the ACKNOWLEDGE `syndrome` for `psn` now, changing nothing (fault
+    /// injection's answer to a request it refuses: [`super::Qp::answer_nak`]).
+    pub(crate) fn answer_nak<A: ActionSink>(&mut self, psn: Psn, syndrome: u8, sink: &mut A) {
+        sink.push(Action::Send(self.ack_packet(psn, syndrome)));
+    }
+
     fn emit_ack<A: ActionSink>(&mut self, psn: Psn, syndrome: u8, sink: &mut A) {
         if self.any_pending() {
             self.pending_ack = Some((psn, syndrome));

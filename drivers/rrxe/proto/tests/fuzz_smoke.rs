@@ -140,6 +140,55 @@ fn smoke_caps() {
     }
 }
 
+/// Rule lines: random bytes, and lines made of the rule language's own words.
+#[test]
+fn smoke_fault_rules() {
+    const WORDS: &[&str] = &[
+        "qp=",
+        "0x12",
+        "any",
+        "dir=tx",
+        "dir=rx",
+        "op=",
+        "read_resp",
+        "send",
+        "nak",
+        "psn=",
+        "1-5",
+        "nth=",
+        "every=",
+        "prob=",
+        "1/3",
+        "seed=",
+        "action=",
+        "drop",
+        "nak:rnr:",
+        "nak:access",
+        "delay:",
+        "reorder:",
+        "count=",
+        "7",
+        "0",
+        "4294967296",
+        " ",
+        "\n",
+        "=",
+        "clear",
+        "#",
+    ];
+    let mut r = Rng(0xfa17_0000_5eed_0001);
+    for _ in 0..iters() {
+        let d: Vec<u8> = if r.next() & 1 == 0 {
+            (0..(r.next() % 300)).map(|_| r.next() as u8).collect()
+        } else {
+            (0..(r.next() % 24))
+                .flat_map(|_| WORDS[(r.next() % WORDS.len() as u64) as usize].bytes())
+                .collect()
+        };
+        bodies::fault_rules(&d);
+    }
+}
+
 /// Slots of every length around the headers and SGE arrays, header fields steered to valid
 /// opcodes and small counts (the body's control bytes) about half of the time.
 #[test]

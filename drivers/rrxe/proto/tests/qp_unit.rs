@@ -2051,3 +2051,45 @@ fn sqd_drain_cut_short_by_the_error_state() {
     assert_eq!(statuses(&s.completions()), [WcStatus::WrFlushErr]);
     assert!(s.events().is_empty());
 }
+
+/// Fault injection's NAK: the responder answers a WRITE with the chosen NAK at its PSN,
+/// executes nothing and keeps its state (the retransmitted WRITE is then taken as new); the
+/// requester completes with the error the NAK stands for. A UC QP, or a response, gets no
+/// answer.
+#[test]
+fn answer_nak_refuses_a_request_without_changing_the_responder() {
+    use rrxe_proto::fault::NakKind;
+    let (mut a, mut b, mut env, sent) = rc_write(8, 1, 1);
+    let (_, p) = wire(&sent[0], 7);
+    let mut sb = Sink::default();
+    assert!(b.answer_nak(&p, NakKind::RemoteAccess.syndrome(), &mut sb));
+    let nak = sb.sent();
+    assert_eq!(nak.len(), 1);
+    assert_eq!(nak[0].hdrs.bth.opcode, Opcode::RC_ACKNOWLEDGE);
+    assert_eq!(nak[0].hdrs.bth.psn, p.hdrs.bth.psn);
+    assert_eq!(nak[0].hdrs.aeth.map(|a| a.syndrome), Some(0x62));
+    assert!(sb
+        .pick(|x| matches!(x, Action::PlaceMr { .. }).then_some(()))
+        .is_empty());
+    assert_eq!(b.state(), QpState::Rts);
+    // The same WRITE, taken normally afterwards, is new to the responder: placed, ACKed.
+    let mut sb = Sink::default();
+    assert_eq!(b.on_packet(&p, &mut env, &mut sb), RxStatus::Ok);
+    assert!(!sb
+        .pick(|x| matches!(x, Action::PlaceMr { .. }).then_some(()))
+        .is_empty());
+    // The requester that gets the NAK completes with a remote access error.
+    let mut sa = Sink::default();
+    let (_, np) = wire(&nak[0], 0);
+    a.on_packet(&np, &mut env, &mut sa);
+    assert_eq!(statuses(&sa.completions()), [WcStatus::RemAccessErr]);
+    // Nothing to answer: a UC request, or a response.
+    let (mut ua, mut ub, _) = pair(QpType::Uc);
+    let mut s = Sink::default();
+    ua.post_send(wqe(1, WRITE, 16), &mut s).unwrap();
+    ua.poll_tx(10, &mut s);
+    let uc = s.sent();
+    let (_, up) = wire(&uc[0], 0);
+    assert!(!ub.answer_nak(&up, NakKind::PsnSeq.syndrome(), &mut Sink::default()));
+    assert!(!a.answer_nak(&np, NakKind::PsnSeq.syndrome(), &mut Sink::default()));
+}

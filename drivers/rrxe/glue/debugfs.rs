@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+//! debugfs: each device's directory `/sys/kernel/debug/rrxe/<dev>/` and its `faults` file
+//! (`rrxe_glue_debugfs.c`). The file's text is the driver's: reads and writes go to the
+//! [`Verbs`] methods `faults_show` and `faults_write`.
+
+use super::bindings;
+use super::{IbDev, Verbs};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+
+/// A device's debugfs directory, removed (with its files) when dropped.
+pub(crate) struct DebugDir(AtomicPtr<bindings::dentry>);
+
+impl DebugDir {
+    /// No directory yet.
+    pub(crate) const fn new() -> Self {
+        Self(AtomicPtr::new(ptr::null_mut()))
+    }
+
+    /// Creates `rrxe/<dev>/` with its files, named after the device's name now (a later
+    /// rename does not move it). Once: later calls do nothing. Without debugfs (or on
+    /// failure) there is no directory, as the kernel's debugfs convention has it.
+    pub(crate) fn create(&self, dev: &IbDev) {
+        if !self.0.load(Ordering::Acquire).is_null() {
+            return;
+        }
+        // SAFETY: dev is a registered rrxe device (its `dev` has its name), alive for the
+        // borrow; the files keep its pointer, and `self` (in the device's data) removes
+        // them before the device's memory goes (Drop below, run by dealloc_driver).
+        let dir = unsafe { bindings::rrxe_glue_debugfs_add(dev.as_ptr()) };
+        if dir.is_null() {
+            return;
+        }
+        if self
+            .0
+            .compare_exchange(ptr::null_mut(), dir, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `dir` was just made by rrxe_glue_debugfs_add and is known to nobody.
+            unsafe { bindings::rrxe_glue_debugfs_remove(dir) };
+        }
+    }
+}
+
+impl Drop for DebugDir {
+    fn drop(&mut self) {
+        let dir = *self.0.get_mut();
+        if !dir.is_null() {
+            // SAFETY: made by rrxe_glue_debugfs_add and removed only here. It waits for
+            // the file operations in progress, so none uses the device after this.
+            unsafe { bindings::rrxe_glue_debugfs_remove(dir) };
+        }
+    }
+}
+
+/// Registers the functions behind the files and creates `rrxe/` (module init).
+pub(super) fn init<V: Verbs>() {
+    // SAFETY: plain registration of two functions of this module, which outlive every file
+    // (removed with their devices before module exit's `exit`).
+    unsafe { bindings::rrxe_glue_debugfs_init(Some(faults_show::<V>), Some(faults_write::<V>)) }
+}
+
+/// Removes `rrxe/` (module exit, once every device is gone).
+pub(super) fn exit() {
+    // SAFETY: after init; the device directories were removed with their devices.
+    unsafe { bindings::rrxe_glue_debugfs_exit() }
+}
+
+/// Reads `faults`: the driver writes the text into `buf`.
+unsafe extern "C" fn faults_show<V: Verbs>(
+    ib: *mut bindings::ib_device,
+    buf: *mut kernel::ffi::c_char,
+    len: usize,
+) -> usize {
+    // SAFETY: `ib` is the device whose directory holds the file (DebugDir::create), alive
+    // while the file exists; `buf` is the C side's kmalloc'd buffer of `len` bytes, ours
+    // for the call.
+    let (dev, out) = unsafe {
+        (
+            IbDev::from_raw(ib),
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), len),
+        )
+    };
+    V::faults_show(dev, out).min(len)
+}
+
+/// Writes `faults`: the driver takes the text; 0 or a negative errno.
+unsafe extern "C" fn faults_write<V: Verbs>(
+    ib: *mut bindings::ib_device,
+    buf: *const kernel::ffi::c_char,
+    len: usize,
+) -> kernel::ffi::c_int {
+    // SAFETY: as in faults_show; `buf` holds the `len` bytes copied from the writer.
+    let (dev, text) = unsafe {
+        (
+            IbDev::from_raw(ib),
+            core::slice::from_raw_parts(buf.cast::<u8>(), len),
+        )
+    };
+    match V::faults_write(dev, text) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * debugfs: /sys/kernel/debug/rrxe/<dev>/faults, the fault injection rules of a device.
+ * Reading lists the rules with their counts; writing adds rules or clears them. The text
+ * is the driver's (Rust, through the functions given to rrxe_glue_debugfs_init); this file
+ * only moves bytes between user space and those functions and checks the writer's right.
+ */
+#include <linux/debugfs.h>
+#include <linux/capability.h>
+#include <linux/slab.h>
+#include "rrxe_glue_int.h"
+
+/* The largest listing and the largest write, in bytes. */
+#define RRXE_DEBUGFS_BUF 8192
+
+static struct dentry *rrxe_debugfs_root;
+static rrxe_debugfs_show_fn rrxe_faults_show;
+static rrxe_debugfs_write_fn rrxe_faults_write;
+
+void rrxe_glue_debugfs_init(rrxe_debugfs_show_fn show, rrxe_debugfs_write_fn write)
+{
+	rrxe_faults_show = show;
+	rrxe_faults_write = write;
+	/* debugfs failures are not errors: the driver works without its files. */
+	rrxe_debugfs_root = debugfs_create_dir("rrxe", NULL);
+}
+
+void rrxe_glue_debugfs_exit(void)
+{
+	debugfs_remove(rrxe_debugfs_root);
+	rrxe_debugfs_root = NULL;
+}
+
+static ssize_t rrxe_faults_read(struct file *file, char __user *ubuf, size_t count,
+				loff_t *ppos)
+{
+	struct ib_device *ib = file->private_data;
+	ssize_t ret;
+	size_t len;
+	char *buf;
+
+	buf = kmalloc(RRXE_DEBUGFS_BUF, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	len = rrxe_faults_show(ib, buf, RRXE_DEBUGFS_BUF);
+	ret = simple_read_from_buffer(ubuf, count, ppos, buf, min_t(size_t, len, RRXE_DEBUGFS_BUF));
+	kfree(buf);
+	return ret;
+}
+
+/*
+ * One write is one set of commands, taken whole or refused whole: it must start at offset
+ * 0 and fit RRXE_DEBUGFS_BUF. Only a writer with CAP_NET_ADMIN in the user namespace of
+ * the device's network namespace may change rules (checked against the opener's
+ * credentials, as for a netlink socket).
+ */
+static ssize_t rrxe_faults_write_op(struct file *file, const char __user *ubuf,
+				    size_t count, loff_t *ppos)
+{
+	struct ib_device *ib = file->private_data;
+	char *buf;
+	int err;
+
+	if (!file_ns_capable(file, read_pnet(&ib->coredev.rdma_net)->user_ns, CAP_NET_ADMIN))
+		return -EPERM;
+	if (*ppos != 0 || count > RRXE_DEBUGFS_BUF)
+		return -EINVAL;
+	buf = memdup_user(ubuf, count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	err = rrxe_faults_write(ib, buf, count);
+	kfree(buf);
+	if (err)
+		return err;
+	*ppos += count;
+	return count;
+}
+
+static const struct file_operations rrxe_faults_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = rrxe_faults_read,
+	.write = rrxe_faults_write_op,
+	.llseek = default_llseek,
+};
+
+struct dentry *rrxe_glue_debugfs_add(struct ib_device *ib)
+{
+	struct dentry *dir;
+
+	if (IS_ERR_OR_NULL(rrxe_debugfs_root))
+		return NULL;
+	dir = debugfs_create_dir(dev_name(&ib->dev), rrxe_debugfs_root);
+	if (IS_ERR(dir))
+		return NULL;
+	debugfs_create_file("faults", 0600, dir, ib, &rrxe_faults_fops);
+	return dir;
+}
+
+void rrxe_glue_debugfs_remove(struct dentry *dir)
+{
+	/* Waits for the file operations in progress: none runs after this returns. */
+	debugfs_remove(dir);
+}
