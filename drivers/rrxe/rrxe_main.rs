@@ -25,12 +25,14 @@ mod device;
 mod glue;
 mod ib;
 mod limits;
+mod mad;
 mod mr;
 mod net;
 #[path = "proto/src/lib.rs"]
 #[allow(dead_code, unreachable_pub, missing_docs, unused_imports)]
 pub(crate) mod proto;
 mod qp;
+mod qp_counter;
 mod slots;
 mod srq;
 mod uwqe;

@@ -295,6 +295,13 @@ impl SkBuff {
         ))
     }
 
+    /// The length of the packet's IP datagram, IP header to the end (what `rcvd_bytes`
+    /// counts), whether or not its data is linear yet.
+    pub(crate) fn ip_len(&self) -> u32 {
+        // SAFETY: we own the skb; the helper only reads its lengths and header offsets.
+        unsafe { bindings::rrxe_glue_skb_ip_len(self.0.as_ptr()) }
+    }
+
     /// The source MAC of the Ethernet frame (zero if there is none).
     pub(crate) fn smac(&self) -> [u8; 6] {
         let mut mac = [0u8; 6];

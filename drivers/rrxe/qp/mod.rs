@@ -18,7 +18,8 @@
 //! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 //!
 //! Files: `create` (the QP verbs' policy: create, destroy, modify and query decoding),
-//! `post` (kernel WR lists decoded and posted, the doorbell), `wr` (SGEs, send/receive WRs,
+//! `post` (kernel WR lists decoded and posted, the doorbell), `res` (what `rdma resource
+//! show qp -dd` shows), `wr` (SGEs, send/receive WRs,
 //! the WR rings), `modify` (applying modify_qp, query attributes), `user` (intake of the
 //! queues shared with a process), `run` (posting into the rings, the received-packet ring,
 //! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
@@ -35,6 +36,7 @@ mod event;
 mod modify;
 mod odp;
 mod post;
+mod res;
 mod run;
 mod sink;
 mod table;
@@ -49,6 +51,7 @@ pub(crate) use table::{QpTable, Refused, MAX_QP};
 pub(crate) use user::pull_recv_queue;
 pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
 
+use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use crate::glue::task::{new_arc_bound, Timer, TimerTarget, Work, WorkTarget};
@@ -153,7 +156,7 @@ impl QpKind {
 /// `shutdown` take it in process context.
 struct Engine {
     proto: KBox<ProtoQp>,
-    /// proto's send-queue counts already added to the device counters.
+    /// proto's send-queue counts already added to the device's and the QP's counters.
     seen: proto::SqStats,
     attrs: QpAttrs,
     /// UDP source port (flow entropy).
@@ -203,6 +206,8 @@ pub(crate) struct QpInit {
     pub(crate) srq: Option<Arc<crate::srq::Srq>>,
     /// XRC target QPs: their XRC domain.
     pub(crate) xrcd: Option<XrcdId>,
+    /// The QP's own counts (zero).
+    pub(crate) stats: Arc<Counters>,
 }
 
 /// Work queues shared with a user process.
@@ -245,6 +250,10 @@ pub(crate) struct Qp {
     pub(crate) qpn: u32,
     /// Kind.
     pub(crate) kind: QpKind,
+    /// The QP's own counts of [`Counter::PER_QP`] since it was created (atomics: counted
+    /// by its runs, read by the per-QP counter objects it is bound to, see
+    /// [`crate::qp_counter`], and by `rdma resource show qp -dd`).
+    pub(crate) stats: Arc<Counters>,
     pd: usize,
     dev: DevPtr,
     send_cq: Option<CqPtr>,
@@ -410,6 +419,7 @@ impl Qp {
             work,
             qpn: init.qpn,
             kind: init.kind,
+            stats: init.stats,
             pd: init.pd,
             dev,
             send_cq: init.send_cq,
@@ -476,6 +486,21 @@ impl Qp {
     pub(crate) fn kick(&self) {
         if !self.dead.load(Ordering::Acquire) {
             self.work.queue_on(self.home_cpu.load(Ordering::Relaxed));
+        }
+    }
+
+    /// Counts `n` events of `c`, in the device's counters and, if it is one of
+    /// [`Counter::PER_QP`], in the QP's.
+    pub(crate) fn count(&self, c: Counter, n: u64) {
+        self.dev.get().data().counters.add(c, n);
+        self.count_own(c, n);
+    }
+
+    /// Counts `n` events of `c` in the QP's own counters only: the device counted them
+    /// where they came in, before the QP was known (received packets and bytes).
+    pub(crate) fn count_own(&self, c: Counter, n: u64) {
+        if c.per_qp() {
+            self.stats.add(c, n);
         }
     }
 

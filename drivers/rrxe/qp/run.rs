@@ -333,6 +333,9 @@ impl Qp {
             let Some((mut skb, icrc)) = self.rx_pop() else {
                 break;
             };
+            // Counted by the device when it came in; the QP's own count starts here.
+            self.count_own(Counter::RcvdPkts, 1);
+            self.count_own(Counter::RcvdBytes, u64::from(skb.ip_len()));
             let smac = skb.smac();
             let _ = skb.linearize();
             let Some((ip_pkt, l3)) = skb.ip_packet() else {
@@ -367,17 +370,20 @@ impl Qp {
                 kept: sink.kept,
             };
             let st = proto.on_packet(&pkt, &mut env, &mut psink);
-            match st {
-                proto::RxStatus::Ok => {}
-                proto::RxStatus::Duplicate => counters.inc(Counter::DuplicateRequests),
-                proto::RxStatus::OutOfSequence => counters.inc(Counter::SeqErrors),
-                proto::RxStatus::NoRecv => counters.inc(Counter::RnrNaksSent),
-                proto::RxStatus::BadState => counters.inc(Counter::RxDropQpState),
+            let event = match st {
+                proto::RxStatus::Ok => None,
+                proto::RxStatus::Duplicate => Some(Counter::DuplicateRequests),
+                proto::RxStatus::OutOfSequence => Some(Counter::SeqErrors),
+                proto::RxStatus::NoRecv => Some(Counter::RnrNaksSent),
+                proto::RxStatus::BadState => Some(Counter::RxDropQpState),
                 proto::RxStatus::WrongTransport
                 | proto::RxStatus::WrongQp
-                | proto::RxStatus::BadQkey => counters.inc(Counter::RxDropQpMismatch),
-                proto::RxStatus::Invalid => counters.inc(Counter::RxInvalidRequest),
-                proto::RxStatus::Busy => counters.inc(Counter::RxDropBusy),
+                | proto::RxStatus::BadQkey => Some(Counter::RxDropQpMismatch),
+                proto::RxStatus::Invalid => Some(Counter::RxInvalidRequest),
+                proto::RxStatus::Busy => Some(Counter::RxDropBusy),
+            };
+            if let Some(c) = event {
+                self.count(c, 1);
             }
             // A handled packet (a duplicate answered too) is consumed; the rest are freed
             // as drops, which the kernel's drop monitors see (`skb:kfree_skb`).
@@ -502,17 +508,22 @@ impl Qp {
             }
         }
 
-        // The send queue's event counts since the last run go to the device counters.
+        // The send queue's event counts since the last run go to the device's counters and
+        // the QP's.
         let now = proto.send_queue().stats();
         for (counter, now, before) in [
             (Counter::Retransmits, now.retransmits, seen.retransmits),
             (Counter::RnrNaksRcvd, now.rnr_naks, seen.rnr_naks),
+            (Counter::SeqNaksRcvd, now.seq_naks, seen.seq_naks),
             (Counter::RetransmitTimeouts, now.timeouts, seen.timeouts),
             (Counter::CwndCuts, now.cwnd_cuts, seen.cwnd_cuts),
             (Counter::CwndUndos, now.cwnd_undos, seen.cwnd_undos),
             (Counter::OdpUnplaced, now.unplaced, seen.unplaced),
         ] {
-            counters.add(counter, now.wrapping_sub(before));
+            let n = now.wrapping_sub(before);
+            if n != 0 {
+                self.count(counter, n);
+            }
         }
         *seen = now;
 

@@ -47,9 +47,8 @@ impl Sink<'_> {
     /// packet (counted), which the protocol recovers like a loss on the wire.
     fn send(&mut self, tx: &proto::TxPacket) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
-        let counters = &qp.dev.get().data().counters;
         if self.ndev.is_none() {
-            counters.inc(Counter::TxDrops);
+            qp.count(Counter::TxDrops, 1);
             return Ok(());
         }
         // A UD packet goes where its WQE says: only a connected QP's route is kept.
@@ -114,9 +113,12 @@ impl Sink<'_> {
         let sent = crate::net::transmit(qp.dev.get(), &av, self.sport, &tx.hdrs, len, kept, fill);
         gather?;
         match sent {
-            Ok(()) => counters.inc(Counter::SentPkts),
+            Ok(bytes) => {
+                qp.count(Counter::SentPkts, 1);
+                qp.count(Counter::SentBytes, u64::from(bytes));
+            }
             Err(e) => {
-                counters.inc(Counter::TxDrops);
+                qp.count(Counter::TxDrops, 1);
                 crate::glue::dbg(
                     qp.dev.get(),
                     c"transmit failed",
