@@ -204,7 +204,7 @@ unsafe impl Send for GidNetdevCache {}
 
 impl GidNetdevCache {
     /// An empty one on the heap (process context), or None without memory. Not inlined:
-    /// `Qp::new`, the caller, has the largest stack frame of the module.
+    /// its temporary stays out of the QP's initialiser, its caller.
     #[inline(never)]
     pub(crate) fn boxed() -> Option<KBox<Self>> {
         KBox::new(Self::default(), GFP_KERNEL).ok()

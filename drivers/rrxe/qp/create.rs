@@ -136,7 +136,7 @@ fn create_uncounted<'a>(
         resp.max_inline = c.max_inline_data;
         user = Some(KBox::new(UserRings { sq, rq }, GFP_KERNEL)?);
     }
-    // Its own counts, allocated here: Qp::new's stack frame is near the limit.
+    // The QP's own counts (rdma statistic qp), zero.
     let stats = crate::counters::Counters::new_arc()?;
     let qps = &dev.data().qps;
     let qpn = qps.reserve(kind == QpKind::Gsi)?;

@@ -26,6 +26,22 @@ pub(super) struct RxRing {
     pub(super) path: Option<proto::addr::Path>,
 }
 
+impl RxRing {
+    /// An empty ring of `RX_RING` slots, no path.
+    pub(super) fn new() -> Result<RxRing> {
+        let mut skbs = KVec::with_capacity(super::RX_RING, GFP_KERNEL)?;
+        for _ in 0..super::RX_RING {
+            skbs.push(None, GFP_KERNEL)?;
+        }
+        Ok(RxRing {
+            skbs,
+            head: 0,
+            len: 0,
+            path: None,
+        })
+    }
+}
+
 /// Whether a received packet's ICRC was checked before it was queued.
 #[derive(Clone, Copy)]
 pub(crate) enum Icrc {
