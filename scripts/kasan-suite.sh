@@ -53,6 +53,7 @@ bash scripts/build-kernel.sh
 export RRXE_GUEST_APPEND="no5lvl${RRXE_GUEST_APPEND:+ $RRXE_GUEST_APPEND}"
 # The stack-frame check scales with the stack: KASAN doubles x86-64's 16 KiB
 # (KASAN_STACK_ORDER in arch/x86/include/asm/page_64_types.h) and its redzones widen every
-# frame (Qp::new: 2040 bytes in the test kernel's build, 2120 in KASAN's).
+# frame (Qp::new, when it still built the QP's parts on its own stack: 2040 bytes in the test
+# kernel's build, 2120 in KASAN's).
 export RRXE_STACK_FRAME_LIMIT=${RRXE_STACK_FRAME_LIMIT:-4096}
 RRXE_VM_ONLY=1 RRXE_TIMEOUT_SCALE=${RRXE_TIMEOUT_SCALE:-4} exec bash tests/run-all.sh --skip-setup --kernel "$RRXE_KERNEL" "${names[@]}"

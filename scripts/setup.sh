@@ -29,6 +29,7 @@ PKGS=(
   bc bison flex libelf-dev libssl-dev make cpio xz-utils kmod dpkg-dev
   qemu-system-x86
   rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
+  infiniband-diags
   iproute2 iperf3 ethtool python3
   nvme-cli fio nfs-kernel-server nfs-common
   dkms mmdebstrap

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Per-device counters, shown by `rdma statistic show link rrxe0/1`.
+//! Per-device counters, shown by `rdma statistic show link rrxe0/1`, and the part of them a
+//! QP keeps of its own ([`Counter::PER_QP`], `rdma statistic qp`, see [`crate::qp_counter`]).
 
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
 
 macro_rules! counters {
     ($($(#[doc = $doc:literal])* $name:ident = $cname:literal,)*) => {
@@ -25,6 +28,13 @@ counters! {
     SentPkts = c"sent_pkts",
     /// RoCEv2 packets received (before validation).
     RcvdPkts = c"rcvd_pkts",
+    /// Octets sent: each packet's IP datagram, IP header to ICRC (rdma_rxe counts
+    /// `skb->len` in `rxe_xmit_packet`, once its IP and UDP headers are pushed: the same
+    /// bytes).
+    SentBytes = c"sent_bytes",
+    /// Octets received, counted as `sent_bytes` (rdma_rxe: `skb->len -
+    /// skb_network_offset(skb)` in `rxe_rcv`), of every packet `rcvd_pkts` counts.
+    RcvdBytes = c"rcvd_bytes",
     /// Packets sent again after a timeout or a NAK.
     Retransmits = c"retransmits",
     /// Retransmission timeouts (each one resends from the oldest unacknowledged packet).
@@ -42,6 +52,9 @@ counters! {
     DuplicateRequests = c"duplicate_request",
     /// PSN sequence errors (NAK sent).
     SeqErrors = c"out_of_seq_request",
+    /// PSN sequence error NAKs received (the peer missed a request packet; go-back-N from
+    /// the PSN it names).
+    SeqNaksRcvd = c"seq_naks_rcvd",
     /// Packets dropped for a bad ICRC.
     IcrcErrors = c"rx_icrc_errors",
     /// Packets dropped: shorter than their headers.
@@ -114,6 +127,51 @@ counters! {
 /// The number of counters.
 pub(crate) const NUM_COUNTERS: usize = Counter::NAMES.len();
 
+impl Counter {
+    /// The counters of events a QP counts of its own as well (its packets and bytes, its
+    /// retransmissions and timeouts, the NAKs it sends and receives): what `rdma statistic
+    /// qp` shows of the QPs bound to a counter object.
+    pub(crate) const PER_QP: &'static [Counter] = &[
+        Counter::SentPkts,
+        Counter::RcvdPkts,
+        Counter::SentBytes,
+        Counter::RcvdBytes,
+        Counter::Retransmits,
+        Counter::RetransmitTimeouts,
+        Counter::CwndCuts,
+        Counter::RnrNaksSent,
+        Counter::RnrNaksRcvd,
+        Counter::DuplicateRequests,
+        Counter::SeqErrors,
+        Counter::SeqNaksRcvd,
+        Counter::TxDrops,
+    ];
+
+    /// [`Counter::PER_QP`] as a bit per counter (looked up per packet).
+    const PER_QP_BITS: u128 = {
+        let mut bits = 0u128;
+        let mut i = 0;
+        while i < Self::PER_QP.len() {
+            bits |= 1 << Self::PER_QP[i] as usize;
+            i += 1;
+        }
+        bits
+    };
+
+    /// Whether a QP counts this of its own ([`Counter::PER_QP`]).
+    pub(crate) const fn per_qp(self) -> bool {
+        Self::index_per_qp(self as usize)
+    }
+
+    /// Whether the counter at `index` (of [`Counter::NAMES`]) is one of [`Counter::PER_QP`].
+    pub(crate) const fn index_per_qp(index: usize) -> bool {
+        index < 128 && Self::PER_QP_BITS >> index & 1 != 0
+    }
+}
+
+// A bit per counter in `PER_QP_BITS`.
+const _: () = assert!(NUM_COUNTERS <= 128);
+
 /// A device's counters.
 pub(crate) struct Counters([AtomicU64; NUM_COUNTERS]);
 
@@ -121,6 +179,11 @@ impl Counters {
     /// All zero.
     pub(crate) const fn new() -> Self {
         Self([const { AtomicU64::new(0) }; NUM_COUNTERS])
+    }
+
+    /// All zero, on the heap.
+    pub(crate) fn new_arc() -> Result<Arc<Self>> {
+        Ok(Arc::new(Self::new(), GFP_KERNEL)?)
     }
 
     /// Counts one event.
@@ -133,6 +196,13 @@ impl Counters {
         if let Some(a) = self.0.get(c as usize) {
             a.fetch_add(n, Ordering::Relaxed);
         }
+    }
+
+    /// The current value of `c`.
+    pub(crate) fn get(&self, c: Counter) -> u64 {
+        self.0
+            .get(c as usize)
+            .map_or(0, |a| a.load(Ordering::Relaxed))
     }
 
     /// The current values, in [`Counter::NAMES`] order.

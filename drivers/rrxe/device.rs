@@ -12,6 +12,7 @@ use crate::glue::{GidGeneration, IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
 use crate::mr::MrTable;
 use crate::qp::QpTable;
+use crate::qp_counter::CounterSets;
 use crate::xrc::XrcSrqTable;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -20,7 +21,7 @@ use kernel::sync::Arc;
 ///
 /// # Locking
 /// Each table has its own lock, documented on it ([`MrTable`], [`AhTable`], [`QpTable`],
-/// [`XrcSrqTable`]); the QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's
+/// [`XrcSrqTable`], [`CounterSets`], a mutex with nothing nested in it); the QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's
 /// and SRQ's on their fields. Across objects, outermost first: a QP's `engine` (bottom
 /// halves off) → the MR table's window → region → `staged`, or the QP table → another QP's
 /// `rx`, or a QP ring lock → the AH table or an SRQ's ring, or a CQ's lock, or (an XRC
@@ -40,6 +41,9 @@ pub(crate) struct DeviceData {
     pub(crate) faults: Faults,
     /// Counters for `rdma statistic`.
     pub(crate) counters: Counters,
+    /// The per-QP counter objects (`rdma statistic qp`) and what they were given.
+    #[pin]
+    pub(crate) qp_counters: CounterSets,
     /// Live objects per kind, against the advertised maxima.
     pub(crate) limits: Limits,
     /// Registered memory regions.
@@ -129,6 +133,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
         debugfs: DebugDir::new(),
         faults <- Faults::new(),
         counters: Counters::new(),
+        qp_counters <- CounterSets::new(),
         limits: Limits::new(),
         mrs <- mrs,
         ahs <- ahs,

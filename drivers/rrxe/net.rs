@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Receive path: from a UDP datagram on port 4791 to a queue pair (or a counted drop).
 
-use crate::counters::Counter;
+use crate::counters::{Counter, Counters};
 use crate::glue::{Arrival, IbDevRef, KernelCrc32, Receiver, SkBuff};
 use crate::proto::addr::{self, AddrDrop, IpAddrs};
 use crate::proto::{self, ParseError};
@@ -35,7 +35,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
         return;
     };
     if arrival == Arrival::Wire {
-        dev.data().counters.inc(Counter::RcvdPkts);
+        count_rcvd(&dev.data().counters, &skb);
     }
     if skb.linearize().is_err() {
         dev.data().counters.inc(Counter::RxDropNoMem);
@@ -64,7 +64,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
             .and_then(|nd| Some((IbDevRef::by_netdev_or_below(&nd)?, nd)));
         let Some(to) = to else {
             // No rrxe device there: counted by the sender's device, where it is seen.
-            dev.data().counters.inc(Counter::RcvdPkts);
+            count_rcvd(&dev.data().counters, &skb);
             dev.data().counters.inc(Counter::RxDropDgid);
             return;
         };
@@ -74,7 +74,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     };
     let counters = &dev.data().counters;
     if arrival == Arrival::Local {
-        counters.inc(Counter::RcvdPkts);
+        count_rcvd(counters, &skb);
     }
     if addr::check_dgid(&from, loopback, |gid| dev.has_roce_gid(gid, &ndev)).is_err() {
         counters.inc(Counter::RxDropDgid);
@@ -129,6 +129,14 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     }
 }
 
+/// Counts a packet that came in, before any check: `rcvd_pkts`, and its IP datagram in
+/// `rcvd_bytes` (as IBA's PortRcvData, which "may include packets containing errors").
+/// rdma_rxe counts the same bytes once a packet passed its checks.
+fn count_rcvd(counters: &Counters, skb: &SkBuff) {
+    counters.inc(Counter::RcvdPkts);
+    counters.add(Counter::RcvdBytes, u64::from(skb.ip_len()));
+}
+
 /// Whether the ICRC of `ip_pkt` (an IP packet of `dev`) is right; a wrong one is counted
 /// and logged, and the caller drops the packet.
 pub(crate) fn icrc_ok(dev: &crate::glue::IbDev, ip_pkt: &[u8], v6: bool) -> bool {
@@ -162,7 +170,8 @@ pub(crate) enum TxError {
 }
 
 /// Builds and sends one RoCEv2 packet of `dev` to `av`: IP/UDP headers, the IB headers
-/// `hdrs`, a payload of `payload_len` bytes written by `fill`, and the ICRC. It leaves
+/// `hdrs`, a payload of `payload_len` bytes written by `fill`, and the ICRC; returns the
+/// length of its IP datagram (what `sent_bytes` counts). It leaves
 /// through the netdev of its source GID (as rdma_rxe's): the device's netdev, or a pod's
 /// macvlan/ipvlan on it in shared mode, so routing, neighbours and the source MAC are the
 /// pod's. A source GID that is gone (address removed, pod deleted) drops the packet.
@@ -175,7 +184,7 @@ pub(crate) fn transmit(
     kept: Kept<'_>,
     corrupt_icrc: bool,
     fill: impl FnOnce(&mut [u8]) -> bool,
-) -> Result<(), TxError> {
+) -> Result<u32, TxError> {
     let v6 = av.ipv6 != 0;
     dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, |ndev| {
         let ib = (hdrs, payload_len, corrupt_icrc);
@@ -201,11 +210,12 @@ fn build_and_send(
     (hdrs, payload_len, corrupt_icrc): (&proto::Headers, u32, bool),
     route: Option<&crate::glue::RouteCache>,
     fill: impl FnOnce(&mut [u8]) -> bool,
-) -> Result<(), TxError> {
+) -> Result<u32, TxError> {
     let v6 = av.ipv6 != 0;
     let l3 = if v6 { IPV6_HDR } else { IPV4_HDR };
     let ib_len = proto::hdr::packet_len(hdrs.bth.opcode, payload_len).ok_or(TxError::Build)?;
     let ip_len = l3 + UDP_HDR + ib_len;
+    let sent = u32::try_from(ip_len).map_err(|_| TxError::Build)?;
     let mut skb = crate::glue::TxSkb::alloc(ndev, ip_len, v6).ok_or(TxError::NoMem)?;
     let buf = skb.data();
     let ok = if v6 {
@@ -245,5 +255,6 @@ fn build_and_send(
         }
     }
     skb.send(v6, &av.sip, &av.dip, route)
-        .map_err(|_| TxError::Route)
+        .map_err(|_| TxError::Route)?;
+    Ok(sent)
 }

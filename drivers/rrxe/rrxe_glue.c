@@ -274,6 +274,68 @@ void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value)
 		stats->value[index] = value;
 }
 
+/* Hides counter index from a stats structure's readers (`rdma statistic qp` skips it). */
+void rrxe_glue_hw_stats_hide(struct rdma_hw_stats *stats, int index)
+{
+	if (index >= 0 && index < stats->num_counters)
+		set_bit(index, stats->is_disabled);
+}
+
+/* --- per-QP counters: the core's struct rdma_counter --- */
+
+struct ib_device *rrxe_glue_counter_device(const struct rdma_counter *counter)
+{
+	return counter->device;
+}
+
+u32 rrxe_glue_counter_id(const struct rdma_counter *counter)
+{
+	return counter->id;
+}
+
+void rrxe_glue_counter_set_id(struct rdma_counter *counter, u32 id)
+{
+	counter->id = id;
+}
+
+/* Adds delta to the counter's value at index (its stats are allocated before any bind). */
+void rrxe_glue_counter_add(struct rdma_counter *counter, int index, u64 delta)
+{
+	struct rdma_hw_stats *stats = counter->stats;
+
+	if (stats && index >= 0 && index < stats->num_counters)
+		stats->value[index] += delta;
+}
+
+/* The counter a QP is bound to (NULL if none); the driver sets it in bind and unbind. */
+struct rdma_counter *rrxe_glue_qp_counter(const struct ib_qp *qp)
+{
+	return qp->counter;
+}
+
+void rrxe_glue_qp_set_counter(struct ib_qp *qp, struct rdma_counter *counter)
+{
+	qp->counter = counter;
+}
+
+/* --- driver attributes of restrack entries (rdma resource show -dd) --- */
+
+/* Opens the RDMA_NLDEV_ATTR_DRIVER nest the rdma_nl_put_driver_* helpers fill. */
+struct nlattr *rrxe_glue_nl_driver_begin(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void rrxe_glue_nl_driver_end(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_end(msg, nest);
+}
+
+void rrxe_glue_nl_driver_cancel(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_cancel(msg, nest);
+}
+
 /* --- locking: spin_lock_irqsave is a macro --- */
 
 unsigned long rrxe_glue_spin_lock_irqsave(spinlock_t *lock)

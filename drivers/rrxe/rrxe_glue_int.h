@@ -14,6 +14,7 @@
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
+#include <rdma/rdma_counter.h>
 #include <net/udp_tunnel.h>
 #include <linux/vmalloc.h>
 #include <rdma/uverbs_ioctl.h>

@@ -333,6 +333,19 @@ const u8 *rrxe_glue_skb_ip_packet(const struct sk_buff *skb, u32 *len, u32 *l3_l
 	return nh;
 }
 
+/*
+ * The length of a received packet's IP datagram (IP header to the end), linear or not:
+ * rdma_rxe's count of received bytes (skb->len - skb_network_offset(skb) in rxe_rcv).
+ * Handed to us at the UDP header (the network offset is negative) or, from this host, at
+ * the IP header.
+ */
+u32 rrxe_glue_skb_ip_len(const struct sk_buff *skb)
+{
+	s64 len = (s64)skb->len - skb_network_offset(skb);
+
+	return clamp_t(s64, len, 0, U32_MAX);
+}
+
 void rrxe_glue_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);

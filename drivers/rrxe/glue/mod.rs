@@ -28,18 +28,20 @@ mod net;
 pub(crate) mod obj;
 pub(crate) mod odp;
 mod queue;
+mod stats;
 pub(crate) mod sync;
 pub(crate) mod task;
 mod verbs;
 pub(crate) mod wr;
 
-pub(crate) use verbs::{Advice, Verbs};
+pub(crate) use verbs::{Advice, MadResult, Verbs, MAD_SIZE};
 
 pub(crate) use net::{
     open_sockets, Arrival, GidGeneration, GidNetdevCache, KernelCrc32, Receiver, RouteCache,
     SkBuff, TxSkb,
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
+pub(crate) use stats::{set_hw_stats, NlDriverAttrs, RdmaCounter, StatDescs};
 pub(crate) use task::this_cpu;
 
 use core::marker::PhantomData;
@@ -780,50 +782,6 @@ pub(crate) fn av_to_ah_attr(av: &bindings::rrxe_kav, attr: &mut bindings::rdma_a
 pub(crate) fn modify_qp_is_ok(cur: u32, new: u32, qp_type: u32, mask: u32) -> bool {
     // SAFETY: a plain query of a constant table.
     unsafe { bindings::ib_modify_qp_is_ok(cur, new, qp_type, mask) }
-}
-
-/// `rdma statistic` descriptors for `N` counters.
-pub(crate) struct StatDescs<const N: usize>([bindings::rdma_stat_desc; N]);
-
-// SAFETY: immutable after compile-time construction; the pointers are to 'static C strings.
-unsafe impl<const N: usize> Sync for StatDescs<N> {}
-
-impl<const N: usize> StatDescs<N> {
-    /// Descriptors named `names` (`N` of them).
-    pub(crate) const fn new(names: &'static [&'static core::ffi::CStr]) -> Self {
-        assert!(names.len() == N);
-        let mut d = [bindings::rdma_stat_desc {
-            name: ptr::null(),
-            flags: 0,
-            priv_: ptr::null(),
-        }; N];
-        let mut i = 0;
-        while i < N {
-            d[i].name = names[i].as_ptr().cast();
-            i += 1;
-        }
-        StatDescs(d)
-    }
-
-    /// A stats structure for these counters; the core owns (and frees) it.
-    pub(crate) fn alloc(&'static self) -> *mut bindings::rdma_hw_stats {
-        // SAFETY: self is 'static and has N entries.
-        unsafe { bindings::rrxe_glue_alloc_hw_stats(self.0.as_ptr(), N as i32) }
-    }
-}
-
-/// Writes `values` into a stats structure of [`StatDescs::alloc`].
-///
-/// # Safety
-/// `stats` is live (the core's `get_hw_stats` argument).
-pub(crate) unsafe fn set_hw_stats(
-    stats: *mut bindings::rdma_hw_stats,
-    values: impl Iterator<Item = u64>,
-) {
-    for (i, v) in values.enumerate() {
-        // SAFETY: stats is live (contract); the helper bounds-checks the index.
-        unsafe { bindings::rrxe_glue_hw_stats_set(stats, i as i32, v) };
-    }
 }
 
 /// `rdma link add NAME type rrxe netdev NDEV` (called by `rrxe_glue_net.c`'s link ops).

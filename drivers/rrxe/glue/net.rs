@@ -204,7 +204,7 @@ unsafe impl Send for GidNetdevCache {}
 
 impl GidNetdevCache {
     /// An empty one on the heap (process context), or None without memory. Not inlined:
-    /// `Qp::new`, the caller, has the largest stack frame of the module.
+    /// its temporary stays out of the QP's initialiser, its caller.
     #[inline(never)]
     pub(crate) fn boxed() -> Option<KBox<Self>> {
         KBox::new(Self::default(), GFP_KERNEL).ok()
@@ -293,6 +293,13 @@ impl SkBuff {
             unsafe { core::slice::from_raw_parts(p, len as usize) },
             l3 as usize,
         ))
+    }
+
+    /// The length of the packet's IP datagram, IP header to the end (what `rcvd_bytes`
+    /// counts), whether or not its data is linear yet.
+    pub(crate) fn ip_len(&self) -> u32 {
+        // SAFETY: we own the skb; the helper only reads its lengths and header offsets.
+        unsafe { bindings::rrxe_glue_skb_ip_len(self.0.as_ptr()) }
     }
 
     /// The source MAC of the Ethernet frame (zero if there is none).

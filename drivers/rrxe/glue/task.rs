@@ -202,7 +202,10 @@ fn inside<T, F>(t: &T, field: &F) -> bool {
 
 /// Allocates an `Arc<T>` initialised by `init`, then binds the work item and timers that
 /// `sources` picks out of it: from then on they run `T`'s callbacks. They must be fields of
-/// `T` (EINVAL otherwise, and the new `T` is dropped).
+/// `T` (EINVAL otherwise, and the new `T` is dropped). Never inlined: `init` runs in this
+/// frame, and an initialiser that builds large fields in place (`Qp::new`'s) must not add
+/// its temporaries to its caller's frame.
+#[inline(never)]
 pub(crate) fn new_arc_bound<T, const N: usize>(
     init: impl PinInit<T, Error>,
     sources: impl for<'a> FnOnce(&'a T) -> (&'a Work<T>, &'a [Timer<T>; N]),

@@ -136,6 +136,8 @@ fn create_uncounted<'a>(
         resp.max_inline = c.max_inline_data;
         user = Some(KBox::new(UserRings { sq, rq }, GFP_KERNEL)?);
     }
+    // The QP's own counts (rdma statistic qp), zero.
+    let stats = crate::counters::Counters::new_arc()?;
     let qps = &dev.data().qps;
     let qpn = qps.reserve(kind == QpKind::Gsi)?;
     let qi = QpInit {
@@ -155,6 +157,7 @@ fn create_uncounted<'a>(
         user,
         srq,
         xrcd: a.xrcd,
+        stats,
     };
     let qp = Qp::new(dev.ptr(), qi).inspect_err(|_| drop(qps.remove(qpn)))?;
     if udata.is_user() {

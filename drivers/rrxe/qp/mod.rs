@@ -18,7 +18,8 @@
 //! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 //!
 //! Files: `create` (the QP verbs' policy: create, destroy, modify and query decoding),
-//! `post` (kernel WR lists decoded and posted, the doorbell), `wr` (SGEs, send/receive WRs,
+//! `post` (kernel WR lists decoded and posted, the doorbell), `res` (what `rdma resource
+//! show qp -dd` shows), `wr` (SGEs, send/receive WRs,
 //! the WR rings), `modify` (applying modify_qp, query attributes), `user` (intake of the
 //! queues shared with a process), `run` (posting into the rings, the received-packet ring,
 //! the run loop), `sink` (the [`ActionSink`](proto::ActionSink) that
@@ -35,6 +36,7 @@ mod event;
 mod modify;
 mod odp;
 mod post;
+mod res;
 mod run;
 mod sink;
 mod table;
@@ -49,6 +51,7 @@ pub(crate) use table::{QpTable, Refused, MAX_QP};
 pub(crate) use user::pull_recv_queue;
 pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
 
+use crate::counters::{Counter, Counters};
 use crate::glue::bindings as b;
 use crate::glue::sync::{new_bh_spinlock, new_irq_spinlock, BhSpinLock, IrqSpinLock};
 use crate::glue::task::{new_arc_bound, Timer, TimerTarget, Work, WorkTarget};
@@ -153,7 +156,7 @@ impl QpKind {
 /// `shutdown` take it in process context.
 struct Engine {
     proto: KBox<ProtoQp>,
-    /// proto's send-queue counts already added to the device counters.
+    /// proto's send-queue counts already added to the device's and the QP's counters.
     seen: proto::SqStats,
     attrs: QpAttrs,
     /// UDP source port (flow entropy).
@@ -162,9 +165,9 @@ struct Engine {
     /// None without the memory for one.
     route: Option<crate::glue::RouteCache>,
     /// The netdev of the source GID the last packet left from (any QP type: it is kept
-    /// with the GID index and address it belongs to). Boxed: `Qp::new` moves the engine
-    /// through its stack frame, which is near the module's limit; None without the memory
-    /// for it (each packet then looks the GID up).
+    /// with the GID index and address it belongs to). Boxed: the engine is built on the
+    /// stack and then moved into the QP (`Engine::new`); None without the memory for it
+    /// (each packet then looks the GID up).
     gid: Option<KBox<crate::glue::GidNetdevCache>>,
 }
 
@@ -197,12 +200,14 @@ pub(crate) struct QpInit {
     /// The `ib_qp`, for its asynchronous events.
     pub(crate) ib: QpPtr,
     /// User QPs: the send and receive queues shared with the process (boxed: `Qp::new`'s
-    /// initialiser holds what it moves into the QP on the stack, more than once).
+    /// initialiser captures what it moves into the QP, on the stack).
     pub(crate) user: Option<KBox<UserRings>>,
     /// The shared receive queue the QP takes its receive WQEs from, if any.
     pub(crate) srq: Option<Arc<crate::srq::Srq>>,
     /// XRC target QPs: their XRC domain.
     pub(crate) xrcd: Option<XrcdId>,
+    /// The QP's own counts (zero).
+    pub(crate) stats: Arc<Counters>,
 }
 
 /// Work queues shared with a user process.
@@ -245,6 +250,10 @@ pub(crate) struct Qp {
     pub(crate) qpn: u32,
     /// Kind.
     pub(crate) kind: QpKind,
+    /// The QP's own counts of [`Counter::PER_QP`] since it was created (atomics: counted
+    /// by its runs, read by the per-QP counter objects it is bound to, see
+    /// [`crate::qp_counter`], and by `rdma resource show qp -dd`).
+    pub(crate) stats: Arc<Counters>,
     pd: usize,
     dev: DevPtr,
     send_cq: Option<CqPtr>,
@@ -333,8 +342,52 @@ fn ib_state(s: proto::QpState) -> u32 {
     }
 }
 
+impl Engine {
+    /// The protocol state of a new QP (in Reset), with its configuration.
+    #[inline(never)]
+    fn new(qpn: u32, kind: QpKind) -> Result<Engine> {
+        let mut cfg = proto::QpConfig {
+            qpn,
+            qp_type: kind.proto(),
+            // A consumer that never sets the send PSN (UD, or RC without IB_QP_SQ_PSN)
+            // starts at a random one, as rdma_cm picks them: not guessable by a spoofer.
+            sq_psn: proto::Psn::new(crate::glue::random_u32() & 0xff_ffff),
+            ..Default::default()
+        };
+        if kind == QpKind::Gsi {
+            cfg.qkey = GSI_QKEY;
+        }
+        // The protocol state is large (kilobytes): copy the empty QP straight into its heap
+        // slot and initialise it there, never on the kernel stack.
+        let mut proto_qp = crate::glue::mem::boxed_copy(&EMPTY_QP)?;
+        proto_qp.reset(cfg);
+        Ok(Engine {
+            proto: proto_qp,
+            seen: proto::SqStats::default(),
+            attrs: QpAttrs {
+                qkey: cfg.qkey,
+                sq_psn: cfg.sq_psn.get(),
+                ..Default::default()
+            },
+            sport: proto::net::udp_sport(qpn, 0),
+            route: crate::glue::RouteCache::new(),
+            gid: crate::glue::GidNetdevCache::boxed(),
+        })
+    }
+}
+
 impl Qp {
     /// Creates a QP (in Reset).
+    ///
+    /// Stack: a `Qp` is about 1.7 KiB, and its parts would be as much again on this frame if
+    /// they were built here first: an initialiser captures what it is given by value, so
+    /// each part would sit on the stack twice (built, then moved into the initialiser), and
+    /// all of them at once (the empty claim slot alone is over 0.5 KiB). So each part is
+    /// built inside the QP's initialiser, in the field's own expression, which pin-init
+    /// evaluates while it writes the QP's memory, one field after the other; this frame
+    /// holds only what the initialiser captures (the request and a few numbers), and the
+    /// initialiser runs in [`new_arc_bound`]'s frame (never inlined here). On Linux 7.3 with
+    /// the per-QP counters, building the parts here made this frame 2744 bytes.
     #[inline(never)]
     pub(crate) fn new(dev: DevPtr, init: QpInit) -> Result<Arc<Qp>> {
         if init.max_send_wr > MAX_QP_WR
@@ -345,71 +398,21 @@ impl Qp {
         {
             return Err(EINVAL);
         }
-        let sq = WrRing::new(
-            init.max_send_wr.max(1),
-            init.max_send_sge.max(1),
-            init.max_inline,
-        )?;
-        let rq = WrRing::new(init.max_recv_wr.max(1), init.max_recv_sge.max(1), 0)?;
-        let mut skbs = KVec::with_capacity(RX_RING, GFP_KERNEL)?;
-        for _ in 0..RX_RING {
-            skbs.push(None, GFP_KERNEL)?;
-        }
-        let mut cfg = proto::QpConfig {
-            qpn: init.qpn,
-            qp_type: init.kind.proto(),
-            // A consumer that never sets the send PSN (UD, or RC without IB_QP_SQ_PSN)
-            // starts at a random one, as rdma_cm picks them: not guessable by a spoofer.
-            sq_psn: proto::Psn::new(crate::glue::random_u32() & 0xff_ffff),
-            ..Default::default()
-        };
-        if init.kind == QpKind::Gsi {
-            cfg.qkey = GSI_QKEY;
-        }
-        // The protocol state is large (kilobytes): copy the empty QP straight into its heap
-        // slot and initialise it there, never on the kernel stack.
-        let mut proto_qp = crate::glue::mem::boxed_copy(&EMPTY_QP)?;
-        proto_qp.reset(cfg);
-        let engine = Engine {
-            proto: proto_qp,
-            seen: proto::SqStats::default(),
-            attrs: QpAttrs {
-                qkey: cfg.qkey,
-                sq_psn: cfg.sq_psn.get(),
-                ..Default::default()
-            },
-            sport: proto::net::udp_sport(init.qpn, 0),
-            route: crate::glue::RouteCache::new(),
-            gid: crate::glue::GidNetdevCache::boxed(),
-        };
-        // Bound to the QP once it is initialised (new_arc_bound): until then nothing
-        // references the QP, and queueing or arming them would run nothing. The QP owns
-        // them and drops them (waiting for their callbacks) before its memory goes.
-        let (work, t0, t1, t2) = (
-            Work::new()?,
-            Timer::new(0)?,
-            Timer::new(1)?,
-            Timer::new(TX_WAIT_TIMER)?,
-        );
-        let sq_init = new_irq_spinlock!(sq, "rrxe_qp_sq");
-        let rq_init = new_irq_spinlock!(rq, "rrxe_qp_rq");
-        let claim_init = new_irq_spinlock!(None, "rrxe_qp_claim");
-        let rx_init = new_irq_spinlock!(
-            RxRing {
-                skbs,
-                head: 0,
-                len: 0,
-                path: None,
-            },
-            "rrxe_qp_rx"
-        );
-        let faults_init = new_irq_spinlock!(odp::Faults::default(), "rrxe_qp_faults");
-        let engine_init = new_bh_spinlock!(engine, "rrxe_qp_engine");
+        let home_cpu = crate::glue::this_cpu();
+        // The work item and timers are bound to the QP once it is initialised
+        // (new_arc_bound): until then nothing references the QP, and queueing or arming
+        // them would run nothing. The QP owns them and drops them (waiting for their
+        // callbacks) before its memory goes.
         let qp = try_pin_init!(Qp {
-            timers: [t0, t1, t2],
-            work,
+            timers: [
+                Timer::new(0)?,
+                Timer::new(1)?,
+                Timer::new(TX_WAIT_TIMER)?,
+            ],
+            work: Work::new()?,
             qpn: init.qpn,
             kind: init.kind,
+            stats: init.stats,
             pd: init.pd,
             dev,
             send_cq: init.send_cq,
@@ -431,13 +434,23 @@ impl Qp {
             fault_done: AtomicBool::new(false),
             events: AtomicU32::new(0),
             fired: AtomicU32::new(0),
-            home_cpu: AtomicU32::new(crate::glue::this_cpu()),
-            sq <- sq_init,
-            rq <- rq_init,
-            claim <- claim_init,
-            rx <- rx_init,
-            faults <- faults_init,
-            engine <- engine_init,
+            home_cpu: AtomicU32::new(home_cpu),
+            sq <- new_irq_spinlock!(
+                WrRing::new(
+                    init.max_send_wr.max(1),
+                    init.max_send_sge.max(1),
+                    init.max_inline,
+                )?,
+                "rrxe_qp_sq"
+            ),
+            rq <- new_irq_spinlock!(
+                WrRing::new(init.max_recv_wr.max(1), init.max_recv_sge.max(1), 0)?,
+                "rrxe_qp_rq"
+            ),
+            claim <- new_irq_spinlock!(None, "rrxe_qp_claim"),
+            rx <- new_irq_spinlock!(RxRing::new()?, "rrxe_qp_rx"),
+            faults <- new_irq_spinlock!(odp::Faults::default(), "rrxe_qp_faults"),
+            engine <- new_bh_spinlock!(Engine::new(init.qpn, init.kind)?, "rrxe_qp_engine"),
         }? Error);
         new_arc_bound(qp, |qp| (&qp.work, &qp.timers))
     }
@@ -476,6 +489,21 @@ impl Qp {
     pub(crate) fn kick(&self) {
         if !self.dead.load(Ordering::Acquire) {
             self.work.queue_on(self.home_cpu.load(Ordering::Relaxed));
+        }
+    }
+
+    /// Counts `n` events of `c`, in the device's counters and, if it is one of
+    /// [`Counter::PER_QP`], in the QP's.
+    pub(crate) fn count(&self, c: Counter, n: u64) {
+        self.dev.get().data().counters.add(c, n);
+        self.count_own(c, n);
+    }
+
+    /// Counts `n` events of `c` in the QP's own counters only: the device counted them
+    /// where they came in, before the QP was known (received packets and bytes).
+    pub(crate) fn count_own(&self, c: Counter, n: u64) {
+        if c.per_qp() {
+            self.stats.add(c, n);
         }
     }
 

@@ -27,6 +27,22 @@ pub(super) struct RxRing {
     pub(super) path: Option<proto::addr::Path>,
 }
 
+impl RxRing {
+    /// An empty ring of `RX_RING` slots, no path.
+    pub(super) fn new() -> Result<RxRing> {
+        let mut skbs = KVec::with_capacity(super::RX_RING, GFP_KERNEL)?;
+        for _ in 0..super::RX_RING {
+            skbs.push(None, GFP_KERNEL)?;
+        }
+        Ok(RxRing {
+            skbs,
+            head: 0,
+            len: 0,
+            path: None,
+        })
+    }
+}
+
 /// Whether a received packet's ICRC was checked before it was queued.
 #[derive(Clone, Copy)]
 pub(crate) enum Icrc {
@@ -334,6 +350,9 @@ impl Qp {
             let Some((mut skb, icrc)) = self.rx_pop() else {
                 break;
             };
+            // Counted by the device when it came in; the QP's own count starts here.
+            self.count_own(Counter::RcvdPkts, 1);
+            self.count_own(Counter::RcvdBytes, u64::from(skb.ip_len()));
             let smac = skb.smac();
             let _ = skb.linearize();
             let Some((ip_pkt, l3)) = skb.ip_packet() else {
@@ -375,14 +394,14 @@ impl Qp {
                 Some(FaultAction::Drop) => continue,
                 // As a packet whose ICRC check failed.
                 Some(FaultAction::Icrc) => {
-                    counters.inc(Counter::IcrcErrors);
+                    self.count(Counter::IcrcErrors, 1);
                     continue;
                 }
                 // Taken twice: the second is the duplicate a link can deliver.
                 Some(FaultAction::Dup) => {
                     let first = proto.on_packet(&pkt, &mut env, &mut psink);
                     let again = proto.on_packet(&pkt, &mut env, &mut psink);
-                    count_rx(counters, again);
+                    self.count_rx(again);
                     first
                 }
                 // Refused with the rule's NAK, not executed (a packet nobody may NAK,
@@ -394,7 +413,7 @@ impl Qp {
                 // Not accepted by the rules file yet.
                 Some(FaultAction::Delay(_) | FaultAction::Reorder(_)) => continue,
             };
-            count_rx(counters, st);
+            self.count_rx(st);
             // A handled packet (a duplicate answered too) is consumed; the rest are freed
             // as drops, which the kernel's drop monitors see (`skb:kfree_skb`).
             if matches!(st, proto::RxStatus::Ok | proto::RxStatus::Duplicate) {
@@ -518,17 +537,22 @@ impl Qp {
             }
         }
 
-        // The send queue's event counts since the last run go to the device counters.
+        // The send queue's event counts since the last run go to the device's counters and
+        // the QP's.
         let now = proto.send_queue().stats();
         for (counter, now, before) in [
             (Counter::Retransmits, now.retransmits, seen.retransmits),
             (Counter::RnrNaksRcvd, now.rnr_naks, seen.rnr_naks),
+            (Counter::SeqNaksRcvd, now.seq_naks, seen.seq_naks),
             (Counter::RetransmitTimeouts, now.timeouts, seen.timeouts),
             (Counter::CwndCuts, now.cwnd_cuts, seen.cwnd_cuts),
             (Counter::CwndUndos, now.cwnd_undos, seen.cwnd_undos),
             (Counter::OdpUnplaced, now.unplaced, seen.unplaced),
         ] {
-            counters.add(counter, now.wrapping_sub(before));
+            let n = now.wrapping_sub(before);
+            if n != 0 {
+                self.count(counter, n);
+            }
         }
         *seen = now;
 
@@ -549,18 +573,24 @@ impl Qp {
     }
 }
 
-/// Counts what a received packet's handling found (`proto::Qp::on_packet`'s status).
-fn count_rx(counters: &crate::counters::Counters, st: proto::RxStatus) {
-    match st {
-        proto::RxStatus::Ok => {}
-        proto::RxStatus::Duplicate => counters.inc(Counter::DuplicateRequests),
-        proto::RxStatus::OutOfSequence => counters.inc(Counter::SeqErrors),
-        proto::RxStatus::NoRecv => counters.inc(Counter::RnrNaksSent),
-        proto::RxStatus::BadState => counters.inc(Counter::RxDropQpState),
-        proto::RxStatus::WrongTransport | proto::RxStatus::WrongQp | proto::RxStatus::BadQkey => {
-            counters.inc(Counter::RxDropQpMismatch)
+impl Qp {
+    /// Counts what `on_packet` said of a received packet, in the device's and the QP's
+    /// counters.
+    fn count_rx(&self, st: proto::RxStatus) {
+        let event = match st {
+            proto::RxStatus::Ok => None,
+            proto::RxStatus::Duplicate => Some(Counter::DuplicateRequests),
+            proto::RxStatus::OutOfSequence => Some(Counter::SeqErrors),
+            proto::RxStatus::NoRecv => Some(Counter::RnrNaksSent),
+            proto::RxStatus::BadState => Some(Counter::RxDropQpState),
+            proto::RxStatus::WrongTransport
+            | proto::RxStatus::WrongQp
+            | proto::RxStatus::BadQkey => Some(Counter::RxDropQpMismatch),
+            proto::RxStatus::Invalid => Some(Counter::RxInvalidRequest),
+            proto::RxStatus::Busy => Some(Counter::RxDropBusy),
+        };
+        if let Some(c) = event {
+            self.count(c, 1);
         }
-        proto::RxStatus::Invalid => counters.inc(Counter::RxInvalidRequest),
-        proto::RxStatus::Busy => counters.inc(Counter::RxDropBusy),
     }
 }

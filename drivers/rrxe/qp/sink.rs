@@ -48,9 +48,8 @@ impl Sink<'_> {
     /// packet (counted), which the protocol recovers like a loss on the wire.
     fn send(&mut self, tx: &proto::TxPacket) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
-        let counters = &qp.dev.get().data().counters;
         if self.ndev.is_none() {
-            counters.inc(Counter::TxDrops);
+            qp.count(Counter::TxDrops, 1);
             return Ok(());
         }
         // A UD packet goes where its WQE says: only a connected QP's route is kept.
@@ -70,7 +69,7 @@ impl Sink<'_> {
         // Fault injection (nothing but one relaxed load without a rule): a dropped packet
         // is lost as on the wire, its payload never read.
         let d = qp.dev.get().data();
-        let fault = d.faults.check(counters, qp.qpn, Dir::Tx, &tx.hdrs);
+        let fault = d.faults.check(&d.counters, qp.qpn, Dir::Tx, &tx.hdrs);
         if fault == Some(FaultAction::Drop) {
             return Ok(());
         }
@@ -125,16 +124,24 @@ impl Sink<'_> {
         let mut sent = crate::net::transmit(
             dev, &av, self.sport, &tx.hdrs, len, kept, corrupt, &mut fill,
         );
-        if fault == Some(FaultAction::Dup) && sent.is_ok() {
-            counters.inc(Counter::SentPkts);
-            sent =
-                crate::net::transmit(dev, &av, self.sport, &tx.hdrs, len, kept, false, &mut fill);
+        if fault == Some(FaultAction::Dup) {
+            if let Ok(bytes) = sent {
+                // The first copy counted here, the duplicate below like any packet.
+                qp.count(Counter::SentPkts, 1);
+                qp.count(Counter::SentBytes, u64::from(bytes));
+                sent = crate::net::transmit(
+                    dev, &av, self.sport, &tx.hdrs, len, kept, false, &mut fill,
+                );
+            }
         }
         gather?;
         match sent {
-            Ok(()) => counters.inc(Counter::SentPkts),
+            Ok(bytes) => {
+                qp.count(Counter::SentPkts, 1);
+                qp.count(Counter::SentBytes, u64::from(bytes));
+            }
             Err(e) => {
-                counters.inc(Counter::TxDrops);
+                qp.count(Counter::TxDrops, 1);
                 crate::glue::dbg(
                     qp.dev.get(),
                     c"transmit failed",

@@ -8,9 +8,12 @@ use crate::counters::{Counter, NUM_COUNTERS};
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, DriverObj, NewObj, Obj};
 use crate::glue::wr::WrList;
-use crate::glue::{Advice, CqPtr, IbDev, NetDev, StatDescs, Udata, Verbs, XrcdId};
+use crate::glue::{
+    Advice, CqPtr, IbDev, MadResult, NetDev, NlDriverAttrs, RdmaCounter, StatDescs, Udata, Verbs,
+    XrcdId, MAD_SIZE,
+};
 use crate::mr::AccessFlags;
-use crate::{ah, cq, device, limits, mr, qp, srq, xrc};
+use crate::{ah, cq, device, limits, mad, mr, qp, srq, xrc};
 use kernel::prelude::*;
 
 impl DriverObj for b::ib_device {
@@ -114,10 +117,52 @@ impl Verbs for Rrxe {
     }
 
     fn hw_stats(dev: &IbDev) -> impl Iterator<Item = u64> {
-        dev.data().counters.values()
+        let data = dev.data();
+        data.qp_counters.unbound(&data.counters)
     }
 
     const NUM_STATS: i32 = NUM_COUNTERS as i32;
+
+    fn process_mad(
+        dev: &IbDev,
+        port: u32,
+        req: &[u8; MAD_SIZE],
+        out: &mut [u8; MAD_SIZE],
+    ) -> MadResult {
+        mad::process(dev, port, req, out)
+    }
+
+    fn alloc_counter_stats() -> *mut b::rdma_hw_stats {
+        STAT_DESCS.alloc_shown(Counter::index_per_qp)
+    }
+
+    fn counter_bind_qp(counter: &RdmaCounter<'_>, obj: &Obj<'_, b::ib_qp>) -> Result {
+        counter
+            .dev()
+            .data()
+            .qp_counters
+            .bind(counter, &obj.data().qp)
+    }
+
+    fn counter_unbind_qp(counter: &RdmaCounter<'_>, obj: &Obj<'_, b::ib_qp>) {
+        counter
+            .dev()
+            .data()
+            .qp_counters
+            .unbind(counter, &obj.data().qp)
+    }
+
+    fn counter_update(counter: &RdmaCounter<'_>) -> Result {
+        counter.dev().data().qp_counters.update(counter)
+    }
+
+    fn counter_dealloc(counter: &RdmaCounter<'_>) {
+        counter.dev().data().qp_counters.dealloc(counter)
+    }
+
+    fn fill_res_qp(obj: &Obj<'_, b::ib_qp>, attrs: &mut NlDriverAttrs<'_>) -> Result {
+        obj.data().qp.fill_res(attrs)
+    }
 
     fn create_cq<'a>(
         obj: NewObj<'a, b::ib_cq>,

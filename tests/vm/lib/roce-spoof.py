@@ -11,38 +11,18 @@ For every round and source, one packet of each of: SEND_ONLY at RESP_PSN (64 byt
 RDMA_WRITE_ONLY at RESP_PSN + 1 (64 bytes to WRITE_VA/RKEY), RDMA_READ_RESPONSE_ONLY at
 READ_PSN (256 bytes), ACK of SEND_PSN, NAK (remote access error) of SEND_PSN: the PSNs the
 target QP would accept from its peer. Payload bytes are 'H'. The ICRC is computed here
-(zlib CRC-32 over the IBTA pseudo-header: masked IPv4/IPv6 and UDP headers, masked BTH),
-for the headers the kernel writes: IPv4 with DF set (IP_PMTUDISC_DO) and ID 0 (an
-unconnected socket), IPv6 with flow label 0. Prints how many packets it sent per kind.
+(roce.py). Prints how many packets it sent per kind.
 """
-import ipaddress
+import os
 import socket
 import struct
 import sys
 import time
-import zlib
 
-IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from roce import IP_MTU_DISCOVER, IP_PMTUDISC_DO, bth, icrc  # noqa: E402
+
 KINDS = ("SEND", "WRITE", "READ_RESP", "ACK", "NAK")
-
-
-def bth(opcode, qpn, psn, pkey=0xFFFF, ack_req=False):
-    return struct.pack(">BBHII", opcode, 0, pkey, qpn & 0xFFFFFF,
-                       (0x80000000 if ack_req else 0) | (psn & 0xFFFFFF))
-
-
-def icrc(ib, src, dst, sport):
-    udp_len = 8 + len(ib) + 4
-    s, d = ipaddress.ip_address(src), ipaddress.ip_address(dst)
-    if s.version == 4:
-        ip = struct.pack(">BBHHHBBH", 0x45, 0xFF, 20 + udp_len, 0, 0x4000, 0xFF, 17, 0xFFFF)
-    else:
-        ip = bytes([0x6F, 0xFF, 0xFF, 0xFF]) + struct.pack(">HBB", udp_len, 17, 0xFF)
-    ip += s.packed + d.packed
-    udp = struct.pack(">HHHH", sport, 4791, udp_len, 0xFFFF)
-    masked = bytearray(ib)
-    masked[4] = 0xFF
-    return struct.pack("<I", zlib.crc32(b"\xff" * 8 + ip + udp + bytes(masked)))
 
 
 def packets(qpn, resp_psn, send_psn, read_psn, va, rkey, pkey):

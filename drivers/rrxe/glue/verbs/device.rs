@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Trampolines of the device, port, ucontext, PD, XRC domain and counters (see the parent module for their contract).
+//! Trampolines of the device, port, ucontext, PD, XRC domain, port counters and the port's MADs (see the parent module for their contract).
 
 use super::*;
 
@@ -145,4 +145,49 @@ pub(super) unsafe extern "C" fn get_hw_stats<V: Verbs>(
     // SAFETY: the core's contract; stats was allocated by alloc_hw_port_stats and is live.
     unsafe { crate::glue::set_hw_stats(stats, V::hw_stats(IbDev::from_raw(ibdev))) };
     V::NUM_STATS
+}
+
+/// `process_mad`: the driver's first refusal of every MAD that reaches the port's GSI QP,
+/// and the PerfMgt queries behind `ports/N/counters/` in sysfs (which pass no work
+/// completion). Only the MAD itself is read; the work completion and GRH are not needed.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn process_mad<V: Verbs>(
+    ibdev: *mut b::ib_device,
+    _flags: i32,
+    port: u32,
+    _in_wc: *const b::ib_wc,
+    _in_grh: *const b::ib_grh,
+    in_mad: *const b::ib_mad,
+    out_mad: *mut b::ib_mad,
+    out_mad_size: *mut usize,
+    _out_mad_pkey_index: *mut u16,
+) -> i32 {
+    const _: () = assert!(size_of::<b::ib_mad>() == MAD_SIZE);
+    let failure = b::ib_mad_result_IB_MAD_RESULT_FAILURE as i32;
+    if in_mad.is_null() || out_mad.is_null() || out_mad_size.is_null() {
+        return failure;
+    }
+    // SAFETY: the core's contract: out_mad_size points to the size of the response buffer
+    // (the port's largest MAD: 256 bytes on an IB or RoCE port).
+    if unsafe { *out_mad_size } < MAD_SIZE {
+        return failure;
+    }
+    // SAFETY: the core's contract (module doc); in_mad is a MAD of at least 256 bytes
+    // (a received one, the sysfs query's or a sent DR SMP), copied once so that nothing
+    // read can change or alias the response; out_mad is the response buffer, at least
+    // MAD_SIZE bytes (checked above), exclusively ours for the call.
+    let (dev, req, out) = unsafe {
+        (
+            IbDev::from_raw(ibdev),
+            core::ptr::read(in_mad.cast::<[u8; MAD_SIZE]>()),
+            &mut *out_mad.cast::<[u8; MAD_SIZE]>(),
+        )
+    };
+    match V::process_mad(dev, port, &req, out) {
+        MadResult::Reply => {
+            (b::ib_mad_result_IB_MAD_RESULT_SUCCESS | b::ib_mad_result_IB_MAD_RESULT_REPLY) as i32
+        }
+        MadResult::PassOn => b::ib_mad_result_IB_MAD_RESULT_SUCCESS as i32,
+        MadResult::Failure => failure,
+    }
 }

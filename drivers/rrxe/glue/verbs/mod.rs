@@ -16,17 +16,19 @@
 use super::obj::PageSink;
 use super::obj::{destroy, free_boxed, map_mr_sg, Created, DriverObj, DrvObj, NewObj, Obj};
 use super::wr::WrList;
-use super::{bindings as b, CqPtr, IbDev, NetDev, Udata, XrcdId};
+use super::{bindings as b, CqPtr, IbDev, NetDev, NlDriverAttrs, RdmaCounter, Udata, XrcdId};
 use core::mem::size_of;
 use kernel::prelude::*;
 
 mod ah;
+mod counter;
 mod cq;
 mod device;
 mod mr;
 mod qp;
 mod srq;
 use ah::*;
+use counter::*;
 use cq::*;
 use device::*;
 use mr::*;
@@ -79,10 +81,33 @@ where
     fn dealloc_xrcd(xrcd: XrcdId);
     /// `alloc_hw_port_stats`: the core owns the result.
     fn alloc_hw_stats() -> *mut b::rdma_hw_stats;
-    /// The counters' values, in the order of [`Verbs::alloc_hw_stats`]'s descriptors.
+    /// The port's counter values, in the order of [`Verbs::alloc_hw_stats`]'s descriptors.
+    /// The core adds the values of its per-QP counter objects to them (`rdma statistic show
+    /// link`, `hw_counters/`), so what those counted is left out here.
     fn hw_stats(dev: &IbDev) -> impl Iterator<Item = u64>;
     /// The number of counters.
     const NUM_STATS: i32;
+    /// `process_mad`: what to do with the MAD `req` at `port` (a response goes in `out`).
+    fn process_mad(
+        dev: &IbDev,
+        port: u32,
+        req: &[u8; MAD_SIZE],
+        out: &mut [u8; MAD_SIZE],
+    ) -> MadResult;
+    /// `counter_alloc_stats`: the values of a per-QP counter object, with the port's
+    /// descriptors (the core adds them index by index to the port's); the core owns them.
+    fn alloc_counter_stats() -> *mut b::rdma_hw_stats;
+    /// `counter_bind_qp`: `qp`'s events count in `counter` from now on; a counter without
+    /// a number gets one.
+    fn counter_bind_qp(counter: &RdmaCounter<'_>, qp: &Obj<'_, b::ib_qp>) -> Result;
+    /// `counter_unbind_qp`: `qp`'s events so far stay in `counter`, later ones do not.
+    fn counter_unbind_qp(counter: &RdmaCounter<'_>, qp: &Obj<'_, b::ib_qp>);
+    /// `counter_update_stats`: brings `counter`'s values up to date.
+    fn counter_update(counter: &RdmaCounter<'_>) -> Result;
+    /// `counter_dealloc`: `counter` is freed (no QP is bound to it).
+    fn counter_dealloc(counter: &RdmaCounter<'_>);
+    /// `fill_res_qp_entry`: the driver's own attributes of `qp`.
+    fn fill_res_qp(qp: &Obj<'_, b::ib_qp>, attrs: &mut NlDriverAttrs<'_>) -> Result;
 
     /// `create_cq`.
     fn create_cq<'a>(
@@ -203,6 +228,21 @@ where
     fn dealloc_mw(mw: &Obj<'_, b::ib_mw>);
 }
 
+/// Bytes of a MAD on an IB or RoCE port (`IB_MGMT_MAD_SIZE`, `struct ib_mad`).
+pub(crate) const MAD_SIZE: usize = b::IB_MGMT_MAD_SIZE as usize;
+
+/// What `process_mad` did with a MAD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MadResult {
+    /// The response is in the output buffer: the core sends it.
+    Reply,
+    /// Not the driver's: the core hands the MAD to its agents (the CM, user MAD agents).
+    PassOn,
+    /// Not processed (`IB_MAD_RESULT_FAILURE`): a sysfs query fails with EINVAL; a received
+    /// MAD goes on to the agents as well.
+    Failure,
+}
+
 /// What `advise_mr` asks for the ranges it names (`IB_UVERBS_ADVISE_MR_ADVICE_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Advice {
@@ -285,6 +325,18 @@ where
     ops.dealloc_pd = Some(dealloc_pd::<V>);
     ops.alloc_hw_port_stats = Some(alloc_hw_port_stats::<V>);
     ops.get_hw_stats = Some(get_hw_stats::<V>);
+    ops.process_mad = Some(process_mad::<V>);
+    ops.counter_alloc_stats = Some(counter_alloc_stats::<V>);
+    ops.counter_bind_qp = Some(counter_bind_qp::<V>);
+    ops.counter_unbind_qp = Some(counter_unbind_qp::<V>);
+    ops.counter_update_stats = Some(counter_update_stats::<V>);
+    ops.counter_dealloc = Some(counter_dealloc::<V>);
+    #[cfg(rrxe_have_counter_init)]
+    {
+        ops.counter_init = Some(counter_init);
+        // No driver data: the core's object as it is.
+        ops.size_rdma_counter = size_of::<b::rdma_counter>();
+    }
     ops.enable_driver = Some(enable_driver::<V>);
     ops.create_cq = Some(create_cq::<V>);
     ops.destroy_cq = Some(destroy_cq::<V>);
@@ -304,6 +356,7 @@ where
     ops.query_qp = Some(query_qp::<V>);
     ops.post_send = Some(post_send::<V>);
     ops.post_recv = Some(post_recv::<V>);
+    ops.fill_res_qp_entry = Some(fill_res_qp_entry::<V>);
     ops.create_srq = Some(create_srq::<V>);
     ops.modify_srq = Some(modify_srq::<V>);
     ops.query_srq = Some(query_srq::<V>);

@@ -107,3 +107,17 @@ pub(super) unsafe extern "C" fn post_recv<V: Verbs>(
     };
     errno(V::post_recv(&obj, list))
 }
+
+/// `fill_res_qp_entry`: the driver attributes of a QP in `rdma resource show qp -dd`.
+pub(super) unsafe extern "C" fn fill_res_qp_entry<V: Verbs>(
+    msg: *mut b::sk_buff,
+    ibqp: *mut b::ib_qp,
+) -> i32 {
+    // SAFETY: the core's contract: a live QP of ours (the dump holds its restrack entry,
+    // which its destruction waits for); msg is the message being built, ours for the call.
+    let Some(obj) = (unsafe { Obj::from_raw(ibqp) }) else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: as above.
+    errno(unsafe { NlDriverAttrs::fill(msg, |attrs| V::fill_res_qp(&obj, attrs)) })
+}

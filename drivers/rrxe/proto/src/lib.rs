@@ -17,6 +17,7 @@
 //! * [`ids`]: QP numbers drawn at random, memory-key slots reused first-freed-first
 //!   after a quarantine, key tags.
 //! * [`uabi`]: the work queue entries of rrxe's user ABI, with their checked decoding.
+//! * [`pma`]: the Performance Management Agent's answers (PerfMgt MADs) from the port's counters.
 //! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
 //!   of free-running counters.
 //! * [`qp`], [`req`], [`resp`]: the per-QP requester, completer and responder
@@ -37,6 +38,7 @@ pub mod icrc;
 pub mod ids;
 pub mod net;
 pub mod opcode;
+pub mod pma;
 pub mod psn;
 pub mod qp;
 pub mod req;

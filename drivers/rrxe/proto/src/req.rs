@@ -730,6 +730,19 @@ impl<const S: usize> SendQueue<S> {
         self.cwnd.size
     }
 
+    /// The smoothed round trip in µs, as the retransmit timeout measures it (RC; 0 before
+    /// the first sample).
+    pub const fn srtt_us(&self) -> u64 {
+        self.rto.srtt()
+    }
+
+    /// The wait the retransmit timer is armed with next (µs): the QP's Local ACK Timeout,
+    /// or the round-trip estimate above it, with its backoff. `None` without a timeout
+    /// (not RC, or a timeout of 0: wait forever).
+    pub fn rto_us(&self) -> Option<u64> {
+        self.cfg.ack_timeout_usecs().map(|us| self.rto.timeout(us))
+    }
+
     /// A loss indication: the window shrinks once per episode.
     fn on_loss(&mut self) {
         let cut = self.cwnd.on_loss(self.una, self.next_psn);

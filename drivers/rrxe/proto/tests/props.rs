@@ -142,4 +142,33 @@ proptest! {
         }
         prop_assert_eq!(next, len);
     }
+
+    /// The PMA answers any 256 bytes without panicking: a reply is a GetResp carrying the
+    /// request's transaction ID and attribute; anything else leaves the output alone.
+    #[test]
+    fn pma_answers_any_mad(
+        mut req in prop::collection::vec(any::<u8>(), pma::MAD_SIZE),
+        method in prop::sample::select(vec![1u8, 2, 3, 5, 6, 7, 0x12, 0x81, 0x86]),
+        attr in prop::sample::select(vec![1u16, 0x10, 0x11, 0x12, 0x1d, 0x1e, 0xffff]),
+        structured: bool,
+    ) {
+        if structured {
+            req[0] = 1;
+            req[1] = pma::CLASS_PERF_MGMT;
+            req[2] = 1;
+            req[3] = method;
+            req[16..18].copy_from_slice(&attr.to_be_bytes());
+        }
+        let req: [u8; pma::MAD_SIZE] = req.try_into().unwrap();
+        let mut out = [0x5au8; pma::MAD_SIZE];
+        let counts = pma::PortCounts { xmit_pkts: u64::MAX, ..Default::default() };
+        match pma::answer(&req, 1, || counts, &mut out) {
+            pma::Verdict::Reply => {
+                prop_assert_eq!(out[3], pma::METHOD_GET_RESP);
+                prop_assert_eq!(&out[..3], &req[..3]);
+                prop_assert_eq!(&out[6..24], &req[6..24]);
+            }
+            pma::Verdict::PassOn => prop_assert!(out.iter().all(|&b| b == 0x5a)),
+        }
+    }
 }
