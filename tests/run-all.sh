@@ -233,7 +233,7 @@ else
   tap_host "docs" bash tests/docs.sh
 fi
 
-build_modules() { # rrxe.ko and rrxe_ktest.ko for the current kernel
+build_modules() { # rrxe.ko, rrxe_ktest.ko and rrxe_movebuf.ko for the current kernel
 note "build: rrxe.ko (kernel $RRXE_KERNEL)"
 if make -s modules >build.log 2>&1; then pass; else cat build.log; fail "make modules (rrxe.ko)"; fi
 # An eighth of the kernel stack: 2 KiB of x86-64's 16 KiB. A KASAN kernel doubles the stack
@@ -245,6 +245,8 @@ if [ -z "$big" ]; then pass; else echo "$big"; fail "stack frames over $limit by
 
 note "build: rrxe_ktest.ko (kernel-verbs test module)"
 if make -s -C tests/kverbs >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/kverbs (rrxe_ktest.ko)"; fi
+note "build: rrxe_movebuf.ko (test dma-buf exporter)"
+if make -s -C tests/movebuf >>build.log 2>&1; then pass; else tail -n 40 build.log; fail "make -C tests/movebuf (rrxe_movebuf.ko)"; fi
 
 if [ -z "$root_only" ] && [[ " $dkms_done " != *" $RRXE_KERNEL "* ]]; then
   note "check: DKMS adds, builds and installs rrxe against kernel $RRXE_KERNEL (tests/dkms.sh)"

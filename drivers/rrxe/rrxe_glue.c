@@ -11,10 +11,20 @@ MODULE_ALIAS_RDMA_LINK("rrxe");
 MODULE_AUTHOR("rrxe developers");
 MODULE_VERSION(RRXE_VERSION);
 
-/* A new ib_device of size bytes, zeroed but for the core's own initialisation. */
+/*
+ * A new ib_device of size bytes, zeroed but for the core's own initialisation. Its struct
+ * device gets a 64-bit DMA mask: it is the device rrxe attaches to dma-bufs with, and an
+ * exporter may DMA-map its pages for that device (rrxe_glue_mem.c, struct rrxe_dmabuf). The
+ * mask changes nothing else: the core's DMA for rrxe is virtual (no dma_device).
+ */
 struct ib_device *rrxe_glue_alloc_device(size_t size)
 {
-	return rrxe_ib_alloc_device(size);
+	struct ib_device *ibdev = rrxe_ib_alloc_device(size);
+
+	/* Cannot fail on a device without DMA ops (dma-direct supports a 64-bit mask). */
+	if (ibdev)
+		WARN_ON_ONCE(dma_coerce_mask_and_coherent(&ibdev->dev, DMA_BIT_MASK(64)));
+	return ibdev;
 }
 
 /*

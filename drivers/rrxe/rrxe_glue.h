@@ -231,12 +231,12 @@ void rrxe_glue_srq_event(struct ib_srq *srq, int event);
 void rrxe_glue_dbg(const char *dev, const char *what, u64 a, u64 b);
 
 /*
- * dma-buf memory regions: a dma-buf an MR is registered over, and the kernel mapping its
- * accesses go through (defined in rrxe_glue_mem.c; opaque to Rust).
+ * dma-buf memory regions: a dma-buf an MR is registered over, rrxe's pinned attachment to it
+ * and the kernel mapping its accesses go through (defined in rrxe_glue_mem.c; opaque to Rust).
  */
 struct rrxe_dmabuf;
 struct rrxe_dmabuf *rrxe_glue_dmabuf_get(int fd, u64 *size, int *err);
-void *rrxe_glue_dmabuf_vmap(struct rrxe_dmabuf *d, int *err);
+void *rrxe_glue_dmabuf_map(struct rrxe_dmabuf *d, struct ib_device *ibdev, int *err);
 void rrxe_glue_dmabuf_release(struct rrxe_dmabuf *d);
 
 /*

@@ -80,6 +80,22 @@ static inline struct ib_umem *rrxe_ib_umem_get(struct ib_device *dev, unsigned l
 #define RRXE_MODULE_IMPORT_NS_DMA_BUF MODULE_IMPORT_NS("DMA_BUF")
 #endif
 
+/*
+ * The importer ops of rrxe's pinned dma-buf attachments (rrxe_glue_mem.c). Trees with
+ * move_notify require it of every dynamic importer (dma_buf_dynamic_attach WARNs and fails
+ * without it) but never call it for a pinned attachment: rrxe sets fn, which only warns, as
+ * the core's ib_umem_dmabuf_attach_pinned_ops does. Trees with invalidate_mappings make it
+ * optional and call it on a pinned attachment to revoke the buffer, promising the exporter
+ * that the importer stops touching it within bounded time; rrxe cannot (its MR accesses
+ * run without the reservation lock), so it leaves the op unset, as the core's pinned
+ * importers do there, and exporters that must revoke refuse the attachment.
+ */
+#ifdef RRXE_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define RRXE_DMA_BUF_PINNED_MOVE_NOTIFY(fn)
+#else
+#define RRXE_DMA_BUF_PINNED_MOVE_NOTIFY(fn) .move_notify = (fn),
+#endif
+
 /* A new ib_device of size bytes (in init_net, as ib_alloc_device makes it). */
 static inline struct ib_device *rrxe_ib_alloc_device(size_t size)
 {

@@ -213,15 +213,39 @@ int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
 /* --- dma-buf memory regions (reg_user_mr_dmabuf) --- */
 #include <linux/dma-buf.h>
 #include <linux/iosys-map.h>
+#include <linux/dma-resv.h>
 
 RRXE_MODULE_IMPORT_NS_DMA_BUF;
 
 /*
- * A dma-buf an MR is registered over (one reference), and the kernel mapping of the whole
- * buffer its accesses go through once rrxe_glue_dmabuf_vmap succeeded.
+ * A dma-buf an MR is registered over (one reference), rrxe's pinned attachment to it and the
+ * kernel mapping of the whole buffer its accesses go through, once rrxe_glue_dmabuf_map
+ * succeeded.
+ *
+ * Why an attachment at all: rrxe touches the buffer only through the CPU mapping, but
+ * dma_buf_vmap() alone does not keep the backing store in place. A dynamic exporter (one
+ * with pin/unpin: TTM-based GPU drivers) may move or free the pages behind a vmap of an
+ * unpinned buffer (it then only tells its dynamic attachments, through move_notify /
+ * invalidate_mappings), and an MR would write into freed memory. Only a pin on an
+ * attachment (dma_buf_pin, which takes a dynamic attachment) holds the store where it is,
+ * as the core's ib_umem_dmabuf_get_pinned() does for hardware drivers. A static exporter
+ * (no pin op) does not move its store while a buffer lives; dma_buf_pin() is a no-op there.
+ *
+ * The attachment's device: dma_buf_dynamic_attach() needs a struct device (it WARNs and
+ * fails on NULL), and the core's ib_umem_dmabuf_get() passes the ib_device's dma_device,
+ * which is NULL for rrxe (no DMA device: the core uses virtual DMA, as for rdma_rxe and
+ * siw). rrxe passes the ib_device's own struct device. On trees where a dynamic importer's
+ * attachment to a static exporter is mapped at attach time (6.12: dma_buf_dynamic_attach
+ * caches an sg mapping; later trees map only on dma_buf_map_attachment, which rrxe never
+ * calls) the exporter DMA-maps its pages for that device, which needs a DMA mask (a device
+ * without one WARNs in dma_map_sg): rrxe_glue_alloc_device gives it a 64-bit one, as
+ * udmabuf does for its misc device. The device has no IOMMU and no DMA ops, so that mapping
+ * is dma-direct's identity mapping, made and undone by the exporter and never used.
  */
 struct rrxe_dmabuf {
 	struct dma_buf *buf;
+	/* rrxe's attachment (pinned), or NULL before rrxe_glue_dmabuf_map succeeded */
+	struct dma_buf_attachment *attach;
 	struct iosys_map map;
 };
 
@@ -247,47 +271,123 @@ struct rrxe_dmabuf *rrxe_glue_dmabuf_get(int fd, u64 *size, int *err)
 }
 
 /*
- * Maps the whole buffer into the kernel for CPU access (the exporter keeps its backing in
- * place while the mapping exists). Returns the address, or NULL with *err set:
- * -EOPNOTSUPP for an exporter without vmap or one whose mapping is I/O memory (which plain
- * loads and stores may not touch). At most one mapping per rrxe_dmabuf.
+ * Never called: the attachment is pinned from before its first use to its detach (see
+ * RRXE_DMA_BUF_PINNED_MOVE_NOTIFY). An exporter that calls it anyway broke the pin.
  */
-void *rrxe_glue_dmabuf_vmap(struct rrxe_dmabuf *d, int *err)
+static void __maybe_unused rrxe_dmabuf_move_notify(struct dma_buf_attachment *attach)
 {
+	pr_warn_ratelimited("rrxe: dma-buf exporter %s moves a pinned buffer\n",
+			    attach->dmabuf->exp_name);
+}
+
+static const struct dma_buf_attach_ops rrxe_dmabuf_attach_ops = {
+	/* The mapping must be system memory with struct pages behind it (see below). */
+	.allow_peer2peer = false,
+	RRXE_DMA_BUF_PINNED_MOVE_NOTIFY(rrxe_dmabuf_move_notify)
+};
+
+/*
+ * dma_buf_vmap() of a buffer whose reservation lock the caller holds, without its
+ * WARN_ON_ONCE on an exporter's failure: registration is a user call, and an exporter's
+ * vmap may fail for reasons a user controls (vmalloc space or memory for a large buffer,
+ * an exporter's own limits), which must be an errno, not a kernel warning (that a
+ * panic_on_warn machine dies of). The first mapping is made here with the exporter's op and
+ * recorded in the dma_buf exactly as dma_buf_vmap() records it (vmap_ptr and
+ * vmapping_counter, under the same lock), so dma_buf_vunmap() undoes it and later
+ * dma_buf_vmap() calls share it; any later mapping is dma_buf_vmap()'s count, which cannot
+ * fail.
+ */
+static int rrxe_dmabuf_vmap_locked(struct dma_buf *buf, struct iosys_map *map)
+{
+	struct iosys_map ptr;
 	int ret;
 
-	if (!iosys_map_is_null(&d->map)) {
+	dma_resv_assert_held(buf->resv);
+	if (buf->vmapping_counter)
+		return dma_buf_vmap(buf, map);
+	iosys_map_clear(&ptr);
+	ret = buf->ops->vmap(buf, &ptr);
+	if (ret)
+		return ret;
+	if (iosys_map_is_null(&ptr)) {
+		/* Not a mapping: nothing to undo (the exporter returned success without one). */
+		return -ENOMEM;
+	}
+	buf->vmap_ptr = ptr;
+	buf->vmapping_counter = 1;
+	*map = ptr;
+	return 0;
+}
+
+/*
+ * Attaches to the buffer (on the ib_device's struct device, see struct rrxe_dmabuf), pins
+ * it and maps the whole of it into the kernel for CPU access. Returns the address, or NULL
+ * with *err set: the attach's or the pin's error (an exporter that cannot pin the buffer,
+ * e.g. -EBUSY or its own errno, refuses the registration, as ib_umem_dmabuf_get_pinned()
+ * does); -EOPNOTSUPP for an exporter without vmap or one whose mapping is I/O memory (which
+ * plain loads and stores may not touch); the exporter's vmap error. Process context; at
+ * most one mapping per rrxe_dmabuf.
+ */
+void *rrxe_glue_dmabuf_map(struct rrxe_dmabuf *d, struct ib_device *ibdev, int *err)
+{
+	struct dma_buf_attachment *attach;
+	struct dma_buf *buf = d->buf;
+	int ret;
+
+	if (d->attach) {
 		*err = -EINVAL;
 		return NULL;
 	}
-	if (!d->buf->ops->vmap) {
+	if (!buf->ops->vmap) {
 		pr_warn_once("rrxe: dma-buf exporter %s has no vmap: its buffers cannot back an MR\n",
-			     d->buf->exp_name);
+			     buf->exp_name);
 		*err = -EOPNOTSUPP;
 		return NULL;
 	}
-	ret = dma_buf_vmap_unlocked(d->buf, &d->map);
-	if (ret) {
-		iosys_map_clear(&d->map);
-		*err = ret;
+	attach = dma_buf_dynamic_attach(buf, &ibdev->dev, &rrxe_dmabuf_attach_ops, d);
+	if (IS_ERR(attach)) {
+		*err = PTR_ERR(attach);
 		return NULL;
 	}
+	dma_resv_lock(buf->resv, NULL);
+	ret = dma_buf_pin(attach);
+	if (ret)
+		goto err_detach;
+	ret = rrxe_dmabuf_vmap_locked(buf, &d->map);
+	if (ret)
+		goto err_unpin;
 	if (d->map.is_iomem) {
-		dma_buf_vunmap_unlocked(d->buf, &d->map);
-		iosys_map_clear(&d->map);
 		pr_warn_once("rrxe: dma-buf exporter %s maps I/O memory: its buffers cannot back an MR\n",
-			     d->buf->exp_name);
-		*err = -EOPNOTSUPP;
-		return NULL;
+			     buf->exp_name);
+		ret = -EOPNOTSUPP;
+		goto err_vunmap;
 	}
+	dma_resv_unlock(buf->resv);
+	d->attach = attach;
 	return d->map.vaddr;
+
+err_vunmap:
+	dma_buf_vunmap(buf, &d->map);
+err_unpin:
+	iosys_map_clear(&d->map);
+	dma_buf_unpin(attach);
+err_detach:
+	dma_resv_unlock(buf->resv);
+	dma_buf_detach(buf, attach);
+	*err = ret;
+	return NULL;
 }
 
-/* Unmaps (if mapped) and drops the reference. Process context. */
+/* Unmaps, unpins and detaches (if mapped) and drops the reference. Process context. */
 void rrxe_glue_dmabuf_release(struct rrxe_dmabuf *d)
 {
-	if (!iosys_map_is_null(&d->map))
-		dma_buf_vunmap_unlocked(d->buf, &d->map);
+	if (d->attach) {
+		dma_resv_lock(d->buf->resv, NULL);
+		dma_buf_vunmap(d->buf, &d->map);
+		dma_buf_unpin(d->attach);
+		dma_resv_unlock(d->buf->resv);
+		dma_buf_detach(d->buf, d->attach);
+	}
 	dma_buf_put(d->buf);
 	kfree(d);
 }

@@ -5,13 +5,18 @@
 //! to the buffer as a DMA device (`dma_buf_dynamic_attach`), pins it (or handles the
 //! exporter's `move_notify` by invalidating its translation) and maps the attachment
 //! (`dma_buf_map_attachment`) to get bus addresses for its DMA engine. rrxe has no DMA engine:
-//! the CPU moves every byte, in the QP engine, so bus addresses are of no use to it. It asks
-//! the exporter for a kernel mapping of the whole buffer instead (`dma_buf_vmap`), which the
-//! exporter keeps in place while it exists, and holds that mapping for the MR's lifetime: the
-//! MR's accesses are plain loads and stores through it, bounds-checked against it, and there
-//! is no move to be notified of. What this needs of an exporter: a `vmap` op that maps
-//! system memory. An exporter without `vmap`, or whose mapping is I/O memory (which plain
-//! loads and stores may not touch), is refused with EOPNOTSUPP.
+//! the CPU moves every byte, in the QP engine, so bus addresses are of no use to it. It
+//! attaches and pins as `ib_umem_dmabuf_get_pinned` does (the pin is what keeps the
+//! exporter's backing store in place: a dynamic exporter may move or free the pages behind
+//! a mere `dma_buf_vmap`), then asks for a kernel mapping of the whole buffer
+//! (`dma_buf_vmap`), and holds pin and mapping for the MR's lifetime: the MR's accesses are
+//! plain loads and stores through it, bounds-checked against it, and there is no move to be
+//! notified of. What this needs of an exporter: a buffer it can pin (or a static exporter,
+//! which never moves one) and a `vmap` op that maps system memory. An exporter that cannot
+//! pin the buffer is refused with its pin's errno; one without `vmap`, or whose mapping is
+//! I/O memory (which plain loads and stores may not touch), with EOPNOTSUPP. The
+//! attachment's device is the ib_device's own (rrxe has no DMA device; see
+//! `rrxe_glue_mem.c`).
 //!
 //! Coherency: `dma_buf_begin_cpu_access`/`end_cpu_access` are not called around each access
 //! (they may sleep; the QP engine runs in softirq context). That is sound on cache-coherent
@@ -19,17 +24,20 @@
 
 use super::bindings;
 use super::mem::Xfer;
+use super::IbDev;
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
 use kernel::prelude::*;
 
-/// One reference on a dma-buf (and its kernel mapping, once made), released on drop.
+/// One reference on a dma-buf (and rrxe's pinned attachment and kernel mapping, once made),
+/// released on drop.
 struct Buf(NonNull<bindings::rrxe_dmabuf>);
 
 impl Drop for Buf {
     fn drop(&mut self) {
-        // SAFETY: obtained from rrxe_glue_dmabuf_get, released once. Process context: the MR
-        // code drops a region's memory only in verbs calls (dereg_mr, or a failed reg).
+        // SAFETY: obtained from rrxe_glue_dmabuf_get, released once (with its mapping, pin and
+        // attachment, if made). Process context: the MR code drops a region's memory only in
+        // verbs calls (dereg_mr, or a failed reg).
         unsafe { bindings::rrxe_glue_dmabuf_release(self.0.as_ptr()) };
     }
 }
@@ -37,12 +45,14 @@ impl Drop for Buf {
 /// The bytes `[offset, offset + len)` of a dma-buf, reached through the kernel mapping of the
 /// whole buffer.
 pub(crate) struct DmabufMap {
-    /// The reference and the mapping (held for its drop); `base` is an address inside it.
+    /// The reference, the pin and the mapping (held for its drop); `base` is an address inside
+    /// the mapping.
     _held: Buf,
     /// Kernel address of the region's first byte.
     ///
     /// INVARIANT: `[base, base + len)` lies inside the mapping of the whole buffer held by
-    /// `_held` (checked in [`DmabufMap::get`]), which stays mapped until `_held` is dropped.
+    /// `_held` (checked in [`DmabufMap::get`]), which stays mapped, over the same pages (the
+    /// buffer is pinned), until `_held` is dropped.
     base: NonNull<u8>,
     /// Bytes in the region.
     len: u64,
@@ -65,13 +75,14 @@ fn c_err(err: i32, dflt: Error) -> Error {
 }
 
 impl DmabufMap {
-    /// Takes the dma-buf of `fd` (of the calling process) and maps it for CPU access; the
-    /// region is its bytes `[offset, offset + len)`. The checks and their errors follow the
-    /// core's `ib_umem_dmabuf_get` (what a hardware driver's registration runs): a range that
-    /// wraps, EINVAL; not a dma-buf, EBADF (or EINVAL, as `dma_buf_get` says); a range past
-    /// the buffer's end or empty, EINVAL. Then the mapping: EOPNOTSUPP if the exporter cannot
-    /// give one rrxe may use (see the module doc).
-    pub(crate) fn get(fd: i32, offset: u64, len: u64) -> Result<Self> {
+    /// Takes the dma-buf of `fd` (of the calling process), pins it for `dev` and maps it for
+    /// CPU access; the region is its bytes `[offset, offset + len)`. The checks and their
+    /// errors follow the core's `ib_umem_dmabuf_get_pinned` (what a hardware driver's
+    /// registration runs): a range that wraps, EINVAL; not a dma-buf, EBADF (or EINVAL, as
+    /// `dma_buf_get` says); a range past the buffer's end or empty, EINVAL; the attach's or
+    /// the pin's error. Then the mapping: EOPNOTSUPP if the exporter cannot give one rrxe may
+    /// use (see the module doc), or the exporter's vmap error.
+    pub(crate) fn get(dev: &IbDev, fd: i32, offset: u64, len: u64) -> Result<Self> {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         let mut size = 0u64;
         let mut err = 0i32;
@@ -84,8 +95,12 @@ impl DmabufMap {
             return Err(EINVAL);
         }
         let off = usize::try_from(offset).map_err(|_| EINVAL)?;
-        // SAFETY: `buf` holds a live reference and has no mapping yet; `err` is writable.
-        let vaddr = unsafe { bindings::rrxe_glue_dmabuf_vmap(buf.0.as_ptr(), &mut err) };
+        // SAFETY: `buf` holds a live reference and has no mapping yet; `dev` is a live rrxe
+        // device, which outlives its MRs (the core deregisters them before it goes); `err` is
+        // writable. Process context (a verbs call). From here on, dropping `buf` also unmaps,
+        // unpins and detaches.
+        let vaddr =
+            unsafe { bindings::rrxe_glue_dmabuf_map(buf.0.as_ptr(), dev.as_ptr(), &mut err) };
         let vaddr = NonNull::new(vaddr.cast::<u8>()).ok_or_else(|| c_err(err, EINVAL))?;
         // SAFETY: the mapping covers the whole buffer, `size` bytes, and `off <= end <= size`:
         // the result is inside it or one past its end, and not null.

@@ -155,7 +155,7 @@ pub(crate) fn reg_dmabuf(
 ) -> Result<*mut b::ib_mr> {
     check_dmabuf_access(access)?;
     check_user_range(offset, length, iova)?;
-    let map = DmabufMap::get(fd, offset, length)?;
+    let map = DmabufMap::get(dev, fd, offset, length)?;
     let r = dmabuf_region(pd, access, iova, length, map)?;
     new_mr(dev, r, 0)
 }
