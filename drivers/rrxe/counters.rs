@@ -94,6 +94,11 @@ counters! {
     /// READ responses and atomic acknowledgements dropped because their on-demand-paging
     /// destination was not present (asked for again by the retransmission logic).
     OdpUnplaced = c"odp_unplaced_responses",
+    /// Packets dropped: they arrived on another netdev than the one of the QP's source GID
+    /// (RC, UC, XRC), or in another network namespace than the one a user UD QP was created
+    /// in. In shared mode: a packet for another pod's QP, even with the same addresses or
+    /// Q_Key.
+    RxDropNetdev = c"rx_drop_netdev",
 }
 
 /// The number of counters.

@@ -111,7 +111,10 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
         }
     };
     let (qpn, pkey) = (bth.dest_qp, bth.pkey);
-    match dev.data().qps.deliver(qpn, skb, icrc, &from, pkey) {
+    // Which netdev (so which namespace: in shared mode, which pod) the packet arrived on:
+    // the receiving QP must be of that netdev or namespace.
+    let on = ndev.id();
+    match dev.data().qps.deliver(qpn, skb, icrc, &from, pkey, on) {
         Ok(qp) => match arrival {
             Arrival::Wire => qp.run_rx(&ndev),
             Arrival::Local => qp.kick(),
@@ -120,6 +123,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
         Err((why, _skb)) => counters.inc(match why {
             Refused::NoQp => Counter::RxDropNoQp,
             Refused::Backlog => Counter::RxDropBacklog,
+            Refused::Netdev => Counter::RxDropNetdev,
             Refused::Addr(AddrDrop::Dgid) => Counter::RxDropDgid,
             Refused::Addr(AddrDrop::SrcAddr) => Counter::RxDropSrcAddr,
             Refused::Addr(AddrDrop::DstAddr) => Counter::RxDropDstAddr,
@@ -165,7 +169,9 @@ pub(crate) enum TxError {
 /// `hdrs`, a payload of `payload_len` bytes written by `fill`, and the ICRC. It leaves
 /// through the netdev of its source GID (as rdma_rxe's): the device's netdev, or a pod's
 /// macvlan/ipvlan on it in shared mode, so routing, neighbours and the source MAC are the
-/// pod's. A source GID that is gone (address removed, pod deleted) drops the packet.
+/// pod's. A source GID that is gone (address removed, pod deleted), or now on another
+/// netdev than when the address vector was made (another pod's, with the same address),
+/// drops the packet.
 pub(crate) fn transmit(
     dev: &crate::glue::IbDev,
     av: &crate::ah::Av,
@@ -176,7 +182,8 @@ pub(crate) fn transmit(
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<(), TxError> {
     let v6 = av.ipv6 != 0;
-    dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, |ndev| {
+    let src = crate::glue::NdevId::of_av(av);
+    dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, src, |ndev| {
         build_and_send(ndev, av, sport, hdrs, payload_len, kept.route, fill)
     })
     .ok_or(TxError::Route)?

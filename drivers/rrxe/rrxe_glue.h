@@ -35,8 +35,20 @@ struct page;
 struct scatterlist;
 
 /*
+ * A netdev by identity, never dereferenced: its network namespace's cookie (unique for the
+ * system's lifetime, never reused) and its ifindex there (allocated cyclically per
+ * namespace). Shared mode keeps the source GID's netdev of an address vector this way.
+ */
+struct rrxe_ndev_id {
+	u64 net;
+	s32 ifindex;
+	u32 reserved;
+};
+
+/*
  * An address vector in the form the datapath uses: everything needed to build the IP/UDP
- * headers of a packet, plus what query_ah/query_qp report back.
+ * headers of a packet, plus what query_ah/query_qp report back, and the netdev of its
+ * source GID (which namespace it sends and receives in).
  */
 struct rrxe_kav {
 	u8 dgid[16];
@@ -50,6 +62,7 @@ struct rrxe_kav {
 	u8 sgid_index;
 	u8 sl;
 	u8 reserved;
+	struct rrxe_ndev_id src;	/* the source GID's netdev */
 };
 
 /* A kernel send work request, flattened from its ib_*_wr container. */
@@ -121,6 +134,8 @@ bool rrxe_glue_netdev_moving(const struct net_device *ndev);
 void rrxe_glue_set_dev_net(struct ib_device *ibdev, const struct net_device *ndev);
 bool rrxe_glue_dev_net_is_ndev(struct ib_device *ibdev, const struct net_device *ndev);
 bool rrxe_glue_dev_net_is_init(struct ib_device *ibdev);
+struct rrxe_ndev_id rrxe_glue_ndev_id(const struct net_device *ndev);
+bool rrxe_glue_current_net(u64 *cookie);
 struct ib_device *rrxe_glue_ib_device_below(struct net_device *ndev);
 u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 max);
 struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool ipv6,

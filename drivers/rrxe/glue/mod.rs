@@ -35,8 +35,8 @@ pub(crate) mod wr;
 pub(crate) use verbs::{Advice, Verbs};
 
 pub(crate) use net::{
-    open_sockets, Arrival, GidGeneration, GidNetdevCache, KernelCrc32, Receiver, RouteCache,
-    SkBuff, TxSkb,
+    current_netns, open_sockets, Arrival, GidGeneration, GidNetdevCache, KernelCrc32, NdevId,
+    NetnsId, Receiver, RouteCache, SkBuff, TxSkb,
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 pub(crate) use task::this_cpu;

@@ -58,6 +58,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 pub(crate) use run::Icrc;
+pub(crate) use run::Origin;
 use run::RxRing;
 
 /// Send WQEs the protocol core tracks at once (its window).
@@ -203,6 +204,8 @@ pub(crate) struct QpInit {
     pub(crate) srq: Option<Arc<crate::srq::Srq>>,
     /// XRC target QPs: their XRC domain.
     pub(crate) xrcd: Option<XrcdId>,
+    /// Where the QP takes packets from until modify gives it a path.
+    pub(crate) origin: Origin,
 }
 
 /// Work queues shared with a user process.
@@ -400,6 +403,7 @@ impl Qp {
                 head: 0,
                 len: 0,
                 path: None,
+                origin: init.origin,
             },
             "rrxe_qp_rx"
         );

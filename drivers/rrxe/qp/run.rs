@@ -24,6 +24,38 @@ pub(super) struct RxRing {
     /// RC/UC: the path (address vector) packets must come from, set by modify; checked as
     /// they are queued.
     pub(super) path: Option<proto::addr::Path>,
+    /// The netdev or namespace packets must arrive on; checked as they are queued.
+    pub(super) origin: Origin,
+}
+
+/// The netdev or network namespace a QP takes packets from: what isolates the pods of a
+/// shared device, whose GID table holds every pod's addresses (two pods may have the same
+/// ones). rdma_rxe checks addresses only (`check_addr`); the kernel delivers to a socket
+/// only what arrives in the socket's namespace, and so does rrxe to a QP.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Origin {
+    /// Anywhere: the GSI QP (QP1 serves every namespace; the RDMA CM sorts its MADs by the
+    /// GID they name), a kernel consumer's UD QP (its creating task's namespace says
+    /// nothing about its user), and a connected QP before it has a path (refused by the
+    /// address check).
+    Any,
+    /// A user UD QP: the namespace of the process that created it, as a socket's.
+    Netns(crate::glue::NetnsId),
+    /// A connected QP (RC, UC, XRC): the netdev of its source GID, set with its path. The
+    /// GID table lookup of the destination (`rxe_chk_dgid`) already found the packet's
+    /// destination GID on the netdev it arrived on; this makes it the QP's own entry.
+    Netdev(crate::glue::NdevId),
+}
+
+impl Origin {
+    /// Whether a packet that arrived on `on` may reach the QP: two compares.
+    fn admits(self, on: crate::glue::NdevId) -> bool {
+        match self {
+            Origin::Any => true,
+            Origin::Netns(n) => n == on.netns(),
+            Origin::Netdev(d) => d == on,
+        }
+    }
 }
 
 /// Whether a received packet's ICRC was checked before it was queued.
@@ -111,20 +143,26 @@ impl Qp {
     }
 
     /// Queues a received packet for this QP (softirq) for the next run, which the caller
-    /// starts, if the QP takes it from where it comes: `from` (its IP addresses) and `pkey`
-    /// pass [`proto::addr::check_qp`]. A refused skb comes back with the reason.
+    /// starts, if the QP takes it from where it comes: `on` (the netdev it arrived on) is
+    /// the QP's [`Origin`], and `from` (its IP addresses) and `pkey` pass
+    /// [`proto::addr::check_qp`]. A refused skb comes back with the reason.
     pub(super) fn enqueue_rx(
         &self,
         skb: SkBuff,
         icrc: Icrc,
         from: &proto::addr::IpAddrs,
         pkey: u16,
+        on: crate::glue::NdevId,
     ) -> Result<(), (Refused, SkBuff)> {
         if self.dead.load(Ordering::Acquire) {
             return Err((Refused::Backlog, skb));
         }
         {
             let mut rx = self.rx.lock();
+            // First: a packet of another pod is not this QP's at all, whatever it holds.
+            if !rx.origin.admits(on) {
+                return Err((Refused::Netdev, skb));
+            }
             let connected = !self.kind.is_ud();
             if let Err(e) = proto::addr::check_qp(connected, from, rx.path.as_ref(), pkey) {
                 return Err((Refused::Addr(e), skb));
