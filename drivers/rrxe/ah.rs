@@ -18,8 +18,23 @@ pub(crate) fn path(av: &Av) -> crate::proto::addr::Path {
     crate::proto::addr::Path {
         v6: av.ipv6 != 0,
         local: av.sip,
-        remote: av.dip,
+        remote: dip(av),
     }
+}
+
+/// The destination IP address of `av` (IPv4: the first 4 bytes, the rest zero), from its
+/// destination GID: the GID itself for IPv6, its last 4 bytes for IPv4 (an IPv4-mapped
+/// GID, `::ffff:a.b.c.d`). Not kept in the AV, which holds its source netdev instead
+/// within the size it had: a QP's attributes hold one, and `Qp::new`'s stack frame is the
+/// module's largest.
+pub(crate) fn dip(av: &Av) -> [u8; 16] {
+    if av.ipv6 != 0 {
+        return av.dgid;
+    }
+    let g = &av.dgid;
+    [
+        g[12], g[13], g[14], g[15], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ]
 }
 
 /// A user's address vector (create_ah, modify_qp's path) must send from a GID whose

@@ -209,6 +209,7 @@ fn build_and_send(
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<(), TxError> {
     let v6 = av.ipv6 != 0;
+    let dip = crate::ah::dip(av);
     let l3 = if v6 { IPV6_HDR } else { IPV4_HDR };
     let ib_len = proto::hdr::packet_len(hdrs.bth.opcode, payload_len).ok_or(TxError::Build)?;
     let ip_len = l3 + UDP_HDR + ib_len;
@@ -218,7 +219,7 @@ fn build_and_send(
         proto::net::write_ipv6_udp(
             buf,
             av.sip,
-            av.dip,
+            dip,
             av.traffic_class,
             av.flow_label,
             if av.hop_limit == 0 { 64 } else { av.hop_limit },
@@ -229,7 +230,7 @@ fn build_and_send(
         let mut s = [0u8; 4];
         let mut d = [0u8; 4];
         s.copy_from_slice(&av.sip[..4]);
-        d.copy_from_slice(&av.dip[..4]);
+        d.copy_from_slice(&dip[..4]);
         proto::net::write_ipv4_udp(buf, s, d, av.traffic_class, 64, sport, ib_len)
     };
     if ok.is_none() {
@@ -244,6 +245,6 @@ fn build_and_send(
         return Err(TxError::Payload);
     }
     proto::icrc::fill(&KernelCrc32, skb.data(), v6).map_err(|_| TxError::Build)?;
-    skb.send(v6, &av.sip, &av.dip, route)
+    skb.send(v6, &av.sip, &dip, route)
         .map_err(|_| TxError::Route)
 }

@@ -375,11 +375,9 @@ int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av
 	memcpy(av->dgid, grh->dgid.raw, 16);
 	if (av->ipv6) {
 		memcpy(av->sip, sgid_attr->gid.raw, 16);
-		memcpy(av->dip, grh->dgid.raw, 16);
 	} else {
 		/* IPv4-mapped GIDs: ::ffff:a.b.c.d */
 		memcpy(av->sip, sgid_attr->gid.raw + 12, 4);
-		memcpy(av->dip, grh->dgid.raw + 12, 4);
 	}
 	memcpy(av->dmac, attr->roce.dmac, ETH_ALEN);
 	av->hop_limit = grh->hop_limit;

@@ -40,9 +40,9 @@ struct scatterlist;
  * namespace). Shared mode keeps the source GID's netdev of an address vector this way.
  */
 struct rrxe_ndev_id {
-	u64 net;
+	u32 net_lo;		/* the cookie in two halves: 4-byte aligned, as rrxe_kav */
+	u32 net_hi;
 	s32 ifindex;
-	u32 reserved;
 };
 
 /*
@@ -52,8 +52,7 @@ struct rrxe_ndev_id {
  */
 struct rrxe_kav {
 	u8 dgid[16];
-	u8 sip[16];		/* IPv4: first 4 bytes */
-	u8 dip[16];		/* IPv4: first 4 bytes */
+	u8 sip[16];		/* IPv4: first 4 bytes; the destination's is dgid's (IPv4-mapped) */
 	u8 dmac[6];
 	u8 ipv6;		/* 0: IPv4, 1: IPv6 */
 	u8 hop_limit;

@@ -189,8 +189,10 @@ bool rrxe_glue_dev_net_is_ndev(struct ib_device *ibdev, const struct net_device 
 /* ndev's identity: its namespace's cookie and its ifindex (struct rrxe_ndev_id). */
 struct rrxe_ndev_id rrxe_glue_ndev_id(const struct net_device *ndev)
 {
+	u64 cookie = dev_net(ndev)->net_cookie;
 	struct rrxe_ndev_id id = {
-		.net = dev_net(ndev)->net_cookie,
+		.net_lo = lower_32_bits(cookie),
+		.net_hi = upper_32_bits(cookie),
 		.ifindex = ndev->ifindex,
 	};
 

@@ -78,15 +78,45 @@ impl NdevId {
     /// The netdev of an address vector's source GID, as the core gave it at create_ah or
     /// modify_qp (`rrxe_glue_ah_attr_to_av`).
     pub(crate) fn of_av(av: &bindings::rrxe_kav) -> Self {
+        NdevId::of_raw(&av.src)
+    }
+
+    fn of_raw(id: &bindings::rrxe_ndev_id) -> Self {
         NdevId {
-            net: NetnsId(av.src.net),
-            ifindex: av.src.ifindex,
+            net: NetnsId((u64::from(id.net_hi) << 32) | u64::from(id.net_lo)),
+            ifindex: id.ifindex,
         }
     }
 
     /// The namespace of the netdev.
     pub(crate) fn netns(self) -> NetnsId {
         self.net
+    }
+
+    /// The namespace's cookie and the ifindex, to be stored (in atomics) and given back to
+    /// [`Self::from_raw`].
+    pub(crate) fn to_raw(self) -> (u64, i32) {
+        (self.net.0, self.ifindex)
+    }
+
+    /// The identity [`Self::to_raw`] gave.
+    pub(crate) fn from_raw(net: u64, ifindex: i32) -> Self {
+        NdevId {
+            net: NetnsId(net),
+            ifindex,
+        }
+    }
+}
+
+impl NetnsId {
+    /// The namespace's cookie, to be stored and given back to [`Self::from_raw`].
+    pub(crate) fn to_raw(self) -> u64 {
+        self.0
+    }
+
+    /// The identity [`Self::to_raw`] gave.
+    pub(crate) fn from_raw(cookie: u64) -> Self {
+        NetnsId(cookie)
     }
 }
 
@@ -105,10 +135,7 @@ impl NetDev {
         // SAFETY: self is a live net_device (type invariant); the helper reads its ifindex
         // and its namespace's cookie (written once, when the namespace was set up).
         let id = unsafe { bindings::rrxe_glue_ndev_id(self.as_ptr()) };
-        NdevId {
-            net: NetnsId(id.net),
-            ifindex: id.ifindex,
-        }
+        NdevId::of_raw(&id)
     }
 }
 

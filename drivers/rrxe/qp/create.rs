@@ -162,9 +162,9 @@ fn create_uncounted<'a>(
         user,
         srq,
         xrcd: a.xrcd,
-        origin,
     };
     let qp = Qp::new(dev.ptr(), qi).inspect_err(|_| drop(qps.remove(qpn)))?;
+    qp.set_origin(origin);
     if udata.is_user() {
         udata
             .respond(&resp)

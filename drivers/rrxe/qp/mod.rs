@@ -59,7 +59,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 pub(crate) use run::Icrc;
 pub(crate) use run::Origin;
-use run::RxRing;
+use run::{OriginCell, RxRing};
 
 /// Send WQEs the protocol core tracks at once (its window).
 const S: usize = 64;
@@ -204,8 +204,6 @@ pub(crate) struct QpInit {
     pub(crate) srq: Option<Arc<crate::srq::Srq>>,
     /// XRC target QPs: their XRC domain.
     pub(crate) xrcd: Option<XrcdId>,
-    /// Where the QP takes packets from until modify gives it a path.
-    pub(crate) origin: Origin,
 }
 
 /// Work queues shared with a user process.
@@ -266,6 +264,9 @@ pub(crate) struct Qp {
     xrc: Option<XrcdId>,
     xrc_sel: AtomicU32,
     xrc_claimed: AtomicU32,
+    /// Where packets must arrive to reach the QP ([`Origin`]): set by create and modify,
+    /// read as packets are queued, all under `rx`.
+    origin: OriginCell,
     dead: AtomicBool,
     in_error: AtomicBool,
     /// A user queue was found corrupt: the work moves the QP to the error state.
@@ -403,7 +404,6 @@ impl Qp {
                 head: 0,
                 len: 0,
                 path: None,
-                origin: init.origin,
             },
             "rrxe_qp_rx"
         );
@@ -429,6 +429,7 @@ impl Qp {
             xrc: init.xrcd,
             xrc_sel: AtomicU32::new(0),
             xrc_claimed: AtomicU32::new(0),
+            origin: OriginCell::new(),
             dead: AtomicBool::new(false),
             in_error: AtomicBool::new(false),
             want_error: AtomicBool::new(false),

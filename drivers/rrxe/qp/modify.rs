@@ -200,7 +200,7 @@ impl Qp {
             let mut rx = self.rx.lock();
             rx.path = Some(crate::ah::path(&av));
             if !self.kind.is_ud() {
-                rx.origin = origin;
+                self.origin.set(origin);
             }
         }
         let proto = &eng.proto;
