@@ -41,19 +41,26 @@ to() { ip -n podc neigh replace "$SHARED" lladdr "$1" dev netc nud permanent; }
 # run_pair T PORT SRVNS SERVER... -- CLIENT...: SERVER in SRVNS (background), then, once it
 # listens on PORT, CLIENT in pod C (`timeout T`). Sets CRC (the client's exit status) and
 # SRC (the server's; "running" if it has not ended 3 s after the client, when it is
-# stopped) and prints both outputs as comments.
+# stopped) and prints both outputs as comments. With UNTIL set (a command), the client is
+# stopped as soon as UNTIL succeeds (a client that would wait for ever).
 run_pair() {
   local t=$1 port=$2 ns=$3 srv=() so co; shift 3
   while [ "$1" != -- ]; do srv+=("$1"); shift; done; shift
-  so=$(mktemp)
+  so=$(mktemp) co=$(mktemp)
   timeout 120 ip netns exec "$ns" "${srv[@]}" >"$so" 2>&1 &
   local sp=$!
   retry 50 0.2 ip netns exec "$ns" bash -c "$(declare -f listening); listening $port"
-  co=$(timeout "$t" ip netns exec podc "$@" 2>&1); CRC=$?
+  timeout "$t" ip netns exec podc "$@" >"$co" 2>&1 &
+  local cp=$!
+  if [ -n "${UNTIL:-}" ]; then
+    retry $((t * 5)) 0.2 sh -c "$UNTIL || ! kill -0 $cp 2>/dev/null"
+    kill -TERM "$cp" 2>/dev/null
+  fi
+  wait "$cp"; CRC=$?
   if retry 15 0.2 proc_gone "$sp"; then wait "$sp"; SRC=$?
   else SRC=running; kill -TERM "$sp"; wait "$sp"; fi
-  sed 's/^/#   server: /' "$so"; sed 's/^/#   client: /' <<<"$co"
-  rm -f "$so"
+  sed 's/^/#   server: /' "$so"; sed 's/^/#   client: /' "$co"
+  rm -f "$so" "$co"
   echo "# ($SECONDS s)"
 }
 
@@ -100,7 +107,10 @@ cross() {
   c1=$(counter rrxe0 rx_drop_netdev) r1=$(counter rrxe0 rcvd_pkts)
   p=$((p + 1))
   if [ "$kind" = UD ]; then
-    run_pair 8 $p poda ibv_ud_pingpong -d rrxe0 -g "$GA" -p $p -n 5 -s 512 -c -- \
+    # The client sends one datagram, then waits for ever for the answer: it is stopped
+    # once a packet has been dropped (or after 60 s).
+    UNTIL="[ \"\$(rdma statistic show link rrxe0/1 | tr ' ' '\n' | grep -A1 -x rx_drop_netdev | tail -n 1)\" -gt $c1 ]" \
+    run_pair 60 $p poda ibv_ud_pingpong -d rrxe0 -g "$GA" -p $p -n 5 -s 512 -c -- \
       ibv_ud_pingpong -d rrxe0 -g "$GC" -p $p -n 5 -s 512 -c 10.66.1.1
   else
     run_pair 60 $p poda ibv_rc_pingpong -d rrxe0 -g "$GA" -p $p -n 5 -s 4096 -c -- \
