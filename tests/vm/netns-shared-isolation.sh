@@ -117,7 +117,8 @@ cross() {
       ibv_rc_pingpong -d rrxe0 -g "$GC" -p $p -n 5 -s 4096 -c 10.66.1.1
   fi
   local dc=$(($(counter rrxe0 rx_drop_netdev) - c1)) dr=$(($(counter rrxe0 rcvd_pkts) - r1))
-  if [ "$SRC" = running ]; then ok "$kind: pod A's server got nothing (still waiting when its client ended)"
+  # Still waiting, or ended by its own timeout (124) on a slow host: never answered.
+  if [ "$SRC" = running ] || [ "$SRC" = 124 ]; then ok "$kind: pod A's server got nothing (exit: $SRC)"
   else not_ok "$kind: pod A's server got nothing (exit $SRC)"; fi
   if [ "$CRC" != 0 ]; then ok "$kind: pod C's client failed (exit $CRC)"
   else not_ok "$kind: pod C's client failed (exit 0: its packets reached pod A's QP)"; fi
