@@ -18,7 +18,37 @@ pub(crate) fn path(av: &Av) -> crate::proto::addr::Path {
     crate::proto::addr::Path {
         v6: av.ipv6 != 0,
         local: av.sip,
-        remote: av.dip,
+        remote: dip(av),
+    }
+}
+
+/// The destination IP address of `av` (IPv4: the first 4 bytes, the rest zero), from its
+/// destination GID: the GID itself for IPv6, its last 4 bytes for IPv4 (an IPv4-mapped
+/// GID, `::ffff:a.b.c.d`). Not kept in the AV, which holds its source netdev instead
+/// within the size it had: a QP's attributes hold one, and `Qp::new`'s stack frame is the
+/// module's largest.
+pub(crate) fn dip(av: &Av) -> [u8; 16] {
+    if av.ipv6 != 0 {
+        return av.dgid;
+    }
+    let g = &av.dgid;
+    [
+        g[12], g[13], g[14], g[15], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ]
+}
+
+/// A user's address vector (create_ah, modify_qp's path) must send from a GID whose
+/// netdev is in the caller's network namespace: in shared mode every pod sees every pod's
+/// GIDs (the core does not filter the table by namespace), and one that used another's
+/// would send and receive as that pod, through its netdev. The core checks nothing of
+/// the kind for verbs, nor does rdma_rxe; the RDMA CM refuses a GID whose netdev is not in
+/// the id's namespace with ENODEV (`cma_validate_port`, drivers/infiniband/core/cma.c),
+/// and so does this. Kernel consumers are not checked: their verbs run in whatever task
+/// the ULP calls from (a CM event's worker), and the CM checked their GID already.
+pub(crate) fn check_caller_netns(av: &Av) -> Result {
+    match crate::glue::current_netns() {
+        Some(n) if n == crate::glue::NdevId::of_av(av).netns() => Ok(()),
+        _ => Err(ENODEV),
     }
 }
 
@@ -104,6 +134,7 @@ pub(crate) fn create<'a>(
         let pd = obj.ib().pd as usize;
         let mut num = 0;
         if udata.is_user() {
+            check_caller_netns(&av)?;
             num = dev.data().ahs.insert(pd, av)?;
             let resp = b::rrxe_create_ah_resp {
                 ah_num: num,

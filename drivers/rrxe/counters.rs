@@ -122,6 +122,11 @@ counters! {
     /// Fault injection rules refused because the device holds its maximum
     /// (`proto::fault::MAX_RULES`).
     FaultRulesRefused = c"fault_rules_refused",
+    /// Packets dropped: they arrived on another netdev than the one of the QP's source GID
+    /// (RC, UC, XRC), or in another network namespace than the one a user UD QP was created
+    /// in. In shared mode: a packet for another pod's QP, even with the same addresses or
+    /// Q_Key.
+    RxDropNetdev = c"rx_drop_netdev",
 }
 
 /// The number of counters.

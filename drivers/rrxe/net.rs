@@ -111,7 +111,10 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
         }
     };
     let (qpn, pkey) = (bth.dest_qp, bth.pkey);
-    match dev.data().qps.deliver(qpn, skb, icrc, &from, pkey) {
+    // Which netdev (so which namespace: in shared mode, which pod) the packet arrived on:
+    // the receiving QP must be of that netdev or namespace.
+    let on = ndev.id();
+    match dev.data().qps.deliver(qpn, skb, icrc, &from, pkey, on) {
         Ok(qp) => match arrival {
             Arrival::Wire => qp.run_rx(&ndev),
             Arrival::Local => qp.kick(),
@@ -120,6 +123,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
         Err((why, _skb)) => counters.inc(match why {
             Refused::NoQp => Counter::RxDropNoQp,
             Refused::Backlog => Counter::RxDropBacklog,
+            Refused::Netdev => Counter::RxDropNetdev,
             Refused::Addr(AddrDrop::Dgid) => Counter::RxDropDgid,
             Refused::Addr(AddrDrop::SrcAddr) => Counter::RxDropSrcAddr,
             Refused::Addr(AddrDrop::DstAddr) => Counter::RxDropDstAddr,
@@ -174,7 +178,9 @@ pub(crate) enum TxError {
 /// length of its IP datagram (what `sent_bytes` counts). It leaves
 /// through the netdev of its source GID (as rdma_rxe's): the device's netdev, or a pod's
 /// macvlan/ipvlan on it in shared mode, so routing, neighbours and the source MAC are the
-/// pod's. A source GID that is gone (address removed, pod deleted) drops the packet.
+/// pod's. A source GID that is gone (address removed, pod deleted), or now on another
+/// netdev than when the address vector was made (another pod's, with the same address),
+/// drops the packet.
 pub(crate) fn transmit(
     dev: &crate::glue::IbDev,
     av: &crate::ah::Av,
@@ -186,7 +192,8 @@ pub(crate) fn transmit(
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<u32, TxError> {
     let v6 = av.ipv6 != 0;
-    dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, |ndev| {
+    let src = crate::glue::NdevId::of_av(av);
+    dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, src, |ndev| {
         let ib = (hdrs, payload_len, corrupt_icrc);
         build_and_send(ndev, av, sport, ib, kept.route, fill)
     })
@@ -212,6 +219,7 @@ fn build_and_send(
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<u32, TxError> {
     let v6 = av.ipv6 != 0;
+    let dip = crate::ah::dip(av);
     let l3 = if v6 { IPV6_HDR } else { IPV4_HDR };
     let ib_len = proto::hdr::packet_len(hdrs.bth.opcode, payload_len).ok_or(TxError::Build)?;
     let ip_len = l3 + UDP_HDR + ib_len;
@@ -222,7 +230,7 @@ fn build_and_send(
         proto::net::write_ipv6_udp(
             buf,
             av.sip,
-            av.dip,
+            dip,
             av.traffic_class,
             av.flow_label,
             if av.hop_limit == 0 { 64 } else { av.hop_limit },
@@ -233,7 +241,7 @@ fn build_and_send(
         let mut s = [0u8; 4];
         let mut d = [0u8; 4];
         s.copy_from_slice(&av.sip[..4]);
-        d.copy_from_slice(&av.dip[..4]);
+        d.copy_from_slice(&dip[..4]);
         proto::net::write_ipv4_udp(buf, s, d, av.traffic_class, 64, sport, ib_len)
     };
     if ok.is_none() {
@@ -254,7 +262,7 @@ fn build_and_send(
             *b ^= 1;
         }
     }
-    skb.send(v6, &av.sip, &av.dip, route)
+    skb.send(v6, &av.sip, &dip, route)
         .map_err(|_| TxError::Route)?;
     Ok(sent)
 }

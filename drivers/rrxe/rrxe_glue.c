@@ -430,6 +430,7 @@ int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av
 {
 	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid_attr;
+	struct net_device *ndev;
 	int type;
 
 	memset(av, 0, sizeof(*av));
@@ -446,11 +447,9 @@ int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av
 	memcpy(av->dgid, grh->dgid.raw, 16);
 	if (av->ipv6) {
 		memcpy(av->sip, sgid_attr->gid.raw, 16);
-		memcpy(av->dip, grh->dgid.raw, 16);
 	} else {
 		/* IPv4-mapped GIDs: ::ffff:a.b.c.d */
 		memcpy(av->sip, sgid_attr->gid.raw + 12, 4);
-		memcpy(av->dip, grh->dgid.raw + 12, 4);
 	}
 	memcpy(av->dmac, attr->roce.dmac, ETH_ALEN);
 	av->hop_limit = grh->hop_limit;
@@ -458,6 +457,19 @@ int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av
 	av->traffic_class = grh->traffic_class;
 	av->sgid_index = grh->sgid_index;
 	av->sl = rdma_ah_get_sl(attr);
+	/*
+	 * The source GID's netdev (in shared mode a pod's macvlan or ipvlan, in the pod's
+	 * namespace), as the core reads it: a GID deleted since the core resolved it gives
+	 * EINVAL, one without a netdev ENODEV (rdma_read_gid_attr_ndev_rcu).
+	 */
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid_attr);
+	if (IS_ERR(ndev)) {
+		rcu_read_unlock();
+		return PTR_ERR(ndev);
+	}
+	av->src = rrxe_glue_ndev_id(ndev);
+	rcu_read_unlock();
 	return 0;
 }
 

@@ -37,13 +37,24 @@ struct page;
 struct scatterlist;
 
 /*
+ * A netdev by identity, never dereferenced: its network namespace's cookie (unique for the
+ * system's lifetime, never reused) and its ifindex there (allocated cyclically per
+ * namespace). Shared mode keeps the source GID's netdev of an address vector this way.
+ */
+struct rrxe_ndev_id {
+	u32 net_lo;		/* the cookie in two halves: 4-byte aligned, as rrxe_kav */
+	u32 net_hi;
+	s32 ifindex;
+};
+
+/*
  * An address vector in the form the datapath uses: everything needed to build the IP/UDP
- * headers of a packet, plus what query_ah/query_qp report back.
+ * headers of a packet, plus what query_ah/query_qp report back, and the netdev of its
+ * source GID (which namespace it sends and receives in).
  */
 struct rrxe_kav {
 	u8 dgid[16];
-	u8 sip[16];		/* IPv4: first 4 bytes */
-	u8 dip[16];		/* IPv4: first 4 bytes */
+	u8 sip[16];		/* IPv4: first 4 bytes; the destination's is dgid's (IPv4-mapped) */
 	u8 dmac[6];
 	u8 ipv6;		/* 0: IPv4, 1: IPv6 */
 	u8 hop_limit;
@@ -52,6 +63,7 @@ struct rrxe_kav {
 	u8 sgid_index;
 	u8 sl;
 	u8 reserved;
+	struct rrxe_ndev_id src;	/* the source GID's netdev */
 };
 
 /* A kernel send work request, flattened from its ib_*_wr container. */
@@ -123,6 +135,8 @@ bool rrxe_glue_netdev_moving(const struct net_device *ndev);
 void rrxe_glue_set_dev_net(struct ib_device *ibdev, const struct net_device *ndev);
 bool rrxe_glue_dev_net_is_ndev(struct ib_device *ibdev, const struct net_device *ndev);
 bool rrxe_glue_dev_net_is_init(struct ib_device *ibdev);
+struct rrxe_ndev_id rrxe_glue_ndev_id(const struct net_device *ndev);
+bool rrxe_glue_current_net(u64 *cookie);
 struct ib_device *rrxe_glue_ib_device_below(struct net_device *ndev);
 u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 max);
 struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool ipv6,

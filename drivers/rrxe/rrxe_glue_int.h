@@ -33,6 +33,7 @@
 #include <net/ip6_route.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <linux/nsproxy.h>
 #include "rrxe_glue_compat.h"
 #include "rrxe_glue.h"
 

@@ -186,6 +186,33 @@ bool rrxe_glue_dev_net_is_ndev(struct ib_device *ibdev, const struct net_device 
 	return net_eq(read_pnet(&ibdev->coredev.rdma_net), dev_net(ndev));
 }
 
+/* ndev's identity: its namespace's cookie and its ifindex (struct rrxe_ndev_id). */
+struct rrxe_ndev_id rrxe_glue_ndev_id(const struct net_device *ndev)
+{
+	u64 cookie = dev_net(ndev)->net_cookie;
+	struct rrxe_ndev_id id = {
+		.net_lo = lower_32_bits(cookie),
+		.net_hi = upper_32_bits(cookie),
+		.ifindex = ndev->ifindex,
+	};
+
+	return id;
+}
+
+/*
+ * The cookie of the calling task's network namespace (a system call's: the verbs of a
+ * user process). False for a task without namespaces (exiting).
+ */
+bool rrxe_glue_current_net(u64 *cookie)
+{
+	struct nsproxy *ns = current->nsproxy;
+
+	if (!ns)
+		return false;
+	*cookie = ns->net_ns->net_cookie;
+	return true;
+}
+
 /* Whether ibdev's RDMA namespace is init_net. */
 bool rrxe_glue_dev_net_is_init(struct ib_device *ibdev)
 {

@@ -60,6 +60,85 @@ impl NetDev {
     }
 }
 
+/// A network namespace by identity: its cookie, unique for the system's lifetime (never
+/// reused, unlike the namespace's address), so it may be kept without a reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NetnsId(u64);
+
+/// A netdev by identity (`struct rrxe_ndev_id`): its namespace ([`NetnsId`]) and its ifindex
+/// there (allocated cyclically per namespace, so not soon reused). Kept without a
+/// reference, compared, never dereferenced: two loads for a live netdev, no name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NdevId {
+    net: NetnsId,
+    ifindex: i32,
+}
+
+impl NdevId {
+    /// The netdev of an address vector's source GID, as the core gave it at create_ah or
+    /// modify_qp (`rrxe_glue_ah_attr_to_av`).
+    pub(crate) fn of_av(av: &bindings::rrxe_kav) -> Self {
+        NdevId::of_raw(&av.src)
+    }
+
+    fn of_raw(id: &bindings::rrxe_ndev_id) -> Self {
+        NdevId {
+            net: NetnsId((u64::from(id.net_hi) << 32) | u64::from(id.net_lo)),
+            ifindex: id.ifindex,
+        }
+    }
+
+    /// The namespace of the netdev.
+    pub(crate) fn netns(self) -> NetnsId {
+        self.net
+    }
+
+    /// The namespace's cookie and the ifindex, to be stored (in atomics) and given back to
+    /// [`Self::from_raw`].
+    pub(crate) fn to_raw(self) -> (u64, i32) {
+        (self.net.0, self.ifindex)
+    }
+
+    /// The identity [`Self::to_raw`] gave.
+    pub(crate) fn from_raw(net: u64, ifindex: i32) -> Self {
+        NdevId {
+            net: NetnsId(net),
+            ifindex,
+        }
+    }
+}
+
+impl NetnsId {
+    /// The namespace's cookie, to be stored and given back to [`Self::from_raw`].
+    pub(crate) fn to_raw(self) -> u64 {
+        self.0
+    }
+
+    /// The identity [`Self::to_raw`] gave.
+    pub(crate) fn from_raw(cookie: u64) -> Self {
+        NetnsId(cookie)
+    }
+}
+
+/// The network namespace of the calling task (a user process's, in its system call);
+/// `None` for a task that has none left (exiting).
+pub(crate) fn current_netns() -> Option<NetnsId> {
+    let mut cookie = 0u64;
+    // SAFETY: the helper only reads the current task's nsproxy (stable for the task's own
+    // calls) and writes the u64.
+    unsafe { bindings::rrxe_glue_current_net(&mut cookie) }.then_some(NetnsId(cookie))
+}
+
+impl NetDev {
+    /// This netdev's identity ([`NdevId`]).
+    pub(crate) fn id(&self) -> NdevId {
+        // SAFETY: self is a live net_device (type invariant); the helper reads its ifindex
+        // and its namespace's cookie (written once, when the namespace was set up).
+        let id = unsafe { bindings::rrxe_glue_ndev_id(self.as_ptr()) };
+        NdevId::of_raw(&id)
+    }
+}
+
 /// How many upper devices of one netdev get their namespace's sockets when a device is added.
 const MAX_UPPERS: usize = 32;
 
@@ -114,8 +193,9 @@ impl IbDev {
     }
 
     /// Runs `f` on the netdev a packet from source GID `index` with source address `sip`
-    /// leaves through (as [`Self::gid_netdev`] finds it); `None` if that GID is gone or
-    /// holds another address. `cache` keeps the answer between one sender's packets: it is
+    /// leaves through (as [`Self::gid_netdev`] finds it); `None` if that GID is gone, holds
+    /// another address or is on another netdev than `src`, the one the address vector was
+    /// made with (in shared mode, the same address on another pod's netdev). `cache` keeps the answer between one sender's packets: it is
     /// used again, without the GID table's two read locks or a netdev reference, while the
     /// device's [`GidGeneration`] has not moved (its `add_gid`/`del_gid` ops move it as the
     /// core adds or deletes a GID: [`crate::device::gid_changed`]). `f` runs inside an RCU
@@ -127,6 +207,7 @@ impl IbDev {
         index: u8,
         ipv6: bool,
         sip: &[u8; 16],
+        src: NdevId,
         f: impl FnOnce(&NetDev) -> R,
     ) -> Option<R> {
         let _rcu = RcuRead::lock();
@@ -136,7 +217,12 @@ impl IbDev {
         let me = NonNull::new(self.as_ptr());
         if let Some(c) = cache.map(Cell::get) {
             if let Some(p) = c.ndev {
-                if c.dev == me && c.gen == g && c.index == index && c.ipv6 == ipv6 && c.sip == *sip
+                if c.dev == me
+                    && c.gen == g
+                    && c.index == index
+                    && c.ipv6 == ipv6
+                    && c.sip == *sip
+                    && c.src == Some(src)
                 {
                     // Why p is still live: it is the netdev that GID `index` of this device,
                     // holding `sip`, had in generation g (looked up with a reference held:
@@ -154,15 +240,19 @@ impl IbDev {
             }
         }
         let nd = self.gid_netdev(index, ipv6, sip)?;
+        if nd.id() != src {
+            return None;
+        }
         if let Some(c) = cache {
             // INVARIANT: found just now on this device, with a reference held, at generation
-            // g or later.
+            // g or later, and it is `src`.
             c.set(GidNetdevCache {
                 dev: me,
                 gen: g,
                 index,
                 ipv6,
                 sip: *sip,
+                src: Some(src),
                 ndev: NonNull::new(nd.as_ptr()),
             });
         }
@@ -183,8 +273,8 @@ impl IbDev {
 /// `rxe_init_packet`; so did rrxe, two GID-table read locks a packet). Empty by default.
 ///
 /// INVARIANT: `ndev`, if set, was the netdev of GID `index` (holding `sip`) of device `dev`,
-/// found with a reference held while that device's GID-table generation was `gen` or
-/// later. No reference is kept: it is dereferenced only by `with_gid_netdev` of that same
+/// with identity `src`, found with a reference held while that device's GID-table
+/// generation was `gen` or later. No reference is kept: it is dereferenced only by `with_gid_netdev` of that same
 /// device, in an RCU read section that finds the generation still at `gen`. Safe code can
 /// neither fill one nor move a generation back: the fields and [`GidGeneration`]'s value are
 /// private to the glue.
@@ -195,6 +285,7 @@ pub(crate) struct GidNetdevCache {
     index: u8,
     ipv6: bool,
     sip: [u8; 16],
+    src: Option<NdevId>,
     ndev: Option<NonNull<bindings::net_device>>,
 }
 

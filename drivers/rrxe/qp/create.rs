@@ -138,6 +138,13 @@ fn create_uncounted<'a>(
     }
     // The QP's own counts (rdma statistic qp), zero.
     let stats = crate::counters::Counters::new_arc()?;
+    // A user's UD QP takes datagrams only from its creator's network namespace, as a
+    // socket (see `Origin`); the others take them from anywhere until a path narrows it.
+    let origin = if udata.is_user() && kind == QpKind::Ud {
+        super::Origin::Netns(crate::glue::current_netns().ok_or(ENODEV)?)
+    } else {
+        super::Origin::Any
+    };
     let qps = &dev.data().qps;
     let qpn = qps.reserve(kind == QpKind::Gsi)?;
     let qi = QpInit {
@@ -160,6 +167,7 @@ fn create_uncounted<'a>(
         stats,
     };
     let qp = Qp::new(dev.ptr(), qi).inspect_err(|_| drop(qps.remove(qpn)))?;
+    qp.set_origin(origin);
     if udata.is_user() {
         udata
             .respond(&resp)
@@ -196,12 +204,13 @@ pub(crate) fn destroyed(dev: &IbDev) {
 
 /// `modify_qp`: checks the transition against the core's table, decodes the attributes
 /// `mask` selects and applies them. `av` is the converted `ah_attr` when the mask has
-/// IB_QP_AV.
+/// IB_QP_AV; a user's must have its source GID in the caller's network namespace.
 pub(crate) fn modify(
     obj: &Obj<'_, b::ib_qp>,
     attr: &b::ib_qp_attr,
     mask: i32,
     av: Option<Result<crate::ah::Av>>,
+    udata: &Udata<'_>,
 ) -> Result {
     let h = obj.data();
     let mask = mask as u32;
@@ -223,7 +232,11 @@ pub(crate) fn modify(
         m.state = Some(new);
     }
     if let Some(av) = av {
-        m.av = Some(av?);
+        let av = av?;
+        if udata.is_user() {
+            crate::ah::check_caller_netns(&av)?;
+        }
+        m.av = Some(av);
     }
     if has(b::ib_qp_attr_mask_IB_QP_PATH_MTU) {
         m.path_mtu = Some(attr.path_mtu);

@@ -61,7 +61,8 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 pub(crate) use run::Icrc;
-use run::RxRing;
+pub(crate) use run::Origin;
+use run::{OriginCell, RxRing};
 
 /// Send WQEs the protocol core tracks at once (its window).
 const S: usize = 64;
@@ -272,6 +273,9 @@ pub(crate) struct Qp {
     xrc: Option<XrcdId>,
     xrc_sel: AtomicU32,
     xrc_claimed: AtomicU32,
+    /// Where packets must arrive to reach the QP ([`Origin`]): set by create and modify,
+    /// read as packets are queued, all under `rx`.
+    origin: OriginCell,
     dead: AtomicBool,
     in_error: AtomicBool,
     /// A user queue was found corrupt: the work moves the QP to the error state.
@@ -428,6 +432,7 @@ impl Qp {
             xrc: init.xrcd,
             xrc_sel: AtomicU32::new(0),
             xrc_claimed: AtomicU32::new(0),
+            origin: OriginCell::new(),
             dead: AtomicBool::new(false),
             in_error: AtomicBool::new(false),
             want_error: AtomicBool::new(false),

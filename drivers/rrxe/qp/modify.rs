@@ -194,8 +194,14 @@ impl Qp {
                 r.reset();
             }
             // Packets are taken from the path they are sent to (kept with the other
-            // attributes, once the change is accepted).
-            self.rx.lock().path = Some(crate::ah::path(&av));
+            // attributes, once the change is accepted), and only as they arrive on the
+            // netdev the QP sends from.
+            let origin = super::Origin::Netdev(crate::glue::NdevId::of_av(&av));
+            let mut rx = self.rx.lock();
+            rx.path = Some(crate::ah::path(&av));
+            if !self.kind.is_ud() {
+                self.origin.set(origin);
+            }
         }
         let proto = &eng.proto;
         let err = proto.state() == proto::QpState::Error;

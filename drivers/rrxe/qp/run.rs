@@ -14,7 +14,7 @@ use crate::glue::{NetDev, SkBuff};
 use crate::ib::{WcOpcode, WcStatus};
 use crate::proto;
 use core::cell::Cell;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// Received packets waiting for the work.
@@ -40,6 +40,87 @@ impl RxRing {
             len: 0,
             path: None,
         })
+    }
+}
+
+/// The netdev or network namespace a QP takes packets from: what isolates the pods of a
+/// shared device, whose GID table holds every pod's addresses (two pods may have the same
+/// ones). rdma_rxe checks addresses only (`check_addr`); the kernel delivers to a socket
+/// only what arrives in the socket's namespace, and so does rrxe to a QP.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Origin {
+    /// Anywhere: the GSI QP (QP1 serves every namespace; the RDMA CM sorts its MADs by the
+    /// GID they name), a kernel consumer's UD QP (its creating task's namespace says
+    /// nothing about its user), and a connected QP before it has a path (refused by the
+    /// address check).
+    Any,
+    /// A user UD QP: the namespace of the process that created it, as a socket's.
+    Netns(crate::glue::NetnsId),
+    /// A connected QP (RC, UC, XRC): the netdev of its source GID, set with its path. The
+    /// GID table lookup of the destination (`rxe_chk_dgid`) already found the packet's
+    /// destination GID on the netdev it arrived on; this makes it the QP's own entry.
+    Netdev(crate::glue::NdevId),
+}
+
+impl Origin {
+    /// Whether a packet that arrived on `on` may reach the QP: two compares.
+    fn admits(self, on: crate::glue::NdevId) -> bool {
+        match self {
+            Origin::Any => true,
+            Origin::Netns(n) => n == on.netns(),
+            Origin::Netdev(d) => d == on,
+        }
+    }
+}
+
+/// A QP's [`Origin`], in two atomics so that a new QP's is written in place (`Qp::new` has
+/// the module's largest stack frame, and the `rx` lock's value is copied there). Written
+/// (create, modify) and read (`enqueue_rx`) under the QP's `rx` lock, which orders them:
+/// the atomics only make it shareable. `ifindex` says which kind it is.
+pub(super) struct OriginCell {
+    net: AtomicU64,
+    /// [`ORIGIN_ANY`], [`ORIGIN_NETNS`] or a netdev's ifindex (an `i32`).
+    ifindex: AtomicI64,
+}
+
+const ORIGIN_ANY: i64 = i64::MIN;
+const ORIGIN_NETNS: i64 = i64::MIN + 1;
+
+impl OriginCell {
+    /// [`Origin::Any`].
+    pub(super) const fn new() -> Self {
+        OriginCell {
+            net: AtomicU64::new(0),
+            ifindex: AtomicI64::new(ORIGIN_ANY),
+        }
+    }
+
+    /// Sets it; the caller holds the QP's `rx` lock.
+    pub(super) fn set(&self, o: Origin) {
+        let (net, ifindex) = match o {
+            Origin::Any => (0, ORIGIN_ANY),
+            Origin::Netns(n) => (n.to_raw(), ORIGIN_NETNS),
+            Origin::Netdev(d) => {
+                let (net, i) = d.to_raw();
+                (net, i64::from(i))
+            }
+        };
+        self.net.store(net, Ordering::Relaxed);
+        self.ifindex.store(ifindex, Ordering::Relaxed);
+    }
+
+    /// Reads it; the caller holds the QP's `rx` lock.
+    fn get(&self) -> Origin {
+        let net = self.net.load(Ordering::Relaxed);
+        match self.ifindex.load(Ordering::Relaxed) {
+            ORIGIN_ANY => Origin::Any,
+            ORIGIN_NETNS => Origin::Netns(crate::glue::NetnsId::from_raw(net)),
+            i => match i32::try_from(i) {
+                Ok(i) => Origin::Netdev(crate::glue::NdevId::from_raw(net, i)),
+                // Never stored.
+                Err(_) => Origin::Any,
+            },
+        }
     }
 }
 
@@ -127,21 +208,33 @@ impl Qp {
         Ok(())
     }
 
+    /// Sets where the QP takes packets from (under its `rx` lock).
+    pub(super) fn set_origin(&self, o: Origin) {
+        let _rx = self.rx.lock();
+        self.origin.set(o);
+    }
+
     /// Queues a received packet for this QP (softirq) for the next run, which the caller
-    /// starts, if the QP takes it from where it comes: `from` (its IP addresses) and `pkey`
-    /// pass [`proto::addr::check_qp`]. A refused skb comes back with the reason.
+    /// starts, if the QP takes it from where it comes: `on` (the netdev it arrived on) is
+    /// the QP's [`Origin`], and `from` (its IP addresses) and `pkey` pass
+    /// [`proto::addr::check_qp`]. A refused skb comes back with the reason.
     pub(super) fn enqueue_rx(
         &self,
         skb: SkBuff,
         icrc: Icrc,
         from: &proto::addr::IpAddrs,
         pkey: u16,
+        on: crate::glue::NdevId,
     ) -> Result<(), (Refused, SkBuff)> {
         if self.dead.load(Ordering::Acquire) {
             return Err((Refused::Backlog, skb));
         }
         {
             let mut rx = self.rx.lock();
+            // First: a packet of another pod is not this QP's at all, whatever it holds.
+            if !self.origin.get().admits(on) {
+                return Err((Refused::Netdev, skb));
+            }
             let connected = !self.kind.is_ud();
             if let Err(e) = proto::addr::check_qp(connected, from, rx.path.as_ref(), pkey) {
                 return Err((Refused::Addr(e), skb));

@@ -110,7 +110,7 @@ impl QpTable {
 
     /// Queues a received packet for QP `qpn` (bottom halves off) and returns the QP, which
     /// the caller runs or kicks. `from` and `pkey` are the packet's IP addresses and BTH
-    /// P_Key. A refused packet comes back with the reason, to be counted and freed by the
+    /// P_Key, `on` the netdev it arrived on. A refused packet comes back with the reason, to be counted and freed by the
     /// caller outside the table lock.
     ///
     /// The returned reference must be dropped with bottom halves still off: `destroy_qp`
@@ -123,10 +123,13 @@ impl QpTable {
         icrc: super::Icrc,
         from: &proto::addr::IpAddrs,
         pkey: u16,
+        on: crate::glue::NdevId,
     ) -> Result<Arc<Qp>, (Refused, SkBuff)> {
         let t = self.inner.lock();
         match t.slots.get(qpn as usize) {
-            Some(Slot::Used(qp)) => qp.enqueue_rx(skb, icrc, from, pkey).map(|()| qp.clone()),
+            Some(Slot::Used(qp)) => qp
+                .enqueue_rx(skb, icrc, from, pkey, on)
+                .map(|()| qp.clone()),
             _ => Err((Refused::NoQp, skb)),
         }
     }
@@ -138,6 +141,9 @@ pub(crate) enum Refused {
     NoQp,
     /// The QP's receive backlog is full (or the QP is going away).
     Backlog,
+    /// The packet arrived on another netdev than the QP's source GID's (RC, UC, XRC), or
+    /// in another network namespace than a user UD QP's: in shared mode, another pod's.
+    Netdev,
     /// The QP does not take packets from there (address or P_Key).
     Addr(proto::addr::AddrDrop),
 }

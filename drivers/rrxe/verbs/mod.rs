@@ -220,8 +220,9 @@ impl Verbs for Rrxe {
         attr: &b::ib_qp_attr,
         mask: i32,
         av: Option<Result<b::rrxe_kav>>,
+        udata: &Udata<'_>,
     ) -> Result {
-        qp::modify(obj, attr, mask, av)
+        qp::modify(obj, attr, mask, av, udata)
     }
 
     fn query_qp(obj: &Obj<'_, b::ib_qp>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr) {

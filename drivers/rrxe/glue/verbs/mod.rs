@@ -137,12 +137,14 @@ where
     fn shut_down_qp(qp: &Obj<'_, b::ib_qp>);
     /// `destroy_qp`, once the QP's data is gone.
     fn qp_destroyed(dev: &IbDev);
-    /// `modify_qp`; `av` is `attr.ah_attr` converted when `mask` has IB_QP_AV.
+    /// `modify_qp`; `av` is `attr.ah_attr` converted when `mask` has IB_QP_AV; `udata` is
+    /// a user's command's (empty for a kernel consumer).
     fn modify_qp(
         qp: &Obj<'_, b::ib_qp>,
         attr: &b::ib_qp_attr,
         mask: i32,
         av: Option<Result<b::rrxe_kav>>,
+        udata: &Udata<'_>,
     ) -> Result;
     /// `query_qp`.
     fn query_qp(qp: &Obj<'_, b::ib_qp>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr);

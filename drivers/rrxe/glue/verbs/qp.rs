@@ -50,20 +50,21 @@ pub(super) unsafe extern "C" fn modify_qp<V: Verbs>(
     ibqp: *mut b::ib_qp,
     attr: *mut b::ib_qp_attr,
     mask: i32,
-    _udata: *mut b::ib_udata,
+    udata: *mut b::ib_udata,
 ) -> i32 {
     let has_av = mask as u32 & b::ib_qp_attr_mask_IB_QP_AV != 0;
     // SAFETY: the core's contract: a live QP of ours; attr is live for the call, and with
-    // IB_QP_AV its ah_attr holds a GRH whose sgid_attr the core resolved and holds.
-    let (obj, attr, av) = unsafe {
+    // IB_QP_AV its ah_attr holds a GRH whose sgid_attr the core resolved and holds; udata
+    // is null or the command's.
+    let (obj, attr, av, udata) = unsafe {
         let attr = &*attr;
         let av = has_av.then(|| crate::glue::ah_attr_to_av(&attr.ah_attr));
-        (Obj::from_raw(ibqp), attr, av)
+        (Obj::from_raw(ibqp), attr, av, Udata::from_raw(udata))
     };
     let Some(obj) = obj else {
         return EINVAL.to_errno();
     };
-    errno(V::modify_qp(&obj, attr, mask, av))
+    errno(V::modify_qp(&obj, attr, mask, av, &udata))
 }
 
 pub(super) unsafe extern "C" fn query_qp<V: Verbs>(
