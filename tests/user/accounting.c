@@ -21,11 +21,11 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "cgroup.h"
 
 #define NCQ 8
 #define MAXCQ 64
 
-static const char *cg;
 
 static long long read_ll(const char *file)
 {
@@ -41,20 +41,6 @@ static long long read_ll(const char *file)
 		v = -1;
 	fclose(f);
 	return v;
-}
-
-static int write_str(const char *file, const char *s)
-{
-	char p[256];
-	FILE *f;
-	int r;
-
-	snprintf(p, sizeof(p), "%s/%s", cg, file);
-	f = fopen(p, "w");
-	if (!f)
-		return -1;
-	r = fputs(s, f) < 0;
-	return fclose(f) || r ? -1 : 0;
 }
 
 /* The value of KEY in rdma.current's line for DEV (e.g. "rrxe0 hca_handle=1 hca_object=3"). */
@@ -128,7 +114,7 @@ int main(int argc, char **argv)
 
 	/* 2. memory.max bounds the kernel memory one group's CQs take: ENOMEM at the limit. */
 	snprintf(buf, sizeof(buf), "%lld", m2 + 3 * ring);
-	ok(!write_str("memory.max", buf), "memory.max set to the current use + 3 rings (%s)", buf);
+	ok(!cg_write("memory.max", buf), "memory.max set to the current use + 3 rings (%s)", buf);
 	errno = 0;
 	for (n = 0; n < MAXCQ; n++) {
 		cqs[n] = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0);
@@ -142,7 +128,7 @@ int main(int argc, char **argv)
 	ok(read_ll("memory.current") <= m2 + 3 * ring, "memory.current stayed under memory.max");
 	while (n > 0)
 		ibv_destroy_cq(cqs[--n]);
-	ok(!write_str("memory.max", "max"), "memory.max back to max");
+	ok(!cg_write("memory.max", "max"), "memory.max back to max");
 	cqs[0] = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0);
 	ok(cqs[0] != NULL, "a CQ of %d entries is created again without the limit", da.max_cqe);
 	if (cqs[0])
@@ -150,7 +136,7 @@ int main(int argc, char **argv)
 
 	/* 3. The rdma controller: hca_object=4 in rdma.max lets this group hold 4 objects. */
 	snprintf(buf, sizeof(buf), "%s hca_object=4", devname);
-	ok(!write_str("rdma.max", buf), "rdma.max: %s", buf);
+	ok(!cg_write("rdma.max", buf), "rdma.max: %s", buf);
 	pd = ibv_alloc_pd(ctx);
 	ok(pd != NULL, "a PD (object 1)");
 	errno = 0;
@@ -173,7 +159,7 @@ int main(int argc, char **argv)
 	if (cqs[0])
 		ibv_destroy_cq(cqs[0]);
 	snprintf(buf, sizeof(buf), "%s hca_object=max", devname);
-	ok(!write_str("rdma.max", buf), "rdma.max: %s", buf);
+	ok(!cg_write("rdma.max", buf), "rdma.max: %s", buf);
 	if (pd)
 		ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

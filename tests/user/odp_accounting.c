@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "cgroup.h"
 #include "loop.h"
 
 #define PAGE 4096ull
@@ -43,7 +44,6 @@
 #define RW (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 #define PAIR_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-static const char *cg;
 static const char *devname;
 static uint8_t dst[PAGE];
 
@@ -66,20 +66,6 @@ static long long cg_ll(const char *file)
 
 	snprintf(p, sizeof(p), "%s/%s", cg, file);
 	return read_file_ll(p);
-}
-
-static int cg_write(const char *file, const char *s)
-{
-	char p[256];
-	FILE *f;
-	int r;
-
-	snprintf(p, sizeof(p), "%s/%s", cg, file);
-	f = fopen(p, "w");
-	if (!f)
-		return -1;
-	r = fputs(s, f) < 0;
-	return fclose(f) || r ? -1 : 0;
 }
 
 /* memory.max = memory.current + headroom bytes. */
