@@ -95,12 +95,11 @@ impl DmabufMap {
             return Err(EINVAL);
         }
         let off = usize::try_from(offset).map_err(|_| EINVAL)?;
-        // SAFETY: `buf` holds a live reference and has no mapping yet; `dev` is a live rrxe
-        // device, which outlives its MRs (the core deregisters them before it goes); `err` is
-        // writable. Process context (a verbs call). From here on, dropping `buf` also unmaps,
-        // unpins and detaches.
-        let vaddr =
-            unsafe { bindings::rrxe_glue_dmabuf_map(buf.0.as_ptr(), dev.as_ptr(), &mut err) };
+        let (b, d) = (buf.0.as_ptr(), dev.as_ptr());
+        // SAFETY: `b` is live (held by `buf`) with no mapping yet; `d` outlives its MRs (the
+        // core deregisters them first); `err` is writable; process context (a verbs call).
+        // From here on, dropping `buf` also unmaps, unpins and detaches.
+        let vaddr = unsafe { bindings::rrxe_glue_dmabuf_map(b, d, &mut err) };
         let vaddr = NonNull::new(vaddr.cast::<u8>()).ok_or_else(|| c_err(err, EINVAL))?;
         // SAFETY: the mapping covers the whole buffer, `size` bytes, and `off <= end <= size`:
         // the result is inside it or one past its end, and not null.

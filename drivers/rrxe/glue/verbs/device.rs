@@ -172,10 +172,9 @@ pub(super) unsafe extern "C" fn process_mad<V: Verbs>(
     if unsafe { *out_mad_size } < MAD_SIZE {
         return failure;
     }
-    // SAFETY: the core's contract (module doc); in_mad is a MAD of at least 256 bytes
-    // (a received one, the sysfs query's or a sent DR SMP), copied once so that nothing
-    // read can change or alias the response; out_mad is the response buffer, at least
-    // MAD_SIZE bytes (checked above), exclusively ours for the call.
+    // SAFETY: the core's contract (module doc): in_mad is a MAD of at least 256 bytes, copied
+    // once so that nothing read can change or alias the response; out_mad is the response
+    // buffer, at least MAD_SIZE bytes (checked above), exclusively ours for the call.
     let (dev, req, out) = unsafe {
         (
             IbDev::from_raw(ibdev),
