@@ -78,11 +78,16 @@ static void cg_headroom(long long headroom)
 		die("memory.max");
 }
 
-/* The device counter NAME (rdma statistic's hw_counters), or -1 if there is none. */
+/*
+ * The device counter NAME (rdma statistic's hw_counters), or -1 if there is none. The core
+ * answers sysfs from its copy for hw_counters/lifespan (10 ms): wait past it first, so the
+ * value is newer than the step before.
+ */
 static long long counter(const char *name)
 {
 	char p[256];
 
+	usleep(30 * 1000);
 	snprintf(p, sizeof(p), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", devname, name);
 	return read_file_ll(p);
 }

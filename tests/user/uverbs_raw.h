@@ -502,13 +502,18 @@ static inline int query_port(int fd, uint8_t port)
 	return wcmd(fd, IB_USER_VERBS_CMD_QUERY_PORT, &c, sizeof(c), &r, sizeof(r));
 }
 
-/* An RDMA device counter from sysfs (rrxe's hw_counters), or -1. */
+/*
+ * An RDMA device counter from sysfs (rrxe's hw_counters), or -1. The core keeps what it
+ * read for hw_counters/lifespan (10 ms, RDMA_HW_STATS_DEFAULT_LIFESPAN) and answers from
+ * that copy until then: wait past it so the value is newer than the caller's last step.
+ */
 static inline long long counter(const char *name)
 {
 	char f[160];
 	long long v = -1;
 	FILE *s;
 
+	usleep(30 * 1000);
 	snprintf(f, sizeof(f), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", raw_ibdev, name);
 	s = fopen(f, "r");
 	if (!s)

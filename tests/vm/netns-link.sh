@@ -6,10 +6,11 @@
 # rrxe inside network namespaces (per-namespace operation). On each VM a "pod"
 # namespace with a macvlan child of eth0: `rdma link add` inside it on its netdev, traffic
 # between the two pods (ibv_rc_pingpong, rping, ib_write_bw run in the pods), link delete
-# and re-add inside it. Then the namespace is deleted under traffic, with the QPs of
-# processes in init_net still live on the device (shared mode: they see it): the device
-# goes, the processes get an error and exit, nothing hangs; kmemleak finds no leak, with the
-# module loaded and after rmmod (which closes every namespace's sockets).
+# and re-add inside it. Then the namespace is deleted while a process in init_net holds
+# verbs objects on the device (shared mode: it sees it, but cannot use the pod's GID): the
+# device goes, the process is woken with an error and cleans up, nothing hangs; then a second
+# pod's namespace is deleted right after its traffic's processes are killed. kmemleak finds
+# no leak, with the module loaded and after rmmod (which closes every namespace's sockets).
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 . "$RRXE_ROOT/tests/vm/lib/netns-common.sh"
@@ -50,30 +51,24 @@ check "rrxe1 is gone" retry 20 0.3 dev_gone rrxe1 pod
 check "re-add rrxe1 inside the pod" in_pod pod rdma link add rrxe1 type rrxe netdev net0
 GID=$(pod_gid pod rrxe1 "$(pod_ip 1)") || GID=1
 
-# The namespace deleted under traffic: ibv_rc_pingpong in init_net on rrxe1 (visible there
-# in shared mode) over the pods' GIDs, exchanging its QP numbers over eth0; once both sides
-# see packets flow, each VM deletes its pod (nothing inside keeps it alive). It waits for
-# completions with events (-e): the device's removal disassociates its context and wakes it
-# with an error. (A process that busy-polls its CQ ring, as without -e, spins until it
-# looks at its async events, as with hardware; it can be killed.)
-bg=$(mktemp)
-if [ "$RRXE_VM" = 0 ]; then
-  timeout 300 ibv_rc_pingpong -e -d rrxe1 -g "$GID" -p $((p + 4)) -n 100000000 -s 1024 > "$bg" 2>&1 &
-else
-  (until_connected 60 timeout 300 ibv_rc_pingpong -e -d rrxe1 -g "$GID" -p $((p + 4)) \
-     -n 100000000 -s 1024 "$RRXE_PEER_IP") > "$bg" 2>&1 &
-fi
+# The namespace deleted with a process of init_net holding a context, a CQ on a completion
+# channel and a QP on rrxe1 (visible there in shared mode; its QP cannot use the pod's GID:
+# ENODEV, the pod's netdev is in another namespace). Nothing inside keeps the pod alive, so
+# its deletion unregisters the macvlan and rrxe1 with it: the process's context is
+# disassociated, its channel woken with an error, IBV_EVENT_DEVICE_FATAL raised, its objects
+# destroyed without error. Traffic through a namespace that goes is the second round's.
+hold=$(mktemp)
+"$RRXE_USER_BIN/hold_ctx" -d rrxe1 -g "$GID" -t 300 > "$hold" 2>&1 &
 pid=$!
-if check "traffic flows on rrxe1 from init_net processes" retry 90 1 traffic_flows rrxe1 300; then
-  sleep 3
-fi
-check "ip netns del pod under traffic" ip netns del pod
+check "an init_net process holds a context, a CQ and a QP on rrxe1" \
+  retry 60 0.5 grep -q '^# holding' "$hold"
+check "ip netns del pod with that context open" ip netns del pod
 check "rrxe1 goes away with the namespace (its macvlan unregistered)" retry 60 1 dev_gone rrxe1
-check "the traffic process ends, woken with an error (no hang on the removed device)" \
+check "the process ends, woken with an error (no hang on the removed device)" \
   retry 60 1 proc_gone "$pid"
-wait "$pid" 2>/dev/null
-sed 's/^/#   /' "$bg" | tail -n 5
-rm -f "$bg"
+wait "$pid"; rc=$?
+relay_tap hold_ctx "$rc" "$(cat "$hold")"
+rm -f "$hold"
 check "no namespace left" sh -c '[ -z "$(ip netns list)" ]'
 check "rdma link shows no device" sh -c '[ -z "$(rdma link show)" ]'
 
