@@ -8,6 +8,12 @@ import statistics
 import sys
 from collections import defaultdict
 
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0)
+if len(sys.argv) != 7:
+    sys.exit(__doc__.strip())
+
 TESTS = ["ib_write_bw", "ib_send_bw", "ib_read_bw"]
 KERNELS = {
     "debug": "debug (the test kernel, with lockdep and kmemleak built in)",

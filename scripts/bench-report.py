@@ -8,6 +8,12 @@ import statistics
 import sys
 from collections import defaultdict
 
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0)
+if not 5 <= len(sys.argv) <= 8:
+    sys.exit(__doc__.strip())
+
 
 def fmt(v, unit):
     if v is None:

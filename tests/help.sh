@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Every command of the project answers --help (and -h) with its usage and exits 0, without
-# side effects: the scripts under scripts/ and tests/, qemu/run-vms, provider/install.sh and
-# `make help`. Each runs under a 20 s timeout with $RRXE_CACHE pointed at an empty
-# directory, which must stay empty, and the checkout's `git status` must not change. TAP.
+# side effects: the scripts under scripts/ (shell and Python) and tests/, qemu/run-vms,
+# provider/install.sh and `make help`. Each runs under a 20 s timeout with $RRXE_CACHE
+# pointed at an empty directory, which must stay empty, and the checkout's `git status` must
+# not change. TAP.
 #   tests/help.sh [--help]
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n '3,7s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '3,8s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
@@ -29,6 +30,9 @@ check() {
 for s in scripts/*.sh tests/*.sh qemu/run-vms provider/install.sh; do
   [ "$s" = scripts/env.sh ] && continue  # sourced by the others, not a command
   for flag in --help -h; do check "$s $flag" bash "$s" "$flag"; done
+done
+for s in scripts/*.py; do
+  for flag in --help -h; do check "$s $flag" python3 "$s" "$flag"; done
 done
 check "make help" make -s help
 echo "1..$n"
