@@ -132,9 +132,11 @@ impl Faults {
                     n = 0;
                     start = i;
                 }
-                // Not applied by this driver yet.
+                // Held back on receive only: a packet is sent as it is built, from memory
+                // its WQE may give back once it is out.
                 Command::Add(Rule {
                     action: FaultAction::Delay(_) | FaultAction::Reorder(_),
+                    dir: Dir::Tx,
                     ..
                 }) => return Err(crate::glue::eopnotsupp()),
                 Command::Add(_) => n += 1,

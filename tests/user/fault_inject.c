@@ -5,7 +5,8 @@
  * RETRY_EXC_ERR (retry_cnt 6) while another pair works on; a seeded probability picks the
  * same packets every run, the ones SplitMix64 says; a NAKed WRITE completes with
  * REM_ACCESS_ERR and nothing else changes; a forced RNR NAK makes the sender wait the
- * encoded time. Run as root with debugfs mounted: fault_inject -d DEV -g GIDX.
+ * encoded time; a WRITE's 2nd packet held behind the 3rd (reorder) and a SEND held 30 ms
+ * (delay) arrive, data right. Run as root with debugfs mounted: fault_inject -d DEV -g GIDX.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -299,6 +300,68 @@ static void nak_rnr(void)
 	loop_pair_free(&c);
 }
 
+/* A 4-packet WRITE whose 2nd packet the responder takes after the 3rd: the 3rd is out of
+ * sequence (a sequence NAK), the 2nd then in sequence, the rest sent again; the WRITE
+ * completes with the data right. A local ACK timeout of 67 ms: the NAK, not a timeout,
+ * brings the retransmission. */
+static void reorder_write(void)
+{
+	struct loop_pair c;
+	uint64_t seen = 0, hits = 0;
+	int retired, st, found;
+
+	loop_pair_new_opts(&c, 0, 14, 2, 2);
+	rules_clear();
+	rule_add("reorder", "qp=%#x dir=rx op=write nth=2 action=reorder:1 count=1", c.b->qp_num);
+	loop_pattern(lbuf, BIG, 11);
+	memset(rbuf, 0, BIG);
+	st = loop_post_a(&c, IBV_WR_RDMA_WRITE, (uintptr_t)lbuf, BIG, lmr->lkey, (uintptr_t)rbuf,
+			 rmr->rkey);
+	ok(st == IBV_WC_SUCCESS && !memcmp(lbuf, rbuf, BIG),
+	   "reorder: a 4 KiB WRITE with its 2nd packet taken after the 3rd lands, data right (%d)",
+	   st);
+	found = !rule_counts(1, &seen, &hits, &retired);
+	ok(found && hits == 1 && retired,
+	   "reorder: the rule hit once and retired (hits %" PRIu64 ")", hits);
+	ok(qp_state(c.a) == IBV_QPS_RTS && qp_state(c.b) == IBV_QPS_RTS,
+	   "reorder: both QPs still in RTS");
+	loop_pair_free(&c);
+}
+
+/* A SEND held 30 ms by the responder: it arrives once with its data, and the sender's
+ * completion comes no sooner (its ACK timeout is 67 ms: no retransmission races it). */
+static void delay_send(void)
+{
+	struct loop_pair c;
+	struct ibv_wc wc;
+	struct ibv_sge rs = { (uintptr_t)rbuf, 256, rmr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 10, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	uint64_t seen = 0, hits = 0, t0, us;
+	int retired, st, found;
+
+	loop_pair_new_opts(&c, 0, 14, 2, 2);
+	rules_clear();
+	rule_add("delay", "qp=%#x dir=rx op=send action=delay:30000 count=1", c.b->qp_num);
+	if (ibv_post_recv(c.b, &rw, &rbad))
+		die("ibv_post_recv");
+	loop_pattern(lbuf, 256, 13);
+	memset(rbuf, 0, 256);
+	t0 = now_us();
+	post_a(&c, IBV_WR_SEND, lbuf, 256, lmr, 0, 0, 5);
+	st = wait_wc(c.cqa, &wc);
+	us = now_us() - t0;
+	ok(st == IBV_WC_SUCCESS, "delay: the SEND completes (%d)", st);
+	ok(us >= 30000, "delay: not before the 30 ms it was held (%" PRIu64 " us)", us);
+	st = wait_wc(c.cqb, &wc);
+	ok(st == IBV_WC_SUCCESS && wc.byte_len == 256 && !memcmp(lbuf, rbuf, 256),
+	   "delay: received once, data right (%d)", st);
+	ok(ibv_poll_cq(c.cqb, 1, &wc) == 0, "delay: nothing else received");
+	found = !rule_counts(1, &seen, &hits, &retired);
+	ok(found && hits == 1 && retired,
+	   "delay: the rule hit once and retired (hits %" PRIu64 ")", hits);
+	loop_pair_free(&c);
+}
+
 int main(int argc, char **argv)
 {
 	loop_open(argc, argv);
@@ -318,6 +381,8 @@ int main(int argc, char **argv)
 	same_seed();
 	nak_access();
 	nak_rnr();
+	reorder_write();
+	delay_send();
 	rules_clear();
 	return tap_end();
 }

@@ -6,7 +6,8 @@
 # QPs): a lost 3rd READ response is recovered with the data right; seven drops end one QP in
 # RETRY_EXC_ERR at retry_cnt 6 while another pair works on; one seed gives the same counts
 # twice; a NAKed WRITE completes with REM_ACCESS_ERR, a forced RNR NAK delays its SEND by the
-# encoded time. The file refuses bad rules, rules beyond its limit (counted) and writers
+# encoded time; a WRITE packet held behind the next one and a SEND held 30 ms arrive right.
+# The file refuses bad rules, rules beyond its limit (counted) and writers
 # without CAP_NET_ADMIN.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
@@ -49,6 +50,12 @@ check "the refused rules are counted (fault_rules_refused $before -> $after)" \
 check "clear, then 8 rules in one write fit" sh -c "printf 'clear\n%s\n' \"\$1\" > $F" _ "$rules"
 check "8 rules listed" test "$(wc -l < "$F")" = 8
 check "clear empties the list" sh -c "echo clear > $F && test ! -s $F"
+# (errno 95: Python names it ENOTSUP, the same number as EOPNOTSUPP on Linux.)
+check "delay and reorder on transmit are refused with EOPNOTSUPP" \
+  test "$(errno_of_write 'dir=tx action=delay:100')/$(errno_of_write 'dir=tx action=reorder:2')" = ENOTSUP/ENOTSUP
+check "delay and reorder on receive are accepted" sh -c \
+  "printf 'clear\ndir=rx qp=7 action=delay:100\ndir=rx qp=7 action=reorder:2\n' > $F && test \"\$(wc -l < $F)\" = 2"
+check "clear" sh -c "echo clear > $F"
 
 # Every rule line of docs/fault-injection.md's examples (its ```faults blocks) is accepted.
 examples=$(awk '/^```faults$/ {f=1; next} /^```/ {f=0} f' "$RRXE_ROOT/docs/fault-injection.md")

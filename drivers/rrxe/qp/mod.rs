@@ -170,6 +170,8 @@ struct Engine {
     /// stack and then moved into the QP (`Engine::new`); None without the memory for it
     /// (each packet then looks the GID up).
     gid: Option<KBox<crate::glue::GidNetdevCache>>,
+    /// A received packet a fault rule holds back (`delay`, `reorder`), at most one.
+    held: run::Held,
 }
 
 /// What create_qp asks for.
@@ -376,6 +378,7 @@ impl Engine {
             sport: proto::net::udp_sport(qpn, 0),
             route: crate::glue::RouteCache::new(),
             gid: crate::glue::GidNetdevCache::boxed(),
+            held: run::Held::default(),
         })
     }
 }

@@ -43,6 +43,74 @@ impl RxRing {
     }
 }
 
+/// A received packet held back by a fault rule: `delay:US` until a time, `reorder:K` until K
+/// more packets of the QP have been taken from its ring. A QP holds one at most; a packet
+/// such a rule hits while another is held goes on at once (its hit counted all the same,
+/// in `fault_hits` and the rule's `hits`). Under the QP's `engine`; a held packet is freed
+/// with the QP, and one released after a reset or an error is dropped by the state check
+/// like any packet.
+#[derive(Default)]
+pub(super) struct Held {
+    pkt: Option<(SkBuff, Icrc)>,
+    /// `reorder`: packets still to pass before it goes.
+    after: u32,
+    /// `delay`: when it goes (`glue::task::now_us`); 0 for `reorder`.
+    due_us: u64,
+}
+
+impl Held {
+    /// Holds `pkt` (none is held) as `action` says.
+    fn hold(&mut self, pkt: (SkBuff, Icrc), action: FaultAction) {
+        let (after, due_us) = match action {
+            FaultAction::Reorder(k) => (u32::from(k), 0),
+            FaultAction::Delay(us) => {
+                (0, crate::glue::task::now_us().saturating_add(u64::from(us)))
+            }
+            _ => (0, 0),
+        };
+        *self = Held {
+            pkt: Some(pkt),
+            after,
+            due_us,
+        };
+    }
+
+    /// The held packet if its time has come.
+    fn take_due(&mut self) -> Option<(SkBuff, Icrc)> {
+        if self.is_due() {
+            self.pkt.take()
+        } else {
+            None
+        }
+    }
+
+    /// A packet is held and its time has come.
+    fn is_due(&self) -> bool {
+        self.pkt.is_some()
+            && if self.due_us != 0 {
+                crate::glue::task::now_us() >= self.due_us
+            } else {
+                self.after == 0
+            }
+    }
+
+    /// Another packet was taken from the ring.
+    fn passed(&mut self) {
+        if self.pkt.is_some() && self.due_us == 0 {
+            self.after = self.after.saturating_sub(1);
+        }
+    }
+
+    /// Microseconds until a delayed packet is due (`None`: nothing delayed).
+    fn wait_us(&self) -> Option<u64> {
+        (self.pkt.is_some() && self.due_us != 0).then(|| {
+            self.due_us
+                .saturating_sub(crate::glue::task::now_us())
+                .max(1)
+        })
+    }
+}
+
 /// The netdev or network namespace a QP takes packets from: what isolates the pods of a
 /// shared device, whose GID table holds every pod's addresses (two pods may have the same
 /// ones). rdma_rxe checks addresses only (`check_addr`); the kernel delivers to a socket
@@ -398,6 +466,7 @@ impl Qp {
             seen,
             route,
             gid,
+            held,
         } = &mut *eng;
         let gid = gid.as_deref_mut().map(Cell::from_mut);
         let mut sink = Sink {
@@ -440,12 +509,21 @@ impl Qp {
             access: attrs.access,
         };
         for _ in 0..RX_BUDGET {
-            let Some((mut skb, icrc)) = self.rx_pop() else {
-                break;
+            // A packet a fault rule held back goes first once its time has come (the rule
+            // acted on it already); then the ring.
+            let (mut skb, icrc, released) = match held.take_due() {
+                Some((skb, icrc)) => (skb, icrc, true),
+                None => {
+                    let Some((skb, icrc)) = self.rx_pop() else {
+                        break;
+                    };
+                    held.passed();
+                    // Counted by the device when it came in; the QP's own count starts here.
+                    self.count_own(Counter::RcvdPkts, 1);
+                    self.count_own(Counter::RcvdBytes, u64::from(skb.ip_len()));
+                    (skb, icrc, false)
+                }
             };
-            // Counted by the device when it came in; the QP's own count starts here.
-            self.count_own(Counter::RcvdPkts, 1);
-            self.count_own(Counter::RcvdBytes, u64::from(skb.ip_len()));
             let smac = skb.smac();
             let _ = skb.linearize();
             let Some((ip_pkt, l3)) = skb.ip_packet() else {
@@ -481,8 +559,23 @@ impl Qp {
             };
             // Fault injection: one relaxed load without a rule.
             let faults = &self.dev.get().data().faults;
-            let st = match faults.check(counters, self.qpn, Dir::Rx, &pkt.hdrs) {
+            let fault = if released {
+                None
+            } else {
+                faults.check(counters, self.qpn, Dir::Rx, &pkt.hdrs)
+            };
+            let st = match fault {
                 None => proto.on_packet(&pkt, &mut env, &mut psink),
+                // Held back: later, or behind the next packets (one at a time).
+                Some(a @ (FaultAction::Delay(_) | FaultAction::Reorder(_)))
+                    if held.pkt.is_none() =>
+                {
+                    held.hold((skb, Icrc::Checked), a);
+                    continue;
+                }
+                Some(FaultAction::Delay(_) | FaultAction::Reorder(_)) => {
+                    proto.on_packet(&pkt, &mut env, &mut psink)
+                }
                 // Lost, as on the wire.
                 Some(FaultAction::Drop) => continue,
                 // As a packet whose ICRC check failed.
@@ -503,14 +596,21 @@ impl Qp {
                     proto.answer_nak(&pkt, k.syndrome(), &mut psink);
                     continue;
                 }
-                // Not accepted by the rules file yet.
-                Some(FaultAction::Delay(_) | FaultAction::Reorder(_)) => continue,
             };
             self.count_rx(st);
             // A handled packet (a duplicate answered too) is consumed; the rest are freed
             // as drops, which the kernel's drop monitors see (`skb:kfree_skb`).
             if matches!(st, proto::RxStatus::Ok | proto::RxStatus::Duplicate) {
                 skb.consume();
+            }
+        }
+
+        // A delayed packet wakes the QP when it is due (the transmit-wait timer: its expiry
+        // only runs the QP; a transmit wait below may arm it sooner, and that run arms it
+        // again for what is left).
+        if let Some(us) = held.wait_us() {
+            if let Some(t) = self.timers.get(TX_WAIT_TIMER) {
+                t.arm(us);
             }
         }
 
@@ -657,7 +757,7 @@ impl Qp {
                 self.entered_error();
             }
         }
-        let pending_rx = self.rx.lock().len > 0;
+        let pending_rx = self.rx.lock().len > 0 || held.is_due();
         drop(eng);
         self.raise_events();
         if (more && !tx_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
