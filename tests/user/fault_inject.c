@@ -268,35 +268,50 @@ static void nak_access(void)
 	loop_pair_free(&c);
 }
 
-/* A SEND answered once with an RNR NAK of timer 24 (40.96 ms): the sender sends it again
- * no sooner than that, and it completes. */
-static void nak_rnr(void)
+/*
+ * One 256-byte SEND from a to b of c under the rule `fmt` (with b's QP number), which must
+ * hold it back min_us at least: the SEND completes no sooner, arrives once with its data,
+ * and the rule hits once and retires. `wait` says what held it, for the messages.
+ */
+static void held_send(const char *what, struct loop_pair *c, const char *fmt, uint64_t min_us,
+		      const char *wait)
 {
-	struct loop_pair c;
 	struct ibv_wc wc;
 	struct ibv_sge rs = { (uintptr_t)rbuf, 256, rmr->lkey };
 	struct ibv_recv_wr rw = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 }, *rbad;
 	uint64_t seen = 0, hits = 0, t0, us;
 	int retired, st, found;
 
-	loop_pair_new(&c, 0);
 	rules_clear();
-	rule_add("rnr", "qp=%#x dir=rx op=send action=nak:rnr:24 count=1", c.b->qp_num);
-	if (ibv_post_recv(c.b, &rw, &rbad))
+	rule_add(what, fmt, c->b->qp_num);
+	if (ibv_post_recv(c->b, &rw, &rbad))
 		die("ibv_post_recv");
 	loop_pattern(lbuf, 256, 5);
+	memset(rbuf, 0, 256);
 	t0 = now_us();
-	post_a(&c, IBV_WR_SEND, lbuf, 256, lmr, 0, 0, 4);
-	st = wait_wc(c.cqa, &wc);
+	post_a(c, IBV_WR_SEND, lbuf, 256, lmr, 0, 0, 4);
+	st = wait_wc(c->cqa, &wc);
 	us = now_us() - t0;
-	ok(st == IBV_WC_SUCCESS, "rnr: the SEND completes after its RNR NAK (%d)", st);
-	ok(us >= 40960, "rnr: the sender waited the encoded 40.96 ms at least (%" PRIu64 " us)", us);
-	st = wait_wc(c.cqb, &wc);
+	ok(st == IBV_WC_SUCCESS, "%s: the SEND completes (%d)", what, st);
+	ok(us >= min_us, "%s: not before %s (%" PRIu64 " us)", what, wait, us);
+	st = wait_wc(c->cqb, &wc);
 	ok(st == IBV_WC_SUCCESS && wc.byte_len == 256 && !memcmp(lbuf, rbuf, 256),
-	   "rnr: received once, data right (%d)", st);
+	   "%s: received once, data right (%d)", what, st);
+	ok(ibv_poll_cq(c->cqb, 1, &wc) == 0, "%s: nothing else received", what);
 	found = !rule_counts(1, &seen, &hits, &retired);
-	ok(found && hits == 1 && retired,
-	   "rnr: the rule hit once (hits %" PRIu64 ")", hits);
+	ok(found && hits == 1 && retired, "%s: the rule hit once and retired (hits %" PRIu64 ")",
+	   what, hits);
+}
+
+/* A SEND answered once with an RNR NAK of timer 24 (40.96 ms): the sender sends it again
+ * no sooner than that, and it completes. */
+static void nak_rnr(void)
+{
+	struct loop_pair c;
+
+	loop_pair_new(&c, 0);
+	held_send("rnr", &c, "qp=%#x dir=rx op=send action=nak:rnr:24 count=1", 40960,
+		  "the RNR NAK's encoded 40.96 ms");
 	loop_pair_free(&c);
 }
 
@@ -333,32 +348,10 @@ static void reorder_write(void)
 static void delay_send(void)
 {
 	struct loop_pair c;
-	struct ibv_wc wc;
-	struct ibv_sge rs = { (uintptr_t)rbuf, 256, rmr->lkey };
-	struct ibv_recv_wr rw = { .wr_id = 10, .sg_list = &rs, .num_sge = 1 }, *rbad;
-	uint64_t seen = 0, hits = 0, t0, us;
-	int retired, st, found;
 
 	loop_pair_new_opts(&c, 0, 14, 2, 2);
-	rules_clear();
-	rule_add("delay", "qp=%#x dir=rx op=send action=delay:30000 count=1", c.b->qp_num);
-	if (ibv_post_recv(c.b, &rw, &rbad))
-		die("ibv_post_recv");
-	loop_pattern(lbuf, 256, 13);
-	memset(rbuf, 0, 256);
-	t0 = now_us();
-	post_a(&c, IBV_WR_SEND, lbuf, 256, lmr, 0, 0, 5);
-	st = wait_wc(c.cqa, &wc);
-	us = now_us() - t0;
-	ok(st == IBV_WC_SUCCESS, "delay: the SEND completes (%d)", st);
-	ok(us >= 30000, "delay: not before the 30 ms it was held (%" PRIu64 " us)", us);
-	st = wait_wc(c.cqb, &wc);
-	ok(st == IBV_WC_SUCCESS && wc.byte_len == 256 && !memcmp(lbuf, rbuf, 256),
-	   "delay: received once, data right (%d)", st);
-	ok(ibv_poll_cq(c.cqb, 1, &wc) == 0, "delay: nothing else received");
-	found = !rule_counts(1, &seen, &hits, &retired);
-	ok(found && hits == 1 && retired,
-	   "delay: the rule hit once and retired (hits %" PRIu64 ")", hits);
+	held_send("delay", &c, "qp=%#x dir=rx op=send action=delay:30000 count=1", 30000,
+		  "the 30 ms it was held");
 	loop_pair_free(&c);
 }
 
