@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "tap.h"
+#include "gid_path.h"
 
 static struct ibv_context *open_dev(const char *name)
 {
@@ -28,37 +29,6 @@ static struct ibv_context *open_dev(const char *name)
 	if (l)
 		ibv_free_device_list(l);
 	return c;
-}
-
-/* Moves qp to INIT, then to RTR with source GID index idx: 0 or the errno of the second. */
-static int to_rtr(struct ibv_context *ctx, struct ibv_qp *qp, int idx)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		die("modify_qp INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.sgid_index = idx;
-	a.ah_attr.grh.hop_limit = 64;
-	if (ibv_query_gid(ctx, 1, idx, &a.ah_attr.grh.dgid))
-		die("ibv_query_gid");
-	errno = 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-		return errno ? errno : -1;
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -99,7 +69,7 @@ int main(int argc, char **argv)
 	qp = ibv_create_qp(pd, &qa);
 	if (!qp)
 		die("ibv_create_qp");
-	err = to_rtr(ctx, qp, idx);
+	err = rc_rtr(qp, ctx, idx);
 	ok(err == ENODEV, "RTR over GID %d, another namespace's: ENODEV (errno %d, %s)", idx, err,
 	   err > 0 ? strerror(err) : "none");
 	printf("# holding\n");

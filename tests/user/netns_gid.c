@@ -11,52 +11,7 @@
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include "tap.h"
-
-static struct ibv_ah_attr av(struct ibv_context *ctx, int idx)
-{
-	struct ibv_ah_attr a = { .port_num = 1, .is_global = 1 };
-
-	a.grh.sgid_index = idx;
-	a.grh.hop_limit = 64;
-	if (ibv_query_gid(ctx, 1, idx, &a.grh.dgid))
-		die("ibv_query_gid");
-	return a;
-}
-
-static int qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
-		return -1;
-	return a.qp_state;
-}
-
-/* Moves a new RC QP to INIT, then to RTR with source GID idx: 0 or the errno. */
-static int rtr(struct ibv_qp *qp, struct ibv_context *ctx, int idx)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-
-	if (qp_state(qp) == IBV_QPS_RESET &&
-	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		die("ibv_modify_qp INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 1;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr = av(ctx, idx);
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER);
-}
+#include "gid_path.h"
 
 int main(int argc, char **argv)
 {
@@ -98,16 +53,16 @@ int main(int argc, char **argv)
 	if (!qp)
 		die("ibv_create_qp");
 
-	err = rtr(qp, ctx, foreign);
+	err = rc_rtr(qp, ctx, foreign);
 	ok(err == ENODEV, "modify_qp to RTR from another namespace's GID %d: ENODEV (got %d %s)",
 	   foreign, err, strerror(err));
 	ok(qp_state(qp) == IBV_QPS_INIT, "the QP stays in INIT (state %d)", qp_state(qp));
-	err = rtr(qp, ctx, own);
+	err = rc_rtr(qp, ctx, own);
 	ok(err == 0, "modify_qp to RTR from this namespace's GID %d (got %d %s)", own, err,
 	   strerror(err));
 	ok(qp_state(qp) == IBV_QPS_RTR, "the QP is in RTR (state %d)", qp_state(qp));
 
-	a = av(ctx, foreign);
+	a = gid_av(ctx, foreign);
 	errno = 0;
 	ah = ibv_create_ah(pd, &a);
 	err = errno;
@@ -115,7 +70,7 @@ int main(int argc, char **argv)
 	   foreign, ah ? "an AH" : "NULL", err, strerror(err));
 	if (ah)
 		ibv_destroy_ah(ah);
-	a = av(ctx, own);
+	a = gid_av(ctx, own);
 	ah = ibv_create_ah(pd, &a);
 	ok(ah != NULL, "create_ah from this namespace's GID %d (%s)", own,
 	   ah ? "ok" : strerror(errno));
