@@ -210,7 +210,10 @@ pub(crate) fn attach_mcast(obj: &Obj<'_, b::ib_qp>, gid: &[u8; 16]) -> Result {
         return Err(EINVAL);
     }
     let origin = h.qp.origin();
-    obj.dev().data().mcast.attach(obj.dev(), h.qp.qpn, origin, gid)
+    obj.dev()
+        .data()
+        .mcast
+        .attach(obj.dev(), h.qp.qpn, origin, gid)
 }
 
 /// `detach_mcast`.
