@@ -14,6 +14,13 @@
  *     test checks that the netdev left the group and kmemleak finds nothing).
  *
  *   mcast -d DEV -g GIDX -m GROUP [-k]     (GROUP: an IPv4 or IPv6 multicast address)
+ *
+ * With -s N it only sends: N datagrams of 512 bytes to the group with the RDMA CM's UDP
+ * Q_Key, each waited for (its send completion) before the next, for mckey receivers on
+ * another host. (mckey's own sender posts its sends unsignaled and exits at once; an
+ * rdma_rxe sender then flushes most of them with its QP before they leave.)
+ *
+ *   mcast -d DEV -g GIDX -m GROUP -s N
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -32,6 +39,9 @@
 #define GRH 40
 #define QKEY 0x22222222u
 #define MCAST_QPN 0xffffffu
+/* What mckey's receivers take: its default message size, rdma_cm's RDMA_UDP_QKEY. */
+#define MCKEY_LEN 512
+#define RDMA_UDP_QKEY 0x01234567u
 
 static uint8_t sbuf[LEN], rbuf[2][LEN + GRH];
 static struct ibv_mr *smr, *rmr[2];
@@ -59,18 +69,20 @@ static int post_recv(struct ibv_qp *qp, int i)
 	return ibv_post_recv(qp, &r, &bad);
 }
 
-/* Sends one datagram of LEN bytes (pattern seed) to the group; its send status. */
+static uint32_t send_len = LEN, send_qkey = QKEY;
+
+/* Sends one datagram of send_len bytes (pattern seed) to the group; its send status. */
 static int send_one(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah, uint8_t seed)
 {
-	struct ibv_sge s = { (uintptr_t)sbuf, LEN, smr->lkey };
+	struct ibv_sge s = { (uintptr_t)sbuf, send_len, smr->lkey };
 	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_wc wc;
 
-	loop_pattern(sbuf, LEN, seed);
+	loop_pattern(sbuf, send_len, seed);
 	w.wr.ud.ah = ah;
 	w.wr.ud.remote_qpn = MCAST_QPN;
-	w.wr.ud.remote_qkey = QKEY;
+	w.wr.ud.remote_qkey = send_qkey;
 	if (ibv_post_send(qp, &w, &bad))
 		return -2;
 	return wait_wc(cq, &wc);
@@ -104,13 +116,15 @@ int main(int argc, char **argv)
 	struct ibv_qp *s, *r[2];
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
-	int keep = 0;
+	int keep = 0, sends = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-m") && i + 1 < argc)
 			group = argv[i + 1];
 		if (!strcmp(argv[i], "-k"))
 			keep = 1;
+		if (!strcmp(argv[i], "-s") && i + 1 < argc)
+			sends = atoi(argv[i + 1]);
 	}
 	/* loop_open's getopt must not see -m/-k: pass it -d and -g only. */
 	{
@@ -142,6 +156,25 @@ int main(int argc, char **argv)
 	if (!smr || !rmr[0] || !rmr[1])
 		die("ibv_reg_mr");
 	s = ud_qp(scq);
+	if (sends > 0) {
+		struct ibv_ah_attr sa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = mgid, .sgid_index = gidx, .hop_limit = 1 },
+		};
+		int sent = 0;
+
+		ah = ibv_create_ah(pd, &sa);
+		if (!ah)
+			die("ibv_create_ah to the group");
+		send_len = MCKEY_LEN;
+		send_qkey = RDMA_UDP_QKEY;
+		while (sent < sends && send_one(s, scq, ah, sent) == IBV_WC_SUCCESS)
+			sent++;
+		ok(sent == sends, "%d of %d datagrams sent to the group", sent, sends);
+		ibv_destroy_qp(s);
+		ibv_destroy_ah(ah);
+		return tap_end();
+	}
 	r[0] = ud_qp(rcq[0]);
 	r[1] = ud_qp(rcq[1]);
 

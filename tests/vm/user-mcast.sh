@@ -4,12 +4,14 @@
 # timeout: 600
 # append: kmemleak=on
 # UD multicast. rdma_cm's rdma_join_multicast (librdmacm attaching the QP): mckey with
-# receivers on both VMs and the sender on VM 0, over IPv4 and IPv6. tests/user/mcast on each
-# VM: datagrams to the group reach every attached QP intact, a detached QP gets none, an
+# receivers on both VMs and the sender on VM 0, over IPv4 (the RDMA CM refuses an IPv6 group
+# on a RoCE v2 port with ENOTSUPP, cma_iboe_join_multicast, for rdma_rxe as for rrxe).
+# tests/user/mcast on each VM, over IPv4 and IPv6 (raw verbs: ibv_attach_mcast, an AH to the
+# group): datagrams to the group reach every attached QP intact, a detached QP gets none, an
 # attached QP cannot be destroyed (EBUSY), and one left attached at exit is detached by the
 # kernel (the netdev leaves the group). Interop with rdma_rxe (VM 1 switches to it): rrxe
-# sends to rxe (IPv4), rxe sends to rrxe (IPv4, IPv6). The limits ibv_devinfo shows, the
-# counters, and kmemleak on VM 0 (rrxe) after all of it.
+# sends to rxe and rxe to rrxe (IPv4). The limits ibv_devinfo shows, the counters, and
+# kmemleak on VM 0 (rrxe) after all of it.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 . "$RRXE_ROOT/tests/vm/lib/kmemleak.sh"
@@ -29,11 +31,10 @@ done
 
 # rrxe on both VMs.
 mckey_round "mckey IPv4 239.1.2.3" 239.1.2.3 "$RRXE_MY_IP" 19710 0 both
-mckey_round "mckey IPv6 ff0e::db8:1" ff0e::db8:1 "$ME6" 19720 0 both
 n=$(counter rcvd_mcast_pkts)
-if [ "${n:-0}" -ge $((2 * MCAST_MSGS)) ]; then ok "rcvd_mcast_pkts $n >= $((2 * MCAST_MSGS))"
-else not_ok "rcvd_mcast_pkts ${n:-?} < $((2 * MCAST_MSGS))"; fi
-check "the netdev left both groups" no_groups 239.1.2.3 ff0e::db8:1
+if [ "${n:-0}" -ge "$MCAST_MSGS" ]; then ok "rcvd_mcast_pkts $n >= $MCAST_MSGS"
+else not_ok "rcvd_mcast_pkts ${n:-?} < $MCAST_MSGS"; fi
+check "the netdev left the group" retry 20 0.2 no_groups 239.1.2.3
 
 # Attach, deliver, detach, EBUSY, exit while attached (local, one VM at a time is enough,
 # both do it: the groups differ per VM).
@@ -55,7 +56,6 @@ if [ "$RRXE_VM" = 1 ]; then
 fi
 mckey_round "rrxe -> rxe, mckey IPv4 239.1.3.1" 239.1.3.1 "$RRXE_MY_IP" 19730 0 other
 mckey_round "rxe -> rrxe, mckey IPv4 239.1.3.2" 239.1.3.2 "$RRXE_MY_IP" 19740 1 other
-mckey_round "rxe -> rrxe, mckey IPv6 ff0e::db8:3" ff0e::db8:3 "$ME6" 19750 1 other
 
 if [ "$RRXE_VM" = 0 ]; then
   check "rdma link delete $DEV" rdma link delete "$DEV"
