@@ -65,6 +65,14 @@ counters! {
     RxDropMalformed = c"rx_drop_malformed",
     /// Packets dropped: no such queue pair.
     RxDropNoQp = c"rx_drop_no_qp",
+    /// Multicast packets (destination QPN 0xFFFFFF) received for a group of the device,
+    /// each delivered to every QP attached to it.
+    McastRcvd = c"rcvd_mcast_pkts",
+    /// Multicast packets dropped: the device has no QP attached to their group.
+    RxDropMcastNoGroup = c"rx_drop_mcast_no_group",
+    /// Multicast attachments refused (ENOMEM) at a limit: `max_mcast_grp`,
+    /// `max_mcast_qp_attach` or `max_total_mcast_qp_attach`.
+    McastAttachRefused = c"mcast_attach_refused",
     /// Packets dropped: the QP's state does not accept them.
     RxDropQpState = c"rx_drop_qp_state",
     /// Packets dropped: transport, QP number or Q_Key does not match the QP.

@@ -10,6 +10,7 @@ use crate::glue::odp::OdpBudget;
 use crate::glue::debugfs::DebugDir;
 use crate::glue::{GidGeneration, IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
+use crate::mcast::McastTable;
 use crate::mr::MrTable;
 use crate::qp::QpTable;
 use crate::qp_counter::CounterSets;
@@ -21,11 +22,13 @@ use kernel::sync::Arc;
 ///
 /// # Locking
 /// Each table has its own lock, documented on it ([`MrTable`], [`AhTable`], [`QpTable`],
-/// [`XrcSrqTable`], [`CounterSets`], a mutex with nothing nested in it); the QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's
-/// and SRQ's on their fields. Across objects, outermost first: a QP's `engine` (bottom
-/// halves off) → the MR table's window → region → `staged`, or the QP table → another QP's
-/// `rx`, or a QP ring lock → the AH table or an SRQ's ring, or a CQ's lock, or (an XRC
-/// target QP, possibly in its `claim`) the XRC table → an SRQ's ring or a CQ's lock.
+/// [`XrcSrqTable`], [`CounterSets`], a mutex with nothing nested in it, [`McastTable`]); the
+/// QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's and SRQ's on their
+/// fields. Across objects, outermost first: a QP's `engine` (bottom halves off) → the MR
+/// table's window → region → `staged`, or the QP table → another QP's `rx`, or a QP ring
+/// lock → the AH table or an SRQ's ring, or a CQ's lock, or (an XRC target QP, possibly in
+/// its `claim`) the XRC table → an SRQ's ring or a CQ's lock; the multicast table's `ctl` →
+/// its `groups` (never held across another lock).
 /// A QP's `engine` → the fault rules' lock ([`Faults`]; nothing is taken inside it).
 /// Bottom-half locks (QP `engine`, MR window and region) are never taken under an
 /// interrupts-off lock; every interrupts-off lock is held for a bounded, allocation-free
@@ -58,6 +61,9 @@ pub(crate) struct DeviceData {
     /// XRC SRQs by number.
     #[pin]
     pub(crate) xrc_srqs: XrcSrqTable,
+    /// Multicast groups and their QPs.
+    #[pin]
+    pub(crate) mcast: McastTable,
     /// The port's GID-table generation: moved by every GID the core adds or deletes
     /// ([`gid_changed`]), read by each transmit to know whether the source netdev it kept
     /// is still that of its GID (`glue::IbDev::with_gid_netdev`). Atomic, no lock.
@@ -129,6 +135,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
     let xrc_srqs = XrcSrqTable::new()?;
     let mrs = MrTable::new()?;
     let ahs = AhTable::new()?;
+    let mcast = McastTable::new()?;
     Ok(pin_init!(DeviceData {
         debugfs: DebugDir::new(),
         faults <- Faults::new(),
@@ -139,6 +146,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
         ahs <- ahs,
         qps <- qps,
         xrc_srqs <- xrc_srqs,
+        mcast <- mcast,
         gid_gen: GidGeneration::new(),
     }))
 }
@@ -291,6 +299,10 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
         | b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE
         | b::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL
         | b::ib_device_cap_flags_IB_DEVICE_XRC) as u64;
+    // UD multicast (crate::mcast), with rdma_rxe's limits.
+    attr.max_mcast_grp = crate::proto::mcast::MAX_GROUPS as _;
+    attr.max_mcast_qp_attach = crate::proto::mcast::MAX_QP_ATTACH as _;
+    attr.max_total_mcast_qp_attach = crate::proto::mcast::MAX_TOTAL_ATTACH as _;
     attr.max_pi_fast_reg_page_list_len = 0;
     Ok(())
 }

@@ -111,6 +111,15 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
         }
     };
     let (qpn, pkey) = (bth.dest_qp, bth.pkey);
+    if qpn == proto::mcast::MULTICAST_QPN {
+        // To every QP attached to a group of the destination address on the netdev it
+        // arrived on (rdma_rxe's rxe_rcv_mcast_pkt); a unicast destination has no group.
+        let local = arrival == Arrival::Local;
+        dev.data()
+            .mcast
+            .deliver(&dev, &ndev, skb, icrc, &from, pkey, local);
+        return;
+    }
     // Which netdev (so which namespace: in shared mode, which pod) the packet arrived on:
     // the receiving QP must be of that netdev or namespace.
     let on = ndev.id();
@@ -120,16 +129,21 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
             Arrival::Local => qp.kick(),
         },
         // The skb is freed (as a drop) after the table lock.
-        Err((why, _skb)) => counters.inc(match why {
-            Refused::NoQp => Counter::RxDropNoQp,
-            Refused::Backlog => Counter::RxDropBacklog,
-            Refused::Netdev => Counter::RxDropNetdev,
-            Refused::Addr(AddrDrop::Dgid) => Counter::RxDropDgid,
-            Refused::Addr(AddrDrop::SrcAddr) => Counter::RxDropSrcAddr,
-            Refused::Addr(AddrDrop::DstAddr) => Counter::RxDropDstAddr,
-            Refused::Addr(AddrDrop::NoPath) => Counter::RxDropQpState,
-            Refused::Addr(AddrDrop::PKey) => Counter::RxDropPkey,
-        }),
+        Err((why, _skb)) => counters.inc(refused_counter(why)),
+    }
+}
+
+/// The drop counter of a packet the QP table refused.
+pub(crate) fn refused_counter(why: Refused) -> Counter {
+    match why {
+        Refused::NoQp => Counter::RxDropNoQp,
+        Refused::Backlog => Counter::RxDropBacklog,
+        Refused::Netdev => Counter::RxDropNetdev,
+        Refused::Addr(AddrDrop::Dgid) => Counter::RxDropDgid,
+        Refused::Addr(AddrDrop::SrcAddr) => Counter::RxDropSrcAddr,
+        Refused::Addr(AddrDrop::DstAddr) => Counter::RxDropDstAddr,
+        Refused::Addr(AddrDrop::NoPath) => Counter::RxDropQpState,
+        Refused::Addr(AddrDrop::PKey) => Counter::RxDropPkey,
     }
 }
 

@@ -150,6 +150,9 @@ const u8 *rrxe_glue_skb_ip_packet(const struct sk_buff *skb, u32 *len, u32 *l3_l
 u32 rrxe_glue_skb_ip_len(const struct sk_buff *skb);
 void rrxe_glue_kfree_skb(struct sk_buff *skb);
 void rrxe_glue_consume_skb(struct sk_buff *skb);
+struct sk_buff *rrxe_glue_skb_clone(struct sk_buff *skb);
+int rrxe_glue_mc_join(struct net_device *ndev, const u8 *mgid);
+void rrxe_glue_mc_leave(struct net_device *ndev, const u8 *mgid);
 
 struct rdma_hw_stats *rrxe_glue_alloc_hw_stats(const struct rdma_stat_desc *descs, int num);
 void rrxe_glue_hw_stats_set(struct rdma_hw_stats *stats, int index, u64 value);

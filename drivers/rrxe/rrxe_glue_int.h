@@ -29,6 +29,7 @@
 #include <net/dst_cache.h>
 #include <net/sch_generic.h>
 #include <linux/inetdevice.h>
+#include <linux/igmp.h>
 #include <rdma/ib_cache.h>
 #include <net/ip6_route.h>
 #include <net/net_namespace.h>

@@ -383,6 +383,65 @@ void rrxe_glue_consume_skb(struct sk_buff *skb)
 	consume_skb(skb);
 }
 
+/*
+ * A clone of a received skb for one more QP of a multicast group (the data is shared and
+ * only read), or NULL without memory. Receive path: atomic.
+ */
+struct sk_buff *rrxe_glue_skb_clone(struct sk_buff *skb)
+{
+	return skb_clone(skb, GFP_ATOMIC);
+}
+
+/* --- multicast groups of a netdev --- */
+
+/*
+ * Joins ndev to the IP multicast group of mgid (an IPv4-mapped 224.0.0.0/4 address or an
+ * IPv6 ff00::/8 one), the way rdma_cm joins the IPv4 group of a RoCE v2 multicast id
+ * (cma_igmp_send): a membership of the device, counted by the kernel, not of a socket. It
+ * sends the IGMP or MLD report, and programs the netdev's multicast MAC filter (dev_mc_add
+ * of 01:00:5e:.. or 33:33:..), so the group's datagrams reach the IP layer, which then
+ * delivers them to the RoCE v2 UDP sockets. rdma_rxe adds only the MAC (dev_mc_add of the
+ * IPv6 mapping of every GID) and joins no IP group. Process context (it sleeps).
+ */
+int rrxe_glue_mc_join(struct net_device *ndev, const u8 *mgid)
+{
+	const struct in6_addr *a = (const struct in6_addr *)mgid;
+	struct in_device *in_dev;
+
+	if (ipv6_addr_v4mapped(a)) {
+		rtnl_lock();
+		in_dev = __in_dev_get_rtnl(ndev);
+		if (in_dev)
+			ip_mc_inc_group(in_dev, a->s6_addr32[3]);
+		rtnl_unlock();
+		return in_dev ? 0 : -ENODEV;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	return ipv6_dev_mc_inc(ndev, a);
+#else
+	return -EAFNOSUPPORT;
+#endif
+}
+
+/* Leaves what rrxe_glue_mc_join joined (one membership of the device's count). */
+void rrxe_glue_mc_leave(struct net_device *ndev, const u8 *mgid)
+{
+	const struct in6_addr *a = (const struct in6_addr *)mgid;
+	struct in_device *in_dev;
+
+	if (ipv6_addr_v4mapped(a)) {
+		rtnl_lock();
+		in_dev = __in_dev_get_rtnl(ndev);
+		if (in_dev)
+			ip_mc_dec_group(in_dev, a->s6_addr32[3]);
+		rtnl_unlock();
+		return;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	ipv6_dev_mc_dec(ndev, a);
+#endif
+}
+
 void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac)
 {
 	if (skb_mac_header_was_set(skb) && skb_mac_header_len(skb) >= ETH_HLEN)

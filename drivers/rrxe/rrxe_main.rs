@@ -29,6 +29,7 @@ mod glue;
 mod ib;
 mod limits;
 mod mad;
+mod mcast;
 mod mr;
 mod net;
 #[path = "proto/src/lib.rs"]

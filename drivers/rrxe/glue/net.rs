@@ -137,6 +137,26 @@ impl NetDev {
         let id = unsafe { bindings::rrxe_glue_ndev_id(self.as_ptr()) };
         NdevId::of_raw(&id)
     }
+
+    /// Joins this netdev to the IP multicast group of the multicast GID `mgid` (IGMP for an
+    /// IPv4-mapped one, MLD for IPv6): a membership of the device, which the kernel counts,
+    /// so that the group's datagrams reach the RoCE v2 sockets. Process context (sleeps,
+    /// takes RTNL for IPv4); `mgid` must be multicast.
+    pub(crate) fn mc_join(&self, mgid: &[u8; 16]) -> Result {
+        // SAFETY: self is a live net_device (type invariant); the helper reads 16 bytes of
+        // mgid and may sleep, which our callers (attach_mcast, process context) allow.
+        let err = unsafe { bindings::rrxe_glue_mc_join(self.as_ptr(), mgid.as_ptr()) };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(())
+    }
+
+    /// Gives back one membership [`NetDev::mc_join`] took. Process context.
+    pub(crate) fn mc_leave(&self, mgid: &[u8; 16]) {
+        // SAFETY: as in mc_join.
+        unsafe { bindings::rrxe_glue_mc_leave(self.as_ptr(), mgid.as_ptr()) }
+    }
 }
 
 /// How many upper devices of one netdev get their namespace's sockets when a device is added.
@@ -399,6 +419,14 @@ impl SkBuff {
         // SAFETY: we own the skb; the helper writes 6 bytes.
         unsafe { bindings::rrxe_glue_skb_smac(self.0.as_ptr(), mac.as_mut_ptr()) };
         mac
+    }
+
+    /// A clone for one more receiver (the data is shared; receivers only read it), or
+    /// `None` without memory.
+    pub(crate) fn try_clone(&self) -> Option<SkBuff> {
+        // SAFETY: we own the skb; skb_clone (GFP_ATOMIC) returns null or a new skb we own.
+        let c = unsafe { bindings::rrxe_glue_skb_clone(self.0.as_ptr()) };
+        NonNull::new(c).map(SkBuff)
     }
 
     /// Frees a packet that was handled successfully (not counted as a drop).

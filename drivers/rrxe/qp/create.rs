@@ -187,7 +187,12 @@ fn create_uncounted<'a>(
 /// `destroy_qp`, before the QP's handle is dropped: no more received packets reach it, then
 /// no more work or timers run, and type 2B windows bound to it are unbound (its number will
 /// be reused).
-pub(crate) fn shut_down(dev: &IbDev, h: &QpHandle) {
+pub(crate) fn shut_down(dev: &IbDev, h: &QpHandle) -> Result {
+    // IBTA o10-2.2.3 (rdma_rxe's rxe_qp_chk_destroy): a QP attached to a multicast group
+    // cannot be destroyed. uverbs detaches a process's QPs itself when it goes away.
+    if dev.data().mcast.is_attached(h.qp.qpn) {
+        return Err(EBUSY);
+    }
     let table_ref = dev.data().qps.remove(h.qp.qpn);
     h.qp.shutdown();
     dev.data().mrs.unbind_qp(h.qp.qpn);
@@ -195,6 +200,29 @@ pub(crate) fn shut_down(dev: &IbDev, h: &QpHandle) {
     // it before bottom halves come back on, so after this grace period ours are the last.
     crate::glue::sync::synchronize_rcu();
     drop(table_ref);
+    Ok(())
+}
+
+/// `attach_mcast`: a UD QP (not the GSI QP) joins a multicast group.
+pub(crate) fn attach_mcast(obj: &Obj<'_, b::ib_qp>, gid: &[u8; 16]) -> Result {
+    let h = obj.data();
+    if h.qp.kind != QpKind::Ud {
+        return Err(EINVAL);
+    }
+    let origin = h.qp.origin();
+    obj.dev()
+        .data()
+        .mcast
+        .attach(obj.dev(), h.qp.qpn, origin, gid)
+}
+
+/// `detach_mcast`.
+pub(crate) fn detach_mcast(obj: &Obj<'_, b::ib_qp>, gid: &[u8; 16]) -> Result {
+    let qp = &obj.data().qp;
+    obj.dev()
+        .data()
+        .mcast
+        .detach(obj.dev(), qp.qpn, qp.origin(), gid)
 }
 
 /// `destroy_qp`, once the handle is gone: gives back the unit of the device's limit.

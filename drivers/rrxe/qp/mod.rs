@@ -44,7 +44,9 @@ mod user;
 mod wr;
 mod xrc;
 
-pub(crate) use create::{create, destroyed, modify, query, shut_down, CreateArgs, QpHandle};
+pub(crate) use create::{
+    attach_mcast, create, destroyed, detach_mcast, modify, query, shut_down, CreateArgs, QpHandle,
+};
 pub(crate) use modify::{ModifyArgs, QpAttrs};
 pub(crate) use post::{post_recv, post_recv_list, post_send};
 pub(crate) use table::{QpTable, Refused, MAX_QP};

@@ -276,6 +276,12 @@ impl Qp {
         Ok(())
     }
 
+    /// Where the QP takes packets from (read under its `rx` lock).
+    pub(crate) fn origin(&self) -> Origin {
+        let _rx = self.rx.lock();
+        self.origin.get()
+    }
+
     /// Sets where the QP takes packets from (under its `rx` lock).
     pub(super) fn set_origin(&self, o: Origin) {
         let _rx = self.rx.lock();

@@ -207,8 +207,16 @@ impl Verbs for Rrxe {
         qp::create(obj, args, udata)
     }
 
-    fn shut_down_qp(obj: &Obj<'_, b::ib_qp>) {
+    fn shut_down_qp(obj: &Obj<'_, b::ib_qp>) -> Result {
         qp::shut_down(obj.dev(), obj.data())
+    }
+
+    fn attach_mcast(obj: &Obj<'_, b::ib_qp>, gid: &[u8; 16]) -> Result {
+        qp::attach_mcast(obj, gid)
+    }
+
+    fn detach_mcast(obj: &Obj<'_, b::ib_qp>, gid: &[u8; 16]) -> Result {
+        qp::detach_mcast(obj, gid)
     }
 
     fn qp_destroyed(dev: &IbDev) {

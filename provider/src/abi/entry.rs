@@ -108,6 +108,8 @@ pub static CONTEXT_OPS: verbs_context_ops = verbs_context_ops {
     query_qp: Some(objects::qp::query_qp),
     modify_qp: Some(objects::qp::modify_qp),
     destroy_qp: Some(objects::qp::destroy_qp),
+    attach_mcast: Some(objects::qp::attach_mcast),
+    detach_mcast: Some(objects::qp::detach_mcast),
     post_send: Some(objects::post::post_send),
     post_recv: Some(objects::post::post_recv),
     create_srq: Some(objects::srq::create_srq),

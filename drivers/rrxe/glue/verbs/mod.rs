@@ -133,8 +133,9 @@ where
         xrcd: Option<XrcdId>,
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_qp>>;
-    /// `destroy_qp`, before the QP's data goes.
-    fn shut_down_qp(qp: &Obj<'_, b::ib_qp>);
+    /// `destroy_qp`, before the QP's data goes; an error refuses the destruction (the QP
+    /// stays as it was).
+    fn shut_down_qp(qp: &Obj<'_, b::ib_qp>) -> Result;
     /// `destroy_qp`, once the QP's data is gone.
     fn qp_destroyed(dev: &IbDev);
     /// `modify_qp`; `av` is `attr.ah_attr` converted when `mask` has IB_QP_AV; `udata` is
@@ -148,6 +149,11 @@ where
     ) -> Result;
     /// `query_qp`.
     fn query_qp(qp: &Obj<'_, b::ib_qp>, attr: &mut b::ib_qp_attr, init: &mut b::ib_qp_init_attr);
+    /// `attach_mcast`: the QP joins the multicast group `gid` (the core checked that the
+    /// QP is UD and the GID multicast).
+    fn attach_mcast(qp: &Obj<'_, b::ib_qp>, gid: &[u8; 16]) -> Result;
+    /// `detach_mcast`.
+    fn detach_mcast(qp: &Obj<'_, b::ib_qp>, gid: &[u8; 16]) -> Result;
     /// `post_send`.
     fn post_send(qp: &Obj<'_, b::ib_qp>, list: WrList<'_, b::ib_send_wr>) -> Result;
     /// `post_recv`.
@@ -356,6 +362,8 @@ where
     ops.destroy_qp = Some(destroy_qp::<V>);
     ops.modify_qp = Some(modify_qp::<V>);
     ops.query_qp = Some(query_qp::<V>);
+    ops.attach_mcast = Some(attach_mcast::<V>);
+    ops.detach_mcast = Some(detach_mcast::<V>);
     ops.post_send = Some(post_send::<V>);
     ops.post_recv = Some(post_recv::<V>);
     ops.fill_res_qp_entry = Some(fill_res_qp_entry::<V>);

@@ -36,7 +36,10 @@ pub(super) unsafe extern "C" fn destroy_qp<V: Verbs>(
 ) -> i32 {
     // SAFETY: the core's contract: a live QP of ours, destroyed once.
     if let Some(obj) = unsafe { Obj::from_raw(ibqp) } {
-        V::shut_down_qp(&obj);
+        // Refused: the core keeps the QP, live and unchanged.
+        if let Err(e) = V::shut_down_qp(&obj) {
+            return e.to_errno();
+        }
     }
     // SAFETY: as above; the QP is shut down and nothing refers to its data any more; the
     // core frees the memory after we return.
@@ -80,6 +83,43 @@ pub(super) unsafe extern "C" fn query_qp<V: Verbs>(
     };
     V::query_qp(&obj, attr, init);
     0
+}
+
+/// The group of an `attach_mcast` or `detach_mcast` call, and the QP.
+///
+/// # Safety
+/// The core's contract: `ibqp` is a live QP of ours and `gid` a live GID, for the call.
+unsafe fn mcast_args<'a>(
+    ibqp: *mut b::ib_qp,
+    gid: *const b::ib_gid,
+) -> Option<(Obj<'a, b::ib_qp>, [u8; 16])> {
+    // SAFETY: by the contract; every bit pattern of the union is a valid `raw`.
+    unsafe { Some((Obj::from_raw(ibqp)?, (*gid).raw)) }
+}
+
+pub(super) unsafe extern "C" fn attach_mcast<V: Verbs>(
+    ibqp: *mut b::ib_qp,
+    gid: *mut b::ib_gid,
+    _lid: u16,
+) -> i32 {
+    // SAFETY: the core's contract (ib_attach_mcast, uverbs' ATTACH_MCAST): a live QP of
+    // ours and a live GID, for the call.
+    let Some((obj, gid)) = (unsafe { mcast_args(ibqp, gid) }) else {
+        return EINVAL.to_errno();
+    };
+    errno(V::attach_mcast(&obj, &gid))
+}
+
+pub(super) unsafe extern "C" fn detach_mcast<V: Verbs>(
+    ibqp: *mut b::ib_qp,
+    gid: *mut b::ib_gid,
+    _lid: u16,
+) -> i32 {
+    // SAFETY: as in attach_mcast.
+    let Some((obj, gid)) = (unsafe { mcast_args(ibqp, gid) }) else {
+        return EINVAL.to_errno();
+    };
+    errno(V::detach_mcast(&obj, &gid))
 }
 
 pub(super) unsafe extern "C" fn post_send<V: Verbs>(

@@ -108,8 +108,7 @@ pub fn check_dgid(
     }
     let gid = a.dst_gid();
     // rdma_is_multicast_addr: IPv6 multicast, or IPv4-mapped 224.0.0.0/4.
-    let v4mapped = gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
-    if gid[0] == 0xff || (v4mapped && gid[12] & 0xf0 == 0xe0) {
+    if super::mcast::is_mgid(&gid) {
         return Ok(());
     }
     if in_gid_table(&gid) {

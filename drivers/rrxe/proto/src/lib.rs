@@ -16,6 +16,8 @@
 //! * [`caps`]: range checks and sizing of the queues a consumer asks for.
 //! * [`ids`]: QP numbers drawn at random, memory-key slots reused first-freed-first
 //!   after a quarantine, key tags.
+//! * [`mcast`]: multicast GIDs, their MAC and IPv4 group, the QPs attached to a group and
+//!   a device's multicast limits.
 //! * [`uabi`]: the work queue entries of rrxe's user ABI, with their checked decoding.
 //! * [`pma`]: the Performance Management Agent's answers (PerfMgt MADs) from the port's counters.
 //! * [`psn`]: 24-bit PSN arithmetic; [`seg`]: PMTU segmentation; [`ring`]: ring slots
@@ -36,6 +38,7 @@ pub mod fault;
 pub mod hdr;
 pub mod icrc;
 pub mod ids;
+pub mod mcast;
 pub mod net;
 pub mod opcode;
 pub mod pma;

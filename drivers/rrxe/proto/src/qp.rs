@@ -537,7 +537,11 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         if !tr_ok {
             return RxStatus::WrongTransport;
         }
-        if p.hdrs.bth.dest_qp != self.cfg.qpn {
+        // A UD QP also takes multicast packets (destination QPN 0xFFFFFF, IB_MULTICAST_QPN);
+        // the driver hands it only those of the groups it is attached to.
+        let mcast =
+            self.cfg.qp_type == QpType::Ud && p.hdrs.bth.dest_qp == super::mcast::MULTICAST_QPN;
+        if p.hdrs.bth.dest_qp != self.cfg.qpn && !mcast {
             return RxStatus::WrongQp;
         }
         if p.info.is_response() {

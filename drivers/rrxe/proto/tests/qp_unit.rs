@@ -428,6 +428,44 @@ fn ud_qkey_and_grh_offset() {
 }
 
 #[test]
+fn ud_takes_multicast_qpn_others_do_not() {
+    let mk = |dqpn| {
+        let mut h = Headers::new(Bth::new(Opcode::UD_SEND_ONLY, dqpn, Psn::new(5)));
+        h.deth = Some(Deth {
+            qkey: 77,
+            src_qp: 33,
+        });
+        let mut buf = vec![0u8; 64];
+        let n = build_packet(&h, &[9; 10], &mut buf).unwrap();
+        buf.truncate(n);
+        parse_packet(&buf).unwrap()
+    };
+    let mut b = qp(QpType::Ud, 2, 0);
+    let mut env = Env {
+        recvs: 2,
+        ..Default::default()
+    };
+    let mut s = Sink::default();
+    let m = rrxe_proto::mcast::MULTICAST_QPN;
+    assert_eq!(b.on_packet(&mk(m), &mut env, &mut s), RxStatus::Ok);
+    assert!(matches!(s.0[2], Action::RecvComplete(c) if c.byte_len == 50 && c.src_qp == 33));
+    // Another QP's number is still refused.
+    assert_eq!(b.on_packet(&mk(3), &mut env, &mut s), RxStatus::WrongQp);
+    // A connected QP never takes the multicast QPN (wrong transport first, then the QPN).
+    let mut uc = qp(QpType::Uc, 2, 0);
+    let mut h = Headers::new(Bth::new(Opcode::UC_SEND_ONLY, m, Psn::new(0)));
+    h.bth.pkey = 0xffff;
+    let mut buf = vec![0u8; 64];
+    let n = build_packet(&h, &[1; 4], &mut buf).unwrap();
+    buf.truncate(n);
+    let mut s = Sink::default();
+    assert_eq!(
+        uc.on_packet(&parse_packet(&buf).unwrap(), &mut env, &mut s),
+        RxStatus::WrongQp
+    );
+}
+
+#[test]
 fn post_validation() {
     let mut uc = qp(QpType::Uc, 1, 2);
     let mut ud = qp(QpType::Ud, 1, 2);

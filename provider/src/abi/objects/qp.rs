@@ -408,3 +408,24 @@ pub(crate) unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
     }
     ret
 }
+
+/// `ibv_attach_mcast`: the kernel's ATTACH_MCAST command (`ibv_cmd_attach_mcast`); the
+/// device does the rest (joins the netdev to the group, delivers the group's datagrams).
+pub(crate) unsafe extern "C" fn attach_mcast(
+    ibqp: *mut ibv_qp,
+    gid: *const ibv_gid,
+    lid: u16,
+) -> c_int {
+    // SAFETY: a live QP of ours and the caller's GID, for the call.
+    unsafe { ffi::ibv_cmd_attach_mcast(ibqp, gid, lid) }
+}
+
+/// `ibv_detach_mcast`: the kernel's DETACH_MCAST command (`ibv_cmd_detach_mcast`).
+pub(crate) unsafe extern "C" fn detach_mcast(
+    ibqp: *mut ibv_qp,
+    gid: *const ibv_gid,
+    lid: u16,
+) -> c_int {
+    // SAFETY: as in attach_mcast.
+    unsafe { ffi::ibv_cmd_detach_mcast(ibqp, gid, lid) }
+}

@@ -16,6 +16,8 @@ impl<const R: usize> Responder<R> {
         if p.info.kind != OpKind::Send || p.info.pos != Position::Only {
             return RxStatus::Invalid;
         }
+        // Each QP's own Q_Key, for a multicast copy too (IBTA 10.2.4; rdma_rxe's
+        // check_keys, per attached QP in rxe_rcv_mcast_pkt).
         if deth.qkey != self.cfg.qkey {
             return RxStatus::BadQkey;
         }
