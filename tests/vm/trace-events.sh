@@ -105,7 +105,7 @@ trace_stop $W/trace2
 hit=$(awk "$FIELD"' $2 == "rrxe_fault" { print f("qpn"), f("psn"), f("action"); exit }' $W/trace2)
 read -r fq fpsn faction <<<"$hit"
 check "rrxe_fault: rule 1 dropped QP $fq's SEND, PSN $fpsn" test "$faction" = drop
-rt=$(awk -v q="$fq" "$FIELD"' $2 == "rrxe_retransmit" && f("qpn") == q { print f("timeouts"), f("una"), f("resent"); exit }' $W/trace2)
+rt=$(awk -v q="$fq" -v p="$fpsn" "$FIELD"' $2 == "rrxe_retransmit" && f("qpn") == q && f("una") == p { print f("timeouts"), f("una"), f("resent"); exit }' $W/trace2)
 read -r rtn rtuna rtres <<<"$rt"
 check "rrxe_retransmit: QP $fq timed out ($rtn) at una $rtuna and sent $rtres again" \
   test "${rtn:-0}" -ge 1 -a "${rtuna:-x}" = "$fpsn" -a "${rtres:-0}" -ge 1
