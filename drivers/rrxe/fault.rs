@@ -9,6 +9,8 @@
 
 use crate::counters::{Counter, Counters};
 use crate::glue::sync::{new_bh_spinlock, BhSpinLock};
+use crate::glue::trace::{self, FaultDid};
+use crate::glue::IbDev;
 use crate::proto;
 use crate::proto::fault::{self, Command, FaultSet, PacketView, Rule, SliceWriter};
 use core::fmt::Write;
@@ -50,11 +52,13 @@ impl Faults {
         })
     }
 
-    /// What the rules do to the packet of QP `qpn` going `dir` with headers `hdrs`, if
-    /// anything (the hit is counted, in the rule and in `fault_hits`).
+    /// What the rules do to the packet of QP `qpn` of device `dev` going `dir` with headers
+    /// `hdrs`, if anything (the hit is counted, in the rule and in `fault_hits`, and traced:
+    /// `rrxe_fault`).
     #[inline]
     pub(crate) fn check(
         &self,
+        dev: &IbDev,
         counters: &Counters,
         qpn: u32,
         dir: Dir,
@@ -63,12 +67,13 @@ impl Faults {
         if !self.present.load(Ordering::Relaxed) {
             return None;
         }
-        self.check_rules(counters, qpn, dir, hdrs)
+        self.check_rules(dev, counters, qpn, dir, hdrs)
     }
 
     #[cold]
     fn check_rules(
         &self,
+        dev: &IbDev,
         counters: &Counters,
         qpn: u32,
         dir: Dir,
@@ -87,8 +92,18 @@ impl Faults {
             self.present.store(false, Ordering::Relaxed);
         }
         drop(guard);
-        let (_, action) = hit?;
+        let (rule, action) = hit?;
         counters.inc(Counter::FaultHits);
+        let did = match action {
+            FaultAction::Drop => FaultDid::Drop,
+            FaultAction::Dup => FaultDid::Dup,
+            FaultAction::Delay(us) => FaultDid::Delay(us),
+            FaultAction::Reorder(k) => FaultDid::Reorder(k),
+            FaultAction::Icrc => FaultDid::Icrc,
+            FaultAction::Nak(k) => FaultDid::Nak(k.syndrome()),
+        };
+        let (opcode, psn) = (hdrs.bth.opcode.0, hdrs.bth.psn.get());
+        trace::fault(dev, rule, qpn, dir == Dir::Rx, opcode, psn, did);
         Some(action)
     }
 

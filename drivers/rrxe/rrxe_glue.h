@@ -269,6 +269,52 @@ void rrxe_glue_debugfs_exit(void);
 struct dentry *rrxe_glue_debugfs_add(struct ib_device *ib);
 void rrxe_glue_debugfs_remove(struct dentry *dir);
 
+/*
+ * Trace events (rrxe_glue_trace.c, defined in rrxe_trace.h; docs/tracing.md). Each function
+ * tests its event's static key first and does nothing more while the event is off.
+ */
+/* A packet a QP sent (tx = 1) or received: its BTH, payload length, AETH if any. */
+struct rrxe_trace_pkt {
+	u32 qpn;		/* the QP of this device that sent or received it */
+	u32 dqpn;		/* the BTH's destination QP */
+	u32 psn;
+	u32 len;		/* payload bytes */
+	u8 opcode;
+	u8 ackreq;
+	u8 has_aeth;
+	u8 syndrome;		/* the AETH's, when has_aeth */
+	u8 tx;
+	u8 nak;			/* an RNR NAK or NAK: also the rrxe_nak_tx/rx event */
+};
+/* Why a congestion window moved. */
+enum rrxe_cwnd_reason {
+	RRXE_CWND_GROW,
+	RRXE_CWND_LOSS,
+	RRXE_CWND_TIMEOUT,
+	RRXE_CWND_UNDO,
+	RRXE_CWND_RESET,
+};
+/* What a fault injection rule did. */
+enum rrxe_fault_action {
+	RRXE_FAULT_DROP,
+	RRXE_FAULT_DUP,
+	RRXE_FAULT_DELAY,
+	RRXE_FAULT_REORDER,
+	RRXE_FAULT_ICRC,
+	RRXE_FAULT_NAK,
+};
+void rrxe_glue_trace_pkt(const struct ib_device *ib, const struct rrxe_trace_pkt *p);
+void rrxe_glue_trace_retransmit(const struct ib_device *ib, u32 qpn, u32 timeouts, u32 una,
+				u32 next, u32 resent, u64 rto_us);
+void rrxe_glue_trace_cwnd(const struct ib_device *ib, u32 qpn, u32 old_cwnd, u32 new_cwnd,
+			  u8 reason);
+void rrxe_glue_trace_qp_state(const struct ib_device *ib, u32 qpn, u32 old_state,
+			      u32 new_state);
+void rrxe_glue_trace_comp_err(const struct ib_device *ib, u32 qpn, u64 wr_id, u32 status,
+			      u32 opcode, bool recv);
+void rrxe_glue_trace_fault(const struct ib_device *ib, u32 rule, u32 qpn, bool rx, u8 opcode,
+			   u32 psn, u8 action, u32 arg);
+
 /* --- implemented in Rust, called from C --- */
 int rrxe_rs_newlink(const char *ibdev_name, struct net_device *ndev);
 void rrxe_rs_netdev_event(unsigned long event, struct net_device *ndev);

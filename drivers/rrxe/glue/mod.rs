@@ -31,6 +31,7 @@ mod queue;
 mod stats;
 pub(crate) mod sync;
 pub(crate) mod task;
+pub(crate) mod trace;
 mod verbs;
 pub(crate) mod wr;
 

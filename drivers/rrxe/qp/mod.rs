@@ -339,6 +339,29 @@ fn timer_idx(k: proto::TimerKind) -> usize {
     }
 }
 
+/// `rrxe_pkt_tx` (`tx`) or `rrxe_pkt_rx` for a packet of QP `qpn` with headers `hdrs` and
+/// `len` payload bytes, and `rrxe_nak_tx` / `rrxe_nak_rx` if it is an RNR NAK or NAK. While
+/// the events are off: one out-of-line call (`glue::trace`).
+fn trace_pkt(dev: &crate::glue::IbDev, qpn: u32, tx: bool, hdrs: &proto::Headers, len: u32) {
+    let nak = hdrs.aeth.is_some_and(|a| {
+        matches!(
+            a.kind(),
+            proto::AethKind::RnrNak { .. } | proto::AethKind::Nak(_)
+        )
+    });
+    let p = crate::glue::trace::Pkt {
+        qpn,
+        dqpn: hdrs.bth.dest_qp,
+        psn: hdrs.bth.psn.get(),
+        len,
+        opcode: hdrs.bth.opcode.0,
+        ackreq: hdrs.bth.ack_req,
+        aeth: hdrs.aeth.map(|a| a.syndrome),
+        nak,
+    };
+    crate::glue::trace::pkt(dev, tx, &p);
+}
+
 fn ib_state(s: proto::QpState) -> u32 {
     match s {
         proto::QpState::Reset => b::ib_qp_state_IB_QPS_RESET,

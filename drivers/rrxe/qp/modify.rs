@@ -175,6 +175,8 @@ impl Qp {
         // for (mlx4 and mlx5 honour it; rdma_rxe raises the event either way).
         pm.sqd_notify = m.sqd_notify;
         let Engine { proto, .. } = &mut *eng;
+        let state_was = proto.state();
+        let cwnd_was = proto.send_queue().cwnd();
         let mut sink = Sink {
             qp: self,
             av: attrs.av,
@@ -204,6 +206,20 @@ impl Qp {
             }
         }
         let proto = &eng.proto;
+        let dev = self.dev.get();
+        if proto.state() != state_was {
+            crate::glue::trace::qp_state(
+                dev,
+                self.qpn,
+                super::ib_state(state_was),
+                super::ib_state(proto.state()),
+            );
+        }
+        let cwnd = proto.send_queue().cwnd();
+        if cwnd != cwnd_was {
+            let why = crate::glue::trace::CwndReason::Reset;
+            crate::glue::trace::cwnd(dev, self.qpn, cwnd_was, cwnd, why);
+        }
         let err = proto.state() == proto::QpState::Error;
         let was = self.in_error.swap(err, Ordering::AcqRel);
         if err {

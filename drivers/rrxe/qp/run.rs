@@ -6,7 +6,10 @@ use super::env::Env;
 use super::sink::{RxCtx, Sink};
 use super::table::Refused;
 use super::wr::{RecvWr, SendKind, SendWr, Sge};
-use super::{timer_kind, Engine, Qp, QpKind, RX_BUDGET, TX_BUDGET, TX_WAIT_TIMER, TX_WAIT_US};
+use super::{
+    ib_state, timer_kind, Engine, ProtoQp, Qp, QpKind, RX_BUDGET, TX_BUDGET, TX_WAIT_TIMER,
+    TX_WAIT_US,
+};
 use crate::counters::Counter;
 use crate::cq::Completion;
 use crate::fault::{Dir, FaultAction};
@@ -339,6 +342,16 @@ impl Qp {
     }
 
     pub(super) fn complete_send(&self, wr: &SendWr, status: WcStatus, byte_len: u32) {
+        if status != WcStatus::Success {
+            crate::glue::trace::comp_err(
+                self.dev.get(),
+                self.qpn,
+                wr.wr_id,
+                status as u32,
+                wr.wc_opcode as u32,
+                false,
+            );
+        }
         if status != WcStatus::Success || wr.signaled || self.sig_all {
             let c = Completion {
                 wr_id: wr.wr_id,
@@ -475,6 +488,9 @@ impl Qp {
             held,
         } = &mut *eng;
         let gid = gid.as_deref_mut().map(Cell::from_mut);
+        // What the run may move, for the trace events at its end (two loads).
+        let state_was = proto.state();
+        let cwnd_was = proto.send_queue().cwnd();
         let mut sink = Sink {
             qp: self,
             av: attrs.av,
@@ -551,6 +567,7 @@ impl Qp {
                     continue;
                 }
             };
+            super::trace_pkt(self.dev.get(), self.qpn, false, &pkt.hdrs, pkt.payload_len);
             let mut psink = Sink {
                 qp: self,
                 av: sink.av,
@@ -568,7 +585,7 @@ impl Qp {
             let fault = if released {
                 None
             } else {
-                faults.check(counters, self.qpn, Dir::Rx, &pkt.hdrs)
+                faults.check(self.dev.get(), counters, self.qpn, Dir::Rx, &pkt.hdrs)
             };
             let st = match fault {
                 None => proto.on_packet(&pkt, &mut env, &mut psink),
@@ -753,6 +770,7 @@ impl Qp {
                 self.count(counter, n);
             }
         }
+        self.trace_run(proto, seen, &now, state_was, cwnd_was);
         *seen = now;
 
         if proto.state() == proto::QpState::Error {
@@ -773,6 +791,58 @@ impl Qp {
 }
 
 impl Qp {
+    /// The trace events of what a run did, from what it moved: a state change
+    /// (`rrxe_qp_state`), retransmissions and the timeouts behind them (`rrxe_retransmit`,
+    /// one event a run), the congestion window's net change over the run (`rrxe_cwnd`,
+    /// the reason from the send queue's counts: an undo, a cut by a timeout or by a loss,
+    /// else growth). Without any of these a run costs the compares, no call.
+    fn trace_run(
+        &self,
+        proto: &ProtoQp,
+        seen: &proto::SqStats,
+        now: &proto::SqStats,
+        state_was: proto::QpState,
+        cwnd_was: u32,
+    ) {
+        let dev = self.dev.get();
+        let state = proto.state();
+        if state != state_was {
+            crate::glue::trace::qp_state(dev, self.qpn, ib_state(state_was), ib_state(state));
+        }
+        let sq = proto.send_queue();
+        let timeouts = now.timeouts.wrapping_sub(seen.timeouts);
+        let resent = now.retransmits.wrapping_sub(seen.retransmits);
+        if timeouts != 0 || resent != 0 {
+            crate::glue::trace::retransmit(
+                dev,
+                self.qpn,
+                timeouts as u32,
+                sq.una().get(),
+                sq.next_psn().get(),
+                resent as u32,
+                sq.rto_us().unwrap_or(0),
+            );
+        }
+        let cwnd = sq.cwnd();
+        if cwnd != cwnd_was {
+            use crate::glue::trace::CwndReason;
+            let why = if now.cwnd_undos != seen.cwnd_undos {
+                CwndReason::Undo
+            } else if now.cwnd_cuts != seen.cwnd_cuts {
+                if timeouts != 0 {
+                    CwndReason::Timeout
+                } else {
+                    CwndReason::Loss
+                }
+            } else if cwnd > cwnd_was {
+                CwndReason::Grow
+            } else {
+                CwndReason::Reset
+            };
+            crate::glue::trace::cwnd(dev, self.qpn, cwnd_was, cwnd, why);
+        }
+    }
+
     /// Counts what `on_packet` said of a received packet, in the device's and the QP's
     /// counters.
     fn count_rx(&self, st: proto::RxStatus) {

@@ -69,7 +69,9 @@ impl Sink<'_> {
         // Fault injection (nothing but one relaxed load without a rule): a dropped packet
         // is lost as on the wire, its payload never read.
         let d = qp.dev.get().data();
-        let fault = d.faults.check(&d.counters, qp.qpn, Dir::Tx, &tx.hdrs);
+        let fault = d
+            .faults
+            .check(qp.dev.get(), &d.counters, qp.qpn, Dir::Tx, &tx.hdrs);
         if fault == Some(FaultAction::Drop) {
             return Ok(());
         }
@@ -129,6 +131,7 @@ impl Sink<'_> {
                 // The first copy counted here, the duplicate below like any packet.
                 qp.count(Counter::SentPkts, 1);
                 qp.count(Counter::SentBytes, u64::from(bytes));
+                super::trace_pkt(dev, qp.qpn, true, &tx.hdrs, len);
                 sent = crate::net::transmit(
                     dev, &av, self.sport, &tx.hdrs, len, kept, false, &mut fill,
                 );
@@ -139,6 +142,7 @@ impl Sink<'_> {
             Ok(bytes) => {
                 qp.count(Counter::SentPkts, 1);
                 qp.count(Counter::SentBytes, u64::from(bytes));
+                super::trace_pkt(dev, qp.qpn, true, &tx.hdrs, len);
             }
             Err(e) => {
                 qp.count(Counter::TxDrops, 1);

@@ -112,6 +112,16 @@ impl Qp {
     /// Posts a receive completion: into the receive CQ, or an XRC target's into the CQ of
     /// the SRQ the WQE came from (dropped if that SRQ is gone, with its CQ).
     pub(super) fn complete_recv(&self, c: &Completion, solicited: bool) {
+        if c.status != crate::ib::WcStatus::Success {
+            crate::glue::trace::comp_err(
+                self.dev.get(),
+                self.qpn,
+                c.wr_id,
+                c.status as u32,
+                c.opcode as u32,
+                true,
+            );
+        }
         match (self.xrc, &self.recv_cq) {
             (Some(xrcd), _) => {
                 let n = self.xrc_claimed.load(Ordering::Relaxed);
