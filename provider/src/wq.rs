@@ -336,6 +336,22 @@ impl<M: RingMem> RecvQueue<M> {
     pub fn publish(&mut self) {
         self.ring.publish();
     }
+
+    /// The kernel moved the queue to `mem` (an SRQ resize succeeded, having read every
+    /// request posted in the old queue): requests go there from now on, from its producer
+    /// index.
+    pub fn replace(&mut self, mem: M) {
+        self.ring = Producer::new(mem);
+    }
+
+    /// The queue the kernel reads is gone and its successor could not be mapped: every
+    /// post fails from now on ([`WrError::Broken`]) rather than land where nobody reads.
+    pub fn break_queue(&mut self) {
+        self.ring
+            .mem()
+            .error()
+            .store(1, core::sync::atomic::Ordering::Release);
+    }
 }
 
 /// A completion queue's consumer side.
