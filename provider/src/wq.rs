@@ -508,6 +508,31 @@ mod tests {
         assert_eq!(mem.producer().load(Ordering::Relaxed), 1);
     }
 
+    #[test]
+    fn recv_queue_replaced_by_a_resize() {
+        let old = HeapRing::new(1, 64, 0);
+        let mut q = RecvQueue::new(old.clone(), 1);
+        q.stage(1, &[Sge::default()]).unwrap();
+        q.stage(2, &[Sge::default()]).unwrap();
+        assert_eq!(q.stage(3, &[Sge::default()]), Err(WrError::Full));
+        q.publish();
+        // The kernel read both and moved the SRQ to a larger, empty queue.
+        let new = HeapRing::new(3, 64, 0);
+        q.replace(new.clone());
+        assert_eq!(q.capacity(), 8);
+        for id in 3..11 {
+            q.stage(id, &[Sge::default()]).unwrap();
+        }
+        assert_eq!(q.stage(11, &[Sge::default()]), Err(WrError::Full));
+        q.publish();
+        assert_eq!(new.producer().load(Ordering::Relaxed), 8);
+        assert_eq!(old.producer().load(Ordering::Relaxed), 2);
+        // A queue that could not be mapped takes nothing.
+        q.break_queue();
+        new.consumer().store(8, Ordering::Relaxed);
+        assert_eq!(q.stage(12, &[Sge::default()]), Err(WrError::Broken));
+    }
+
     fn put_cqe(mem: &HeapRing, idx: u32, wr_id: u64, opcode: u32) {
         let mut b = [0u8; 64];
         b[..8].copy_from_slice(&wr_id.to_ne_bytes());
