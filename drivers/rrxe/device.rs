@@ -290,8 +290,9 @@ pub(crate) fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Ud
     attr.max_res_rd_atom = 16 * 1024;
     attr.atomic_cap = b::ib_atomic_cap_IB_ATOMIC_HCA;
     // The responder serves ATOMIC WRITE and FLUSH (global visibility: memory is coherent),
-    // and user QPs post ATOMIC WRITE.
+    // and user QPs post ATOMIC WRITE. SRQs resize (`srq::modify`), as rdma_rxe's.
     attr.device_cap_flags = (b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
+        | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
         | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
         | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
         | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW

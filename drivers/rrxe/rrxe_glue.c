@@ -176,6 +176,22 @@ int rrxe_glue_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
 	return ib_copy_to_udata(udata, (void *)src, min(len, udata->outlen));
 }
 
+int rrxe_glue_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
+{
+	if (!udata)
+		return -EINVAL;
+	return ib_copy_from_udata(dst, udata, min(len, udata->inlen));
+}
+
+/*
+ * A response at an address the command named (modify_srq has no driver output buffer;
+ * rdma_rxe answers its resize the same way, through mmap_info_addr).
+ */
+int rrxe_glue_copy_to_user_addr(u64 addr, const void *src, size_t len)
+{
+	return copy_to_user(u64_to_user_ptr(addr), src, len) ? -EFAULT : 0;
+}
+
 const char *rrxe_glue_ibdev_name(const struct ib_device *ibdev)
 {
 	return dev_name(&ibdev->dev);

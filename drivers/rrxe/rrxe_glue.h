@@ -129,6 +129,8 @@ void rrxe_glue_set_sysfs_ops(struct ib_device *ibdev);
 size_t rrxe_glue_udata_inlen(const struct ib_udata *udata);
 size_t rrxe_glue_udata_outlen(const struct ib_udata *udata);
 int rrxe_glue_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+int rrxe_glue_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
+int rrxe_glue_copy_to_user_addr(u64 addr, const void *src, size_t len);
 
 int rrxe_glue_net_open(struct net_device *ndev, u16 port, bool *v6);
 bool rrxe_glue_netdev_moving(const struct net_device *ndev);

@@ -9,10 +9,12 @@ use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
 use crate::glue::wr::WrList;
 use crate::glue::{CqPtr, IbDev, Queue, SrqPtr, UContext, Udata, XrcdId};
 use crate::limits;
-use crate::qp::{Claim, RecvWr, Sge, WrRing, DEV_CAPS, MAX_QP_WR, MAX_SGE};
+use crate::qp::{
+    pull_one_recv, Claim, RecvPullBuf, RecvWr, Sge, WrRing, DEV_CAPS, MAX_QP_WR, MAX_SGE,
+};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, Mutex};
 
 /// User SRQs: the most WQEs a QP's run copies from the shared queue into the ring before
 /// it takes one, so that the run (and, for an XRC SRQ, the device's XRC table lock, held
@@ -20,23 +22,71 @@ use kernel::sync::Arc;
 /// take pulls again, so the ring never runs dry while the process has WQEs posted.
 pub(crate) const SRQ_PULL_BATCH: u32 = 16;
 
+/// WQEs a resize moves from the old ring to the new one per hold of the SRQ's lock
+/// (interrupts off): about a kilobyte of copy, however large the SRQ.
+const SRQ_MOVE_BATCH: u32 = 16;
+
+/// What the SRQ's `ring` lock guards.
+struct SrqRing {
+    /// The posted WQEs (a resize replaces the ring).
+    wrs: WrRing<RecvWr>,
+    /// While a resize runs: the old ring's WQEs not yet moved to the front of `wrs`. They
+    /// are older than every WQE of `wrs`, so they are taken first.
+    old: Option<WrRing<RecvWr>>,
+    /// User SRQs: the queue shared with the process (a resize replaces it once every WQE
+    /// posted in it was read).
+    user: Option<Queue>,
+}
+
+impl SrqRing {
+    /// WQEs posted and not yet taken (pulled ones only, for a user SRQ).
+    fn posted(&self) -> u32 {
+        self.wrs
+            .len()
+            .saturating_add(self.old.as_ref().map_or(0, |o| o.len()))
+    }
+
+    /// Whether no WQE may be added: the posted ones fill the SRQ's (current) size.
+    fn full(&self) -> bool {
+        self.posted() >= self.wrs.cap()
+    }
+
+    /// User SRQs: WQEs posted in the shared queue and not yet pulled (a valid producer
+    /// index only: `None` when it is more than a queue apart, corruption).
+    fn unpulled(&self) -> Option<u32> {
+        let Some(u) = &self.user else { return Some(0) };
+        let n = u
+            .producer()
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.wrs.user_consumer());
+        (n <= u.slots()).then_some(n)
+    }
+}
+
 /// A shared receive queue.
 #[pin_data]
 pub(crate) struct Srq {
-    /// The receive WQEs and the user queue's consumer index. IRQs off, each section one
-    /// WQE: kernel `post_recv` (any context), `pull` (a QP's engine run, process context or
-    /// softirq, with no interrupts-off lock of the QP held; for an XRC SRQ nested in the
-    /// device's XRC table lock) and `take_into` (the same, nested in that QP's `claim`
-    /// lock). Innermost.
+    /// The receive WQEs, a resize's old ring, and a user SRQ's shared queue with its
+    /// consumer index. IRQs off, each section one WQE: kernel `post_recv` (any context),
+    /// `pull` (a QP's engine run, process context or softirq, with no interrupts-off lock
+    /// of the QP held; for an XRC SRQ nested in the device's XRC table lock), `take_into`
+    /// (the same, nested in that QP's `claim` lock); `resize` (process context): the ring
+    /// swap, then up to [`SRQ_MOVE_BATCH`] WQEs moved or one user WQE pulled per hold.
+    /// Innermost.
     #[pin]
-    ring: IrqSpinLock<WrRing<RecvWr>>,
-    max_wr: u32,
+    ring: IrqSpinLock<SrqRing>,
+    /// Serialises resizes (process context; the uverbs layer may run two modifies of one
+    /// SRQ at once). Taken outside `ring`.
+    #[pin]
+    resizing: Mutex<()>,
+    /// The SRQ's size (a resize changes it).
+    max_wr: AtomicU32,
     max_sge: u32,
     /// Armed limit (0: disarmed): fire the event when fewer WQEs than this are posted.
     limit: AtomicU32,
     ib: SrqPtr,
-    /// User SRQs: the queue shared with the process.
-    user: Option<Queue>,
+    /// A user SRQ (its WQEs come through the shared queue only).
+    is_user: bool,
     error: AtomicBool,
     /// XRC SRQs: their domain, CQ and PD.
     xrc: Option<XrcPart>,
@@ -66,15 +116,17 @@ impl Srq {
         if max_wr == 0 || max_wr > MAX_QP_WR || max_sge > MAX_SGE || limit > max_wr {
             return Err(EINVAL);
         }
-        let ring = WrRing::new(max_wr, max_sge.max(1), 0)?;
+        let wrs = WrRing::new(max_wr, max_sge.max(1), 0)?;
+        let is_user = user.is_some();
         Arc::pin_init(
             pin_init!(Srq {
-                ring <- new_irq_spinlock!(ring, "rrxe_srq"),
-                max_wr,
+                ring <- new_irq_spinlock!(SrqRing { wrs, old: None, user }, "rrxe_srq"),
+                resizing <- kernel::new_mutex!((), "rrxe_srq_resize"),
+                max_wr: AtomicU32::new(max_wr),
                 max_sge,
                 limit: AtomicU32::new(limit),
                 ib,
-                user,
+                is_user,
                 error: AtomicBool::new(false),
                 xrc,
             }),
@@ -95,7 +147,7 @@ impl Srq {
     /// (max_wr, max_sge, armed limit).
     pub(crate) fn attrs(&self) -> (u32, u32, u32) {
         (
-            self.max_wr,
+            self.max_wr.load(Ordering::Acquire),
             self.max_sge,
             self.limit.load(Ordering::Acquire),
         )
@@ -103,7 +155,7 @@ impl Srq {
 
     /// Arms the limit event (0 disarms).
     pub(crate) fn set_limit(&self, limit: u32) -> Result {
-        if limit > self.max_wr {
+        if limit > self.max_wr.load(Ordering::Acquire) {
             return Err(EINVAL);
         }
         self.limit.store(limit, Ordering::Release);
@@ -114,7 +166,7 @@ impl Srq {
     /// SRQ, whose list comes from `ib_uverbs_post_srq_recv` with addresses the process chose
     /// (see [`crate::qp::Qp::accept_kernel_wrs`]). Refusals are counted in `counters`.
     pub(crate) fn accept_kernel_wrs(&self, counters: &Counters) -> Result {
-        if self.user.is_some() {
+        if self.is_user {
             counters.inc(Counter::UserWrRefused);
             return Err(EINVAL);
         }
@@ -123,7 +175,7 @@ impl Srq {
 
     /// Posts a receive WQE (kernel consumers).
     pub(crate) fn post_recv(&self, wr: RecvWr, sges: &[Sge]) -> Result {
-        if self.user.is_some() {
+        if self.is_user {
             return Err(EINVAL);
         }
         if sges.len() > self.max_sge as usize {
@@ -133,20 +185,47 @@ impl Srq {
         if r.full() {
             return Err(ENOMEM);
         }
-        r.push(wr, sges, None)
+        r.wrs.push(wr, sges, None)
     }
 
     /// User SRQs: copies up to [`SRQ_PULL_BATCH`] new WQEs of the shared queue into the
     /// ring (a QP's engine run, before it takes a WQE; no interrupts-off lock of the QP
     /// held). A corrupt queue puts the SRQ in error (recorded in `events`).
     pub(crate) fn pull(&self, events: &mut SrqEvents) {
-        let Some(u) = &self.user else { return };
-        if !self.error.load(Ordering::Acquire)
-            && crate::qp::pull_recv_queue(u, &self.ring, self.max_sge, SRQ_PULL_BATCH).is_err()
-        {
-            self.error.store(true, Ordering::Release);
-            u.error_flag().store(1, Ordering::Release);
-            events.error = true;
+        if !self.is_user || self.error.load(Ordering::Acquire) {
+            return;
+        }
+        // The cheap check first: a pull zeroes about a kilobyte of stack for its copies.
+        let may = {
+            let r = self.ring.lock();
+            !r.full() && r.unpulled() != Some(0)
+        };
+        if may {
+            self.pull_entries(SRQ_PULL_BATCH, events);
+        }
+    }
+
+    /// Pulls up to `batch` user WQEs, one per hold of `ring`.
+    #[inline(never)]
+    fn pull_entries(&self, batch: u32, events: &mut SrqEvents) {
+        let mut buf = RecvPullBuf::new();
+        for _ in 0..batch {
+            let mut g = self.ring.lock();
+            let st = &mut *g;
+            let Some(q) = &st.user else { return };
+            if st.full() {
+                return;
+            }
+            match pull_one_recv(q, &mut st.wrs, self.max_sge, &mut buf) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(()) => {
+                    q.error_flag().store(1, Ordering::Release);
+                    self.error.store(true, Ordering::Release);
+                    events.error = true;
+                    return;
+                }
+            }
         }
     }
 
@@ -161,22 +240,17 @@ impl Srq {
         events: &mut SrqEvents,
     ) -> Option<RecvWr> {
         let (wr, left) = {
-            let mut r = self.ring.lock();
-            let (wr, left) = r.pop_into(dst)?;
+            let mut g = self.ring.lock();
+            let st = &mut *g;
+            // A resize's old ring holds the oldest WQEs.
+            let from_old = st.old.as_mut().and_then(|o| o.pop_into(dst));
+            let (wr, _) = match from_old {
+                Some(x) => x,
+                None => st.wrs.pop_into(dst)?,
+            };
             // Posted and not yet pulled count as posted for the limit (a valid producer
             // index only: a corrupt one is found by the next pull).
-            let unpulled = self.user.as_ref().map_or(0, |u| {
-                let n = u
-                    .producer()
-                    .load(Ordering::Acquire)
-                    .wrapping_sub(r.user_consumer());
-                if n <= u.slots() {
-                    n
-                } else {
-                    0
-                }
-            });
-            (wr, left.saturating_add(unpulled))
+            (wr, st.posted().saturating_add(st.unpulled().unwrap_or(0)))
         };
         let lim = self.limit.load(Ordering::Acquire);
         if lim != 0
@@ -199,6 +273,121 @@ impl Srq {
         if events.limit_reached {
             self.ib.limit_reached();
         }
+    }
+
+    /// Resizes the SRQ to at least `max_wr` WQEs (process context); returns its new size.
+    /// As rdma_rxe (`rxe_srq_chk_attr`, `rxe_queue_resize`): `EINVAL` above the device's
+    /// `max_srq_wr`, for 0, below an armed limit, in error, or when the WQEs posted do not
+    /// fit. The posted WQEs stay posted, in order: the new ring takes over at once with the
+    /// old ring's WQEs taken first, and they move to its front in batches of
+    /// [`SRQ_MOVE_BATCH`], the lock released in between (rdma_rxe copies them all under its
+    /// locks). A user SRQ gets a new shared queue, mapped through `udata`, whose layout is
+    /// written to the address the command names (`rrxe_modify_srq_cmd`): the WQEs posted
+    /// in the old queue are read (checked and copied) before the new one replaces it, and
+    /// the new one starts empty. The process posts nothing during the call (the provider
+    /// holds its SRQ lock): WQEs written into the old queue meanwhile may not be read.
+    /// `new_limit`: the call also sets the limit (checked by the caller), so the armed one
+    /// does not bound the size.
+    pub(crate) fn resize(
+        &self,
+        max_wr: u32,
+        new_limit: bool,
+        udata: &mut Udata<'_>,
+    ) -> Result<u32> {
+        if self.error.load(Ordering::Acquire) {
+            return Err(EINVAL);
+        }
+        let slots = crate::proto::caps::check_srq_caps(max_wr, self.max_sge, &DEV_CAPS)
+            .map_err(|_| EINVAL)?;
+        let lim = self.limit.load(Ordering::Acquire);
+        if !new_limit && lim != 0 && max_wr < lim {
+            return Err(EINVAL);
+        }
+        let _serial = self.resizing.lock();
+        let mut wrs = WrRing::new(slots, self.max_sge.max(1), 0)?;
+        let mut new_user = None;
+        if self.is_user {
+            let cmd: b::rrxe_modify_srq_cmd = udata.request()?;
+            // A provider that does not know where to learn the new queue cannot use it.
+            if cmd.queue_info_addr == 0 {
+                return Err(crate::glue::eopnotsupp());
+            }
+            let uctx = UContext::from_udata(udata).ok_or(EINVAL)?;
+            let shape = crate::proto::caps::user_srq_shape(
+                slots,
+                self.max_sge,
+                &DEV_CAPS,
+                &crate::uwqe::FORMAT,
+            )
+            .map_err(|_| EINVAL)?;
+            let q = Queue::new(shape.log2_slots, shape.slot_size, Some(&uctx))?;
+            // Before anything changes: a refused copy leaves the SRQ as it was.
+            udata.respond_at(cmd.queue_info_addr, &q.info())?;
+            new_user = Some(q);
+        }
+        // The swap. `wrs` and `new_user`, if refused, are dropped after the guard.
+        let (pulls, stale) = {
+            let mut g = self.ring.lock();
+            let st = &mut *g;
+            if st.old.as_ref().is_some_and(|o| o.len() != 0) {
+                return Err(EBUSY);
+            }
+            let unpulled = st.unpulled().ok_or(EINVAL)?;
+            if st.posted().saturating_add(unpulled) > slots {
+                return Err(EINVAL);
+            }
+            wrs.set_user_consumer(st.wrs.user_consumer());
+            let old = core::mem::replace(&mut st.wrs, wrs);
+            // An earlier resize's old ring left behind (empty, checked above) is freed
+            // below, outside the lock.
+            (unpulled, st.old.replace(old))
+        };
+        drop(stale);
+        // The old ring's WQEs to the front of the new one, newest first.
+        loop {
+            let mut g = self.ring.lock();
+            let st = &mut *g;
+            let Some(old) = st.old.as_mut() else { break };
+            let mut n = 0;
+            while n < SRQ_MOVE_BATCH && old.move_last_to_front(&mut st.wrs) {
+                n += 1;
+            }
+            // None moved: the old ring is empty (taken or moved); stop.
+            if n == 0 {
+                break;
+            }
+        }
+        // A user SRQ: the WQEs still in the old shared queue, one per hold.
+        if self.is_user && pulls > 0 {
+            let mut ev = SrqEvents::default();
+            self.pull_entries(pulls, &mut ev);
+            self.raise(ev);
+        }
+        let (old_ring, old_user) = {
+            let mut g = self.ring.lock();
+            let st = &mut *g;
+            let old_ring = if st.old.as_ref().is_some_and(|o| o.len() == 0) {
+                st.old.take()
+            } else {
+                None
+            };
+            let old_user = match new_user {
+                Some(q) => {
+                    if self.error.load(Ordering::Acquire) {
+                        q.error_flag().store(1, Ordering::Release);
+                    }
+                    st.wrs.set_user_consumer(0);
+                    st.user.replace(q)
+                }
+                None => None,
+            };
+            self.max_wr.store(slots, Ordering::Release);
+            (old_ring, old_user)
+        };
+        // Freed (or their mmap entry removed) outside the lock.
+        drop(old_ring);
+        drop(old_user);
+        Ok(slots)
     }
 }
 
@@ -288,12 +477,32 @@ pub(crate) fn shut_down(obj: &Obj<'_, b::ib_srq>) {
     }
 }
 
-/// `modify_srq`: arms the limit (resizing is not supported).
-pub(crate) fn modify(h: &SrqHandle, attr: &b::ib_srq_attr, mask: b::ib_srq_attr_mask) -> Result {
-    if mask & b::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
-        return Err(crate::glue::eopnotsupp());
+/// `modify_srq`: resizes (IB_SRQ_MAX_WR, [`Srq::resize`]) and arms the limit
+/// (IB_SRQ_LIMIT). As rdma_rxe, every attribute is checked before any is applied: a limit
+/// above the SRQ's size (the new one when both are given) is refused with `EINVAL`.
+pub(crate) fn modify(
+    obj: &Obj<'_, b::ib_srq>,
+    attr: &mut b::ib_srq_attr,
+    mask: b::ib_srq_attr_mask,
+    udata: &mut Udata<'_>,
+) -> Result {
+    let h = obj.data();
+    let resize = mask & b::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0;
+    let limit = mask & b::ib_srq_attr_mask_IB_SRQ_LIMIT != 0;
+    if limit {
+        let size = if resize {
+            crate::proto::caps::check_srq_caps(attr.max_wr, 0, &DEV_CAPS).map_err(|_| EINVAL)?
+        } else {
+            h.srq.attrs().0
+        };
+        if attr.srq_limit > size {
+            return Err(EINVAL);
+        }
     }
-    if mask & b::ib_srq_attr_mask_IB_SRQ_LIMIT != 0 {
+    if resize {
+        attr.max_wr = h.srq.resize(attr.max_wr, limit, udata)?;
+    }
+    if limit {
         return h.srq.set_limit(attr.srq_limit);
     }
     Ok(())

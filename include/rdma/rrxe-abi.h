@@ -226,9 +226,16 @@ struct rrxe_create_srq_resp {
 	__u32 reserved;
 };
 
-/* modify_srq (resize) */
+/*
+ * modify_srq: with IB_SRQ_MAX_WR (a resize), queue_info_addr is the address of a
+ * struct rrxe_queue_info the kernel fills with the SRQ's new queue (modify_srq has no
+ * driver response). The kernel reads every WQE posted in the old queue before the call
+ * returns; the new queue starts empty (producer = consumer = 0). Post nothing during
+ * the call, map the new queue and unmap the old one after it. 0: no resize (EOPNOTSUPP
+ * for a user SRQ).
+ */
 struct rrxe_modify_srq_cmd {
-	__aligned_u64 reserved;
+	__aligned_u64 queue_info_addr;
 };
 
 /* create_ah: the handle a UD send WQE names its address vector by. */

@@ -336,6 +336,22 @@ impl<M: RingMem> RecvQueue<M> {
     pub fn publish(&mut self) {
         self.ring.publish();
     }
+
+    /// The kernel moved the queue to `mem` (an SRQ resize succeeded, having read every
+    /// request posted in the old queue): requests go there from now on, from its producer
+    /// index.
+    pub fn replace(&mut self, mem: M) {
+        self.ring = Producer::new(mem);
+    }
+
+    /// The queue the kernel reads is gone and its successor could not be mapped: every
+    /// post fails from now on ([`WrError::Broken`]) rather than land where nobody reads.
+    pub fn break_queue(&mut self) {
+        self.ring
+            .mem()
+            .error()
+            .store(1, core::sync::atomic::Ordering::Release);
+    }
 }
 
 /// A completion queue's consumer side.
@@ -490,6 +506,31 @@ mod tests {
         assert_eq!(q.stage(2, &[Sge::default(); 4]), Err(WrError::TooManySge));
         q.publish();
         assert_eq!(mem.producer().load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn recv_queue_replaced_by_a_resize() {
+        let old = HeapRing::new(1, 64, 0);
+        let mut q = RecvQueue::new(old.clone(), 1);
+        q.stage(1, &[Sge::default()]).unwrap();
+        q.stage(2, &[Sge::default()]).unwrap();
+        assert_eq!(q.stage(3, &[Sge::default()]), Err(WrError::Full));
+        q.publish();
+        // The kernel read both and moved the SRQ to a larger, empty queue.
+        let new = HeapRing::new(3, 64, 0);
+        q.replace(new.clone());
+        assert_eq!(q.capacity(), 8);
+        for id in 3..11 {
+            q.stage(id, &[Sge::default()]).unwrap();
+        }
+        assert_eq!(q.stage(11, &[Sge::default()]), Err(WrError::Full));
+        q.publish();
+        assert_eq!(new.producer().load(Ordering::Relaxed), 8);
+        assert_eq!(old.producer().load(Ordering::Relaxed), 2);
+        // A queue that could not be mapped takes nothing.
+        q.break_queue();
+        new.consumer().store(8, Ordering::Relaxed);
+        assert_eq!(q.stage(12, &[Sge::default()]), Err(WrError::Broken));
     }
 
     fn put_cqe(mem: &HeapRing, idx: u32, wr_id: u64, opcode: u32) {

@@ -1995,6 +1995,22 @@ static void kt_srq_drain(struct kt *kt)
 	tap(!ret, "A to RTS (%d)", ret);
 	tap(!ret && kt_loop_send(kt, l, 1, 0x6262, 3000),
 	    "a second SEND lands in the second SRQ receive");
+	{
+		/* A resize (as rdma_rxe's): refused below the 2 posted, then up to 16. */
+		struct ib_srq_attr ra = { .max_wr = 1 };
+		int r1, r2, r3;
+
+		r1 = ib_modify_srq(l->srq, &ra, IB_SRQ_MAX_WR);
+		ra.max_wr = 16;
+		r2 = ib_modify_srq(l->srq, &ra, IB_SRQ_MAX_WR);
+		memset(&ra, 0, sizeof(ra));
+		r3 = ib_query_srq(l->srq, &ra);
+		tap(r1 == -EINVAL && r2 == 0 && r3 == 0 && ra.max_wr >= 16,
+		    "ib_modify_srq IB_SRQ_MAX_WR: 1 (2 posted) is EINVAL (%d), 16 works (%d, max_wr %u)",
+		    r1, r2, ra.max_wr);
+		tap(!r2 && kt_loop_send(kt, l, 2, 0x7373, 1000),
+		    "after the resize a third SEND lands in the third SRQ receive");
+	}
 	tap(atomic_read(&l->ev[KT_A].last_wqe) == 0,
 	    "no IB_EVENT_QP_LAST_WQE_REACHED while A runs");
 
@@ -2008,7 +2024,7 @@ static void kt_srq_drain(struct kt *kt)
 	    "ib_drain_qp(A) returned with IB_EVENT_QP_LAST_WQE_REACHED received (%d; %lld ms)",
 	    atomic_read(&l->ev[KT_A].last_wqe), ktime_ms_delta(ktime_get(), t0));
 	good = true;
-	for (i = 2; i < KT_NRECV; i++)
+	for (i = 3; i < KT_NRECV; i++)
 		good &= !smp_load_acquire(&kt->rx_tok[i].fired);
 	tap(good, "the SRQ's other receives stay posted (not flushed with A)");
 	ib_drain_qp(l->qp[KT_B]);

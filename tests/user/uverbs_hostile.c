@@ -805,8 +805,9 @@ static void rereg(int fd, uint32_t pd)
  * The other commands rrxe takes: QUERY_PORT of a port the device does not have is the
  * core's EINVAL (ib_query_port); REQ_NOTIFY_CQ takes any solicited_only (non-zero:
  * solicited). MODIFY_SRQ: a limit above the SRQ's max_wr is EINVAL (as rxe_srq_chk_attr),
- * up to it is armed; resizing (IB_SRQ_MAX_WR) is EOPNOTSUPP: rrxe does not resize SRQs
- * (it does not advertise IB_DEVICE_SRQ_RESIZE). Mask bits the IBTA does not define are
+ * up to it is armed; a resize (IB_SRQ_MAX_WR) to 0, above max_srq_wr or below the armed
+ * limit is EINVAL (as rxe_srq_chk_attr), and one without rrxe's command (the address the
+ * new queue's layout goes to) EOPNOTSUPP, changing nothing. Mask bits the IBTA does not define are
  * ignored, as rxe ignores them. POLL_CQ on a user CQ is EOPNOTSUPP: rrxe does not set POLL_CQ in uverbs_cmd_mask (a user CQ is a ring the
  * process polls), so the core has no handler for it (ib_uverbs_notsupp); the driver's
  * poll_cq refuses a user CQ too, should the command ever be offered.
@@ -846,9 +847,13 @@ static void other_cmds(int fd, uint32_t pd)
 	expect(modify_srq(fd, srq, IBV_SRQ_LIMIT, 0, U32MAX), EINVAL, "MODIFY_SRQ limit 2^32-1");
 	expect(modify_srq(fd, srq, IBV_SRQ_LIMIT, 0, q.max_wr), 0, "MODIFY_SRQ limit max_wr (%u)",
 	       q.max_wr);
-	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, U32MAX, 0), EOPNOTSUPP,
-	       "MODIFY_SRQ max_wr 2^32-1 (no resize)");
-	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, 1, 0), EOPNOTSUPP, "MODIFY_SRQ max_wr 1 (no resize)");
+	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, U32MAX, 0), EINVAL,
+	       "MODIFY_SRQ max_wr 2^32-1 (above max_srq_wr)");
+	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, 0, 0), EINVAL, "MODIFY_SRQ max_wr 0");
+	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, 1, 0), EINVAL,
+	       "MODIFY_SRQ max_wr 1 (below the armed limit 16)");
+	expect(modify_srq(fd, srq, IBV_SRQ_MAX_WR, 32, 0), EOPNOTSUPP,
+	       "MODIFY_SRQ max_wr 32 without rrxe_modify_srq_cmd (nowhere to say the new queue)");
 	expect(modify_srq(fd, srq, 0xfffffffc, 0, 0), 0, "MODIFY_SRQ with only undefined mask bits");
 	expect(query_srq(fd, srq, &q), 0, "QUERY_SRQ");
 	ok(q.max_wr == 16 && q.srq_limit == 16, "  max_wr 16, limit 16 (got %u, %u)", q.max_wr,

@@ -12,7 +12,8 @@
  *   - SRQ: ibv_query_srq and ibv_modify_srq (IBV_SRQ_LIMIT), and the limit event
  *     (IBV_EVENT_SRQ_LIMIT_REACHED) through ibv_get_async_event, which disarms the limit;
  *     200 receives posted at once all land in order, the limit event only when fewer than
- *     the limit are left;
+ *     the limit are left; ibv_modify_srq IBV_SRQ_MAX_WR grows and shrinks an SRQ with
+ *     receives posted, none lost or repeated, and refuses a size they do not fit (EINVAL);
  *   - completion channels: ibv_req_notify_cq for the next completion, and solicited-only
  *     (no event for an unsolicited message, one for IBV_SEND_SOLICITED and one for an
  *     unsuccessful completion);
@@ -381,6 +382,102 @@ static void srq_deep(void)
 	ok(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq (deep)");
 }
 
+/*
+ * ibv_modify_srq IBV_SRQ_MAX_WR (as rdma_rxe resizes): N receives posted, one SEND taken
+ * (so the kernel has copied WQEs out of the shared queue), a resize up, N more posted:
+ * every one of the 2N SENDs lands once, in posting order, with its data. A shrink below
+ * the posted count and a size below the armed limit are refused (EINVAL) and change
+ * nothing; the limit survives the resize and fires after it; a shrink once they are
+ * taken works, and the smaller SRQ is full at its new size.
+ */
+#define RSZ 16
+static int srq_send_check(struct pair *p, int i, int slot)
+{
+	struct ibv_wc wc;
+
+	fill(src, 64, (uint8_t)(40 + i));
+	if (b_send(p, 64, 0) != IBV_WC_SUCCESS || wait_wc(p->cqa, &wc) != IBV_WC_SUCCESS)
+		return 0;
+	return wc.wr_id == (uint64_t)(3000 + i) && wc.byte_len == 64 &&
+	       !memcmp(dst + 256 * slot, src, 64);
+}
+
+static void srq_resize(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = RSZ, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_srq_attr a = { .srq_limit = 2 };
+	struct ibv_async_event ev;
+	struct pair p;
+	int got = 0, ret;
+
+	if (!srq || ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT))
+		die("ibv_create_srq 16 / limit 2");
+	ok(dx.orig_attr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE,
+	   "the device reports IBV_DEVICE_SRQ_RESIZE");
+	pair_new(&p, NULL, srq, 1, 0);
+	for (int i = 0; i < RSZ; i++)
+		if (post_recv_dst(NULL, srq, 3000 + i, 256 * i, 256))
+			die("ibv_post_srq_recv");
+	ret = post_recv_dst(NULL, srq, 9999, 0, 256);
+	ok(ret == ENOMEM, "%d receives fill the SRQ: one more is ENOMEM (%d)", RSZ, ret);
+	ok(srq_send_check(&p, 0, 0), "the first SEND lands in the first receive");
+
+	a.max_wr = 1;
+	ret = ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR);
+	ok(ret == EINVAL, "a resize to 1, below the armed limit 2, is EINVAL (%d)", ret);
+	a.max_wr = dx.orig_attr.max_srq_wr + 1;
+	ret = ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR);
+	ok(ret == EINVAL, "a resize to max_srq_wr + 1 is EINVAL (%d)", ret);
+	a.max_wr = 4 * RSZ;
+	ret = ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR);
+	ok(ret == 0, "ibv_modify_srq IBV_SRQ_MAX_WR %d with %d receives posted (%d)", 4 * RSZ,
+	   RSZ - 1, ret);
+	memset(&a, 0, sizeof(a));
+	ret = ibv_query_srq(srq, &a);
+	ok(ret == 0 && a.max_wr >= 4 * RSZ && a.srq_limit == 2,
+	   "ibv_query_srq: max_wr %u, the limit kept (%u)", a.max_wr, a.srq_limit);
+	ret = 0;
+	for (int i = RSZ; i < 2 * RSZ; i++)
+		ret |= post_recv_dst(NULL, srq, 3000 + i, 256 * i, 256);
+	ok(ret == 0, "%d more receives posted after the resize", RSZ);
+	a.max_wr = RSZ;
+	ret = ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR);
+	ok(ret == EINVAL, "a shrink to %d with %d posted is EINVAL (%d)", RSZ, 2 * RSZ - 1, ret);
+	for (int i = 1; i < 2 * RSZ; i++)
+		got += srq_send_check(&p, i, i);
+	ok(got == 2 * RSZ - 1, "the other %d SENDs land once each, in order, data intact (%d)",
+	   2 * RSZ - 1, got);
+	{
+		struct ibv_wc wc;
+
+		ok(ibv_poll_cq(p.cqa, 1, &wc) == 0, "no receive completion left over");
+	}
+	ret = loop_readable(ctx->async_fd, 5000) && ibv_get_async_event(ctx, &ev) == 0;
+	ok(ret && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
+	   "IBV_EVENT_SRQ_LIMIT_REACHED after the resize (event %d)",
+	   ret ? (int)ev.event_type : -1);
+	if (ret)
+		ibv_ack_async_event(&ev);
+
+	a.max_wr = RSZ;
+	ret = ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR);
+	memset(&a, 0, sizeof(a));
+	ok(ret == 0 && ibv_query_srq(srq, &a) == 0 && a.max_wr == RSZ,
+	   "a shrink to %d with none posted works (%d, max_wr %u)", RSZ, ret, a.max_wr);
+	ret = 0;
+	for (int i = 2 * RSZ; i < 3 * RSZ; i++)
+		ret |= post_recv_dst(NULL, srq, 3000 + i, 256 * (i - 2 * RSZ), 256);
+	ok(ret == 0 && post_recv_dst(NULL, srq, 9999, 0, 256) == ENOMEM,
+	   "the shrunk SRQ takes %d receives, then ENOMEM", RSZ);
+	got = 0;
+	for (int i = 2 * RSZ; i < 3 * RSZ; i++)
+		got += srq_send_check(&p, i, i - 2 * RSZ);
+	ok(got == RSZ, "%d SENDs land in them in order (%d)", RSZ, got);
+	pair_free(&p);
+	ok(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq (resized)");
+}
+
 static void channel(void)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
@@ -680,6 +777,7 @@ int main(int argc, char **argv)
 	wrong_args();
 	srq_limit();
 	srq_deep();
+	srq_resize();
 	channel();
 	ud_wr_api();
 	mr_offsets();

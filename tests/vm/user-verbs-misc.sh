@@ -6,6 +6,7 @@
 # loopback QPs on one host): device and port limits reported and enforced (32 SGEs each
 # way, data checked), the errno of wrong arguments on the data path, SRQ query/modify and
 # its limit event (also with 200 receives posted at once, more than one pull's batch),
+# SRQ resize (ibv_modify_srq IBV_SRQ_MAX_WR) up and down with receives posted,
 # completion channels (next and solicited-only), UD with ibv_wr_set_ud_addr
 # and ibv_wr_set_inline_data_list, and ibv_wr_local_inv of a type 2B window.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"

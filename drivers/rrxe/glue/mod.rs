@@ -575,6 +575,49 @@ impl Udata<'_> {
     }
 }
 
+impl Udata<'_> {
+    /// The command's driver-private input as a `T`: as many bytes as the caller gave (at
+    /// most `T`'s size), the rest zero. `EINVAL` for a kernel caller.
+    pub(crate) fn request<T: UserAbi + Default>(&self) -> Result<T> {
+        let mut cmd = T::default();
+        // SAFETY: cmd is valid for size_of::<T>() bytes of writes, and any bytes make a
+        // valid T (UserAbi); the helper copies min(len, inlen) bytes with copy_from_user.
+        let err = unsafe {
+            bindings::rrxe_glue_copy_from_udata(
+                (&mut cmd as *mut T).cast(),
+                self.0,
+                core::mem::size_of::<T>(),
+            )
+        };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(cmd)
+    }
+
+    /// Copies a response to the user address `addr` the command named (a command without
+    /// a driver output buffer: `modify_srq`). `EFAULT` if it is not writable.
+    pub(crate) fn respond_at<T: UserAbi>(&mut self, addr: u64, resp: &T) -> Result {
+        if !self.is_user() {
+            return Err(EINVAL);
+        }
+        // SAFETY: resp is valid for size_of::<T>() bytes of reads (plain data, every byte
+        // initialised: UserAbi); copy_to_user checks the user range itself. The command
+        // is a user command (checked above), run in the process that named the address.
+        let err = unsafe {
+            bindings::rrxe_glue_copy_to_user_addr(
+                addr,
+                (resp as *const T).cast(),
+                core::mem::size_of::<T>(),
+            )
+        };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(())
+    }
+}
+
 /// A structure of the user ABI (`include/rdma/rrxe-abi.h`) that may be copied to userspace
 /// as bytes.
 ///
@@ -593,6 +636,10 @@ unsafe impl UserAbi for bindings::rrxe_resize_cq_resp {}
 unsafe impl UserAbi for bindings::rrxe_create_ah_resp {}
 // SAFETY: one rrxe_queue_info then two __u32: 32 bytes, no padding.
 unsafe impl UserAbi for bindings::rrxe_create_srq_resp {}
+// SAFETY: one __u64, no padding.
+unsafe impl UserAbi for bindings::rrxe_modify_srq_cmd {}
+// SAFETY: two __u64 then two __u32: 24 bytes, no padding.
+unsafe impl UserAbi for bindings::rrxe_queue_info {}
 // SAFETY: two rrxe_queue_info (no padding) then two __u32: 56 bytes, no padding.
 unsafe impl UserAbi for bindings::rrxe_create_qp_resp {}
 

@@ -50,7 +50,7 @@ pub(crate) use create::{
 pub(crate) use modify::{ModifyArgs, QpAttrs};
 pub(crate) use post::{post_recv, post_recv_list, post_send};
 pub(crate) use table::{QpTable, Refused, MAX_QP};
-pub(crate) use user::pull_recv_queue;
+pub(crate) use user::{pull_one_recv, RecvPullBuf};
 pub(crate) use wr::{transport_op, Claim, RecvWr, SendKind, SendWr, Sge, WrRing};
 
 use crate::counters::{Counter, Counters};

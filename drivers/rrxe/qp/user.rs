@@ -137,7 +137,7 @@ impl Qp {
 /// pushed under the ring's lock on its own (the caller holds no interrupts-off lock), so
 /// no interrupts-off section spans more than one WQE. `Err` when the queue is corrupt (its
 /// producer index or an entry): the caller moves its owner to the error state.
-pub(crate) fn pull_recv_queue(
+fn pull_recv_queue(
     q: &Queue,
     ring: &IrqSpinLock<WrRing<RecvWr>>,
     max_sge: u32,
@@ -156,43 +156,69 @@ fn pull_recv_entries(
     max_sge: u32,
     batch: u32,
 ) -> Result<(), ()> {
-    let slot_len =
-        (q.slot_words() * 8).min(crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE);
-    let mut bytes = [0u8; crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE];
-    let mut sges = [Sge::default(); MAX_SGE as usize];
+    let mut buf = RecvPullBuf::new();
     for _ in 0..batch {
-        let mut rq = ring.lock();
-        if rq.full() {
+        if !pull_one_recv(q, &mut ring.lock(), max_sge, &mut buf)? {
             return Ok(());
         }
-        let prod = q.producer().load(Ordering::Acquire);
-        let avail = prod.wrapping_sub(rq.ucons);
-        if avail == 0 {
-            return Ok(());
-        }
-        if avail > q.slots() {
-            return Err(());
-        }
-        let i = rq.ucons;
-        let wqe = bytes.get_mut(..slot_len).ok_or(())?;
-        q.read_slot_bytes(i, 0, wqe);
-        let (wr_id, n, len) = crate::uwqe::decode_recv(wqe, max_sge, &mut sges).ok_or(())?;
-        if rq
-            .push(
-                RecvWr {
-                    wr_id,
-                    num_sge: n,
-                    len,
-                },
-                sges.get(..n as usize).unwrap_or(&[]),
-                None,
-            )
-            .is_err()
-        {
-            return Ok(());
-        }
-        rq.ucons = rq.ucons.wrapping_add(1);
-        q.consumer().store(rq.ucons, Ordering::Release);
     }
     Ok(())
+}
+
+/// The copies [`pull_one_recv`] makes of a user receive WQE (about a kilobyte: made once
+/// per batch).
+pub(crate) struct RecvPullBuf {
+    bytes: [u8; crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE],
+    sges: [Sge; MAX_SGE as usize],
+}
+
+impl RecvPullBuf {
+    pub(crate) fn new() -> Self {
+        Self {
+            bytes: [0; crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE],
+            sges: [Sge::default(); MAX_SGE as usize],
+        }
+    }
+}
+
+/// Copies the next new receive WQE of the shared queue `q` into `rq` (the caller holds
+/// `rq`'s lock: one WQE read, checked and pushed). `Ok(false)` when there is none or `rq`
+/// is full; `Err` when the queue is corrupt (its producer index or the entry).
+pub(crate) fn pull_one_recv(
+    q: &Queue,
+    rq: &mut WrRing<RecvWr>,
+    max_sge: u32,
+    buf: &mut RecvPullBuf,
+) -> Result<bool, ()> {
+    if rq.full() {
+        return Ok(false);
+    }
+    let prod = q.producer().load(Ordering::Acquire);
+    let avail = prod.wrapping_sub(rq.ucons);
+    if avail == 0 {
+        return Ok(false);
+    }
+    if avail > q.slots() {
+        return Err(());
+    }
+    let slot_len =
+        (q.slot_words() * 8).min(crate::uwqe::RECV_HDR + MAX_SGE as usize * crate::uwqe::SGE);
+    let i = rq.ucons;
+    let wqe = buf.bytes.get_mut(..slot_len).ok_or(())?;
+    q.read_slot_bytes(i, 0, wqe);
+    let (wr_id, n, len) = crate::uwqe::decode_recv(wqe, max_sge, &mut buf.sges).ok_or(())?;
+    let wr = RecvWr {
+        wr_id,
+        num_sge: n,
+        len,
+    };
+    if rq
+        .push(wr, buf.sges.get(..n as usize).unwrap_or(&[]), None)
+        .is_err()
+    {
+        return Ok(false);
+    }
+    rq.ucons = rq.ucons.wrapping_add(1);
+    q.consumer().store(rq.ucons, Ordering::Release);
+    Ok(true)
 }

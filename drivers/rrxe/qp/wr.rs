@@ -229,6 +229,52 @@ impl<T: Copy> WrRing<T> {
         self.ix.full(self.prod, self.done)
     }
 
+    /// WRs posted and not yet taken.
+    pub(crate) fn len(&self) -> u32 {
+        self.ix.used(self.prod, self.done)
+    }
+
+    /// Most WRs the ring holds.
+    pub(crate) fn cap(&self) -> u32 {
+        self.ix.cap()
+    }
+
+    /// User queues: the next entry of the shared queue to read is `i` (a new queue).
+    pub(crate) fn set_user_consumer(&mut self, i: u32) {
+        self.ucons = i;
+    }
+
+    /// A resize: moves the newest WR (and its SGEs) of this ring in front of the oldest of
+    /// `dst`, which must have room and the same number of SGEs per WR; false when this ring
+    /// is empty or `dst` cannot take it. Moving from the back to the front keeps the order:
+    /// what is left here, then what `dst` holds.
+    pub(crate) fn move_last_to_front(&mut self, dst: &mut WrRing<T>) -> bool {
+        if self.done == self.prod || dst.full() || dst.max_sge != self.max_sge {
+            return false;
+        }
+        let from = self.prod.wrapping_sub(1);
+        let to = dst.done.wrapping_sub(1);
+        let (fi, ti) = (self.idx(from), dst.idx(to));
+        let (s, d) = (fi * self.max_sge, ti * dst.max_sge);
+        let (Some(src), Some(out)) = (
+            self.sges.get(s..s + self.max_sge),
+            dst.sges.get_mut(d..d + dst.max_sge),
+        ) else {
+            return false;
+        };
+        out.copy_from_slice(src);
+        let Some(slot) = dst.wrs.get_mut(ti) else {
+            return false;
+        };
+        let Some(wr) = self.wrs.get_mut(fi).and_then(Option::take) else {
+            return false;
+        };
+        *slot = Some(wr);
+        dst.done = to;
+        self.prod = from;
+        true
+    }
+
     pub(super) fn get(&self, i: u32) -> Option<T> {
         self.wrs.get(self.idx(i)).copied().flatten()
     }

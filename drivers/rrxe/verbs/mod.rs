@@ -260,10 +260,11 @@ impl Verbs for Rrxe {
 
     fn modify_srq(
         obj: &Obj<'_, b::ib_srq>,
-        attr: &b::ib_srq_attr,
+        attr: &mut b::ib_srq_attr,
         mask: b::ib_srq_attr_mask,
+        udata: &mut Udata<'_>,
     ) -> Result {
-        srq::modify(obj.data(), attr, mask)
+        srq::modify(obj, attr, mask, udata)
     }
 
     fn query_srq(obj: &Obj<'_, b::ib_srq>, attr: &mut b::ib_srq_attr) {

@@ -15,7 +15,7 @@ pub use super::sys::{
 use super::uverbs::{
     empty, ib_uverbs_create_ah_resp, ib_uverbs_create_cq_resp, ib_uverbs_create_qp_resp,
     ib_uverbs_create_srq_resp, ib_uverbs_ex_create_cq_resp, ib_uverbs_get_context_resp,
-    ib_uverbs_resize_cq_resp, ibv_get_context, DrvCmd, DrvResp,
+    ib_uverbs_resize_cq_resp, ibv_get_context, ibv_modify_srq, DrvCmd, DrvResp,
 };
 
 /// `RRXE_UVERBS_ABI_VERSION`: the uverbs ABI version of every rrxe device, and the
@@ -36,6 +36,8 @@ pub type urrxe_get_context_resp = DrvResp<ib_uverbs_get_context_resp, rrxe_alloc
 pub type urrxe_create_cq_resp = DrvResp<ib_uverbs_create_cq_resp, rrxe_create_cq_resp>;
 /// The extended CQ creation response (`DECLARE_DRV_CMD` over `IB_USER_VERBS_EX_CMD_CREATE_CQ`).
 pub type urrxe_create_cq_ex_resp = DrvResp<ib_uverbs_ex_create_cq_resp, rrxe_create_cq_resp>;
+/// MODIFY_SRQ with where the kernel writes a resized SRQ's new queue.
+pub type urrxe_modify_srq = DrvCmd<ibv_modify_srq, rrxe_modify_srq_cmd>;
 /// RESIZE_CQ's response with the new queue.
 pub type urrxe_resize_cq_resp = DrvResp<ib_uverbs_resize_cq_resp, rrxe_resize_cq_resp>;
 /// CREATE_QP's response with the SQ and RQ descriptions.

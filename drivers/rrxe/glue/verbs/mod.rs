@@ -166,11 +166,12 @@ where
         xrc: Option<(XrcdId, Option<CqPtr>)>,
         udata: &mut Udata<'_>,
     ) -> Result<Created<'a, b::ib_srq>>;
-    /// `modify_srq`.
+    /// `modify_srq` (`udata`: a user command's driver input, empty for a kernel caller).
     fn modify_srq(
         srq: &Obj<'_, b::ib_srq>,
-        attr: &b::ib_srq_attr,
+        attr: &mut b::ib_srq_attr,
         mask: b::ib_srq_attr_mask,
+        udata: &mut Udata<'_>,
     ) -> Result;
     /// `query_srq`.
     fn query_srq(srq: &Obj<'_, b::ib_srq>, attr: &mut b::ib_srq_attr);

@@ -34,14 +34,17 @@ pub(super) unsafe extern "C" fn modify_srq<V: Verbs>(
     ibsrq: *mut b::ib_srq,
     attr: *mut b::ib_srq_attr,
     mask: b::ib_srq_attr_mask,
-    _udata: *mut b::ib_udata,
+    udata: *mut b::ib_udata,
 ) -> i32 {
-    // SAFETY: the core's contract: a live SRQ of ours; attr is live for the call.
-    let (obj, attr) = unsafe { (Obj::from_raw(ibsrq), &*attr) };
+    // SAFETY: the core's contract: a live SRQ of ours; attr is live for the call (and
+    // ours to update: the core reads back nothing of it); udata is null (ib_modify_srq) or
+    // the command's.
+    let (obj, attr, mut udata) =
+        unsafe { (Obj::from_raw(ibsrq), &mut *attr, Udata::from_raw(udata)) };
     let Some(obj) = obj else {
         return EINVAL.to_errno();
     };
-    errno(V::modify_srq(&obj, attr, mask))
+    errno(V::modify_srq(&obj, attr, mask, &mut udata))
 }
 
 pub(super) unsafe extern "C" fn query_srq<V: Verbs>(

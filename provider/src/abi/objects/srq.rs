@@ -7,7 +7,7 @@ use core::ptr;
 use std::sync::Mutex;
 
 use super::post::post_recv_list;
-use super::{map_errno, set_errno, zeroed_box};
+use super::{lock, map_errno, set_errno, zeroed_box};
 use crate::abi::driver::verbs_srq;
 use crate::abi::ffi;
 use crate::abi::queue::MappedQueue;
@@ -136,14 +136,62 @@ pub(crate) unsafe extern "C" fn get_srq_num(ibsrq: *mut ibv_srq, srq_num: *mut u
     0
 }
 
+/// `ibv_modify_srq`. A resize (IBV_SRQ_MAX_WR) holds the queue's lock, so nothing is
+/// posted while the kernel reads the old queue, then maps the new queue the kernel wrote
+/// the layout of (`rrxe_modify_srq_cmd`) and unmaps the old one.
 pub(crate) unsafe extern "C" fn modify_srq(
-    srq: *mut ibv_srq,
+    ibsrq: *mut ibv_srq,
     attr: *mut ibv_srq_attr,
     mask: c_int,
 ) -> c_int {
-    let mut cmd = ibv_modify_srq::default();
-    // SAFETY: caller's pointers; `cmd` is a live buffer of that size.
-    unsafe { ffi::ibv_cmd_modify_srq(srq, attr, mask, &mut cmd, size_of::<ibv_modify_srq>()) }
+    let mut cmd = urrxe_modify_srq::new();
+    if mask & IBV_SRQ_MAX_WR as c_int == 0 {
+        // SAFETY: caller's pointers; `cmd` is a live buffer of that size.
+        return unsafe {
+            ffi::ibv_cmd_modify_srq(
+                ibsrq,
+                attr,
+                mask,
+                ptr::addr_of_mut!(cmd).cast(),
+                size_of_val(&cmd),
+            )
+        };
+    }
+    // SAFETY: a live SRQ of ours.
+    let srq = unsafe { &*ibsrq.cast::<RrxeSrq>() };
+    let Some(rq) = srq.rq.as_ref() else {
+        return libc::EINVAL;
+    };
+    let mut g = lock(rq);
+    let mut info = rrxe_queue_info::default();
+    cmd.drv_payload.queue_info_addr = ptr::addr_of_mut!(info) as u64;
+    // SAFETY: caller's pointers; `cmd` is a live buffer of that size; `info` outlives the
+    // call, in which the kernel writes it.
+    let ret = unsafe {
+        ffi::ibv_cmd_modify_srq(
+            ibsrq,
+            attr,
+            mask,
+            ptr::addr_of_mut!(cmd).cast(),
+            size_of_val(&cmd),
+        )
+    };
+    if ret != 0 {
+        // Refused: the old queue is still the live one.
+        return ret;
+    }
+    // SAFETY: a live SRQ's context.
+    let fd = unsafe { (*(*ibsrq).context).cmd_fd };
+    match MappedQueue::map(fd, &info) {
+        Ok(q) => {
+            g.replace(q);
+            0
+        }
+        Err(e) => {
+            g.break_queue();
+            map_errno(e)
+        }
+    }
 }
 
 pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
