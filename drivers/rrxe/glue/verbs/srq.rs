@@ -36,10 +36,9 @@ pub(super) unsafe extern "C" fn modify_srq<V: Verbs>(
     mask: b::ib_srq_attr_mask,
     udata: *mut b::ib_udata,
 ) -> i32 {
-    // SAFETY: the core's contract: a live SRQ of ours; attr is live for the call (and
-    // ours to update: the core reads back nothing of it); udata is null (ib_modify_srq) or
-    // the command's.
     let (obj, attr, mut udata) =
+        // SAFETY: the core's contract: a live SRQ of ours; attr is live for the call and
+        // ours to update (the core reads nothing back); udata is null or the command's.
         unsafe { (Obj::from_raw(ibsrq), &mut *attr, Udata::from_raw(udata)) };
     let Some(obj) = obj else {
         return EINVAL.to_errno();
