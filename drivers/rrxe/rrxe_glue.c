@@ -192,9 +192,14 @@ int rrxe_glue_copy_to_user_addr(u64 addr, const void *src, size_t len)
 	return copy_to_user(u64_to_user_ptr(addr), src, len) ? -EFAULT : 0;
 }
 
+/*
+ * The device's name: ib_device::name, which a rename rewrites in place (strscpy under the
+ * core's devices_rwsem), never freed while the device lives; not dev_name(), the kobject's
+ * name, which a rename frees at once (kobject_rename) under a lock rrxe's paths do not take.
+ */
 const char *rrxe_glue_ibdev_name(const struct ib_device *ibdev)
 {
-	return dev_name(&ibdev->dev);
+	return ibdev->name;
 }
 
 void rrxe_glue_mark_name_assigned_by_user(struct ib_device *ibdev)

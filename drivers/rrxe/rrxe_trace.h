@@ -105,12 +105,18 @@ TRACE_DEFINE_ENUM(IB_WC_RNR_RETRY_EXC_ERR);
 TRACE_DEFINE_ENUM(IB_WC_REM_ABORT_ERR);
 TRACE_DEFINE_ENUM(IB_WC_GENERAL_ERR);
 
+/*
+ * Every event records the device's name from ib_device::name, copied with strscpy (at most
+ * IB_DEVICE_NAME_MAX bytes, inside the device): a rename rewrites that array in place,
+ * while dev_name() points at the kobject's name, which a rename frees at once.
+ */
+
 /* A packet a QP sent or received: its BTH, payload length and, if any, AETH syndrome. */
 DECLARE_EVENT_CLASS(rrxe_pkt_class,
 	TP_PROTO(const struct ib_device *ib, const struct rrxe_trace_pkt *p),
 	TP_ARGS(ib, p),
 	TP_STRUCT__entry(
-		__string(dev, dev_name(&ib->dev))
+		__array(char, dev, IB_DEVICE_NAME_MAX)
 		__field(u32, qpn)
 		__field(u32, dqpn)
 		__field(u32, psn)
@@ -121,7 +127,7 @@ DECLARE_EVENT_CLASS(rrxe_pkt_class,
 		__field(u8, syndrome)
 	),
 	TP_fast_assign(
-		__assign_str(dev);
+		strscpy(__entry->dev, ib->name, IB_DEVICE_NAME_MAX);
 		__entry->qpn = p->qpn;
 		__entry->dqpn = p->dqpn;
 		__entry->psn = p->psn;
@@ -132,7 +138,7 @@ DECLARE_EVENT_CLASS(rrxe_pkt_class,
 		__entry->syndrome = p->syndrome;
 	),
 	TP_printk("dev=%s qpn=0x%x dqpn=0x%x opcode=%s psn=%u len=%u ackreq=%u aeth=%s syndrome=0x%02x",
-		  __get_str(dev), __entry->qpn, __entry->dqpn,
+		  __entry->dev, __entry->qpn, __entry->dqpn,
 		  rrxe_show_opcode(__entry->opcode), __entry->psn, __entry->len,
 		  __entry->ackreq,
 		  __entry->has_aeth ? rrxe_show_nak(__entry->syndrome) : "none",
@@ -152,19 +158,19 @@ DECLARE_EVENT_CLASS(rrxe_nak_class,
 	TP_PROTO(const struct ib_device *ib, const struct rrxe_trace_pkt *p),
 	TP_ARGS(ib, p),
 	TP_STRUCT__entry(
-		__string(dev, dev_name(&ib->dev))
+		__array(char, dev, IB_DEVICE_NAME_MAX)
 		__field(u32, qpn)
 		__field(u32, psn)
 		__field(u8, syndrome)
 	),
 	TP_fast_assign(
-		__assign_str(dev);
+		strscpy(__entry->dev, ib->name, IB_DEVICE_NAME_MAX);
 		__entry->qpn = p->qpn;
 		__entry->psn = p->psn;
 		__entry->syndrome = p->syndrome;
 	),
 	TP_printk("dev=%s qpn=0x%x psn=%u syndrome=0x%02x nak=%s",
-		  __get_str(dev), __entry->qpn, __entry->psn, __entry->syndrome,
+		  __entry->dev, __entry->qpn, __entry->psn, __entry->syndrome,
 		  rrxe_show_nak(__entry->syndrome))
 );
 
@@ -185,7 +191,7 @@ TRACE_EVENT(rrxe_retransmit,
 		 u32 resent, u64 rto_us),
 	TP_ARGS(ib, qpn, timeouts, una, next, resent, rto_us),
 	TP_STRUCT__entry(
-		__string(dev, dev_name(&ib->dev))
+		__array(char, dev, IB_DEVICE_NAME_MAX)
 		__field(u32, qpn)
 		__field(u32, timeouts)
 		__field(u32, una)
@@ -194,7 +200,7 @@ TRACE_EVENT(rrxe_retransmit,
 		__field(u64, rto_us)
 	),
 	TP_fast_assign(
-		__assign_str(dev);
+		strscpy(__entry->dev, ib->name, IB_DEVICE_NAME_MAX);
 		__entry->qpn = qpn;
 		__entry->timeouts = timeouts;
 		__entry->una = una;
@@ -203,7 +209,7 @@ TRACE_EVENT(rrxe_retransmit,
 		__entry->rto_us = rto_us;
 	),
 	TP_printk("dev=%s qpn=0x%x timeouts=%u una=%u next=%u resent=%u rto_us=%llu",
-		  __get_str(dev), __entry->qpn, __entry->timeouts, __entry->una,
+		  __entry->dev, __entry->qpn, __entry->timeouts, __entry->una,
 		  __entry->next, __entry->resent, __entry->rto_us)
 );
 
@@ -212,20 +218,20 @@ TRACE_EVENT(rrxe_cwnd,
 	TP_PROTO(const struct ib_device *ib, u32 qpn, u32 old, u32 new, u8 reason),
 	TP_ARGS(ib, qpn, old, new, reason),
 	TP_STRUCT__entry(
-		__string(dev, dev_name(&ib->dev))
+		__array(char, dev, IB_DEVICE_NAME_MAX)
 		__field(u32, qpn)
 		__field(u32, old)
 		__field(u32, new)
 		__field(u8, reason)
 	),
 	TP_fast_assign(
-		__assign_str(dev);
+		strscpy(__entry->dev, ib->name, IB_DEVICE_NAME_MAX);
 		__entry->qpn = qpn;
 		__entry->old = old;
 		__entry->new = new;
 		__entry->reason = reason;
 	),
-	TP_printk("dev=%s qpn=0x%x old=%u new=%u reason=%s", __get_str(dev), __entry->qpn,
+	TP_printk("dev=%s qpn=0x%x old=%u new=%u reason=%s", __entry->dev, __entry->qpn,
 		  __entry->old, __entry->new, rrxe_show_cwnd_reason(__entry->reason))
 );
 
@@ -234,18 +240,18 @@ TRACE_EVENT(rrxe_qp_state,
 	TP_PROTO(const struct ib_device *ib, u32 qpn, u32 old, u32 new),
 	TP_ARGS(ib, qpn, old, new),
 	TP_STRUCT__entry(
-		__string(dev, dev_name(&ib->dev))
+		__array(char, dev, IB_DEVICE_NAME_MAX)
 		__field(u32, qpn)
 		__field(u32, old)
 		__field(u32, new)
 	),
 	TP_fast_assign(
-		__assign_str(dev);
+		strscpy(__entry->dev, ib->name, IB_DEVICE_NAME_MAX);
 		__entry->qpn = qpn;
 		__entry->old = old;
 		__entry->new = new;
 	),
-	TP_printk("dev=%s qpn=0x%x old=%s new=%s", __get_str(dev), __entry->qpn,
+	TP_printk("dev=%s qpn=0x%x old=%s new=%s", __entry->dev, __entry->qpn,
 		  rrxe_show_qp_state(__entry->old), rrxe_show_qp_state(__entry->new))
 );
 
@@ -255,7 +261,7 @@ TRACE_EVENT(rrxe_comp_err,
 		 bool recv),
 	TP_ARGS(ib, qpn, wr_id, status, opcode, recv),
 	TP_STRUCT__entry(
-		__string(dev, dev_name(&ib->dev))
+		__array(char, dev, IB_DEVICE_NAME_MAX)
 		__field(u64, wr_id)
 		__field(u32, qpn)
 		__field(u32, status)
@@ -263,7 +269,7 @@ TRACE_EVENT(rrxe_comp_err,
 		__field(u8, recv)
 	),
 	TP_fast_assign(
-		__assign_str(dev);
+		strscpy(__entry->dev, ib->name, IB_DEVICE_NAME_MAX);
 		__entry->wr_id = wr_id;
 		__entry->qpn = qpn;
 		__entry->status = status;
@@ -271,7 +277,7 @@ TRACE_EVENT(rrxe_comp_err,
 		__entry->recv = recv;
 	),
 	TP_printk("dev=%s qpn=0x%x wr_id=0x%llx queue=%s opcode=%u status=%s",
-		  __get_str(dev), __entry->qpn, __entry->wr_id,
+		  __entry->dev, __entry->qpn, __entry->wr_id,
 		  __entry->recv ? "recv" : "send", __entry->opcode,
 		  rrxe_show_wc_status(__entry->status))
 );
@@ -286,7 +292,7 @@ TRACE_EVENT(rrxe_fault,
 		 u8 action, u32 arg),
 	TP_ARGS(ib, rule, qpn, rx, opcode, psn, action, arg),
 	TP_STRUCT__entry(
-		__string(dev, dev_name(&ib->dev))
+		__array(char, dev, IB_DEVICE_NAME_MAX)
 		__field(u32, rule)
 		__field(u32, qpn)
 		__field(u32, psn)
@@ -296,7 +302,7 @@ TRACE_EVENT(rrxe_fault,
 		__field(u8, action)
 	),
 	TP_fast_assign(
-		__assign_str(dev);
+		strscpy(__entry->dev, ib->name, IB_DEVICE_NAME_MAX);
 		__entry->rule = rule;
 		__entry->qpn = qpn;
 		__entry->psn = psn;
@@ -306,7 +312,7 @@ TRACE_EVENT(rrxe_fault,
 		__entry->action = action;
 	),
 	TP_printk("dev=%s rule=%u qpn=0x%x dir=%s opcode=%s psn=%u action=%s arg=%u",
-		  __get_str(dev), __entry->rule, __entry->qpn, __entry->rx ? "rx" : "tx",
+		  __entry->dev, __entry->rule, __entry->qpn, __entry->rx ? "rx" : "tx",
 		  rrxe_show_opcode(__entry->opcode), __entry->psn,
 		  rrxe_show_fault_action(__entry->action), __entry->arg)
 );

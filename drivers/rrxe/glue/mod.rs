@@ -215,8 +215,9 @@ impl IbDev {
 
     /// The device name (`rrxe0`, …).
     pub(crate) fn name(&self) -> &CStr {
-        // SAFETY: a registered device's `dev.kobj.name` holds its NUL-terminated name; we
-        // read it through the helper the core uses (dev_name) in C.
+        // SAFETY: the helper returns the device's `name` array, NUL-terminated and inside the
+        // live ib_device; a rename rewrites it in place (a concurrent reader may see a torn
+        // name, never freed memory).
         unsafe { CStr::from_char_ptr(bindings::rrxe_glue_ibdev_name(self.as_ptr())) }
     }
 

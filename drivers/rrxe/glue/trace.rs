@@ -73,7 +73,8 @@ pub(crate) fn pkt(dev: &IbDev, tx: bool, p: &Pkt) {
         nak: u8::from(p.nak),
     };
     // SAFETY: `dev` is a live rrxe device for the call (the borrow); the event copies its
-    // name and `raw`'s fields, only while enabled, and keeps neither pointer.
+    // name (a bounded copy of `ib_device::name`) and `raw`'s fields, only while enabled, and
+    // keeps neither pointer.
     unsafe { bindings::rrxe_glue_trace_pkt(dev.as_ptr(), &raw) }
 }
 
