@@ -231,8 +231,10 @@ impl Qp {
         }
         if proto.state() == proto::QpState::Reset {
             self.reset_rings();
-            // A new connection starts with no page fault waiting or remembered as failed.
+            // A new connection starts with no page fault waiting or remembered as failed,
+            // and no packet of the old one held back by a fault rule.
             self.reset_faults();
+            eng.held = super::run::Held::default();
         }
         drop(eng);
         // SQ Drained (a move to SQD with nothing in progress), Last WQE Reached: the handler

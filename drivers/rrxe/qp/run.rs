@@ -50,8 +50,8 @@ impl RxRing {
 /// more packets of the QP have been taken from its ring. A QP holds one at most; a packet
 /// such a rule hits while another is held goes on at once (its hit counted all the same,
 /// in `fault_hits` and the rule's `hits`). Under the QP's `engine`; a held packet is freed
-/// with the QP, and one released after a reset or an error is dropped by the state check
-/// like any packet.
+/// with the QP or when it is reset (it belongs to the old connection), and one released in
+/// the error state is dropped by the state check like any packet.
 #[derive(Default)]
 pub(super) struct Held {
     pkt: Option<(SkBuff, Icrc)>,
