@@ -231,6 +231,7 @@ void rrxe_glue_timer_free(struct rrxe_timer *t);
 void rrxe_glue_work_cancel_sync(struct rrxe_work *w);
 void rrxe_glue_timer_shutdown(struct rrxe_timer *t);
 void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac);
+void rrxe_glue_skb_release_refs(struct sk_buff *skb);
 struct net_device *rrxe_glue_local_addr_dev(struct net_device *ndev, bool ipv6, const u8 *addr);
 bool rrxe_glue_has_roce_gid(struct ib_device *ibdev, const u8 *gid, struct net_device *ndev);
 struct sk_buff *rrxe_glue_tx_alloc(struct net_device *ndev, u32 ip_len, bool ipv6, u8 **data);

@@ -442,6 +442,17 @@ void rrxe_glue_mc_leave(struct net_device *ndev, const u8 *mgid)
 #endif
 }
 
+/*
+ * Drops what a received skb holds of the network stack beyond its data: its route and its
+ * conntrack entry (a packet kept for long would keep its namespace's conntrack from being
+ * emptied when the namespace goes).
+ */
+void rrxe_glue_skb_release_refs(struct sk_buff *skb)
+{
+	skb_dst_drop(skb);
+	nf_reset_ct(skb);
+}
+
 void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac)
 {
 	if (skb_mac_header_was_set(skb) && skb_mac_header_len(skb) >= ETH_HLEN)

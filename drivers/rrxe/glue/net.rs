@@ -429,6 +429,13 @@ impl SkBuff {
         NonNull::new(c).map(SkBuff)
     }
 
+    /// Lets go of the packet's route and conntrack entry, keeping its data: for a packet
+    /// kept beyond its arrival (held back by a fault rule).
+    pub(crate) fn release_refs(&mut self) {
+        // SAFETY: we own the skb; the helper drops references it holds, nothing else.
+        unsafe { bindings::rrxe_glue_skb_release_refs(self.0.as_ptr()) };
+    }
+
     /// Frees a packet that was handled successfully (not counted as a drop).
     pub(crate) fn consume(self) {
         let p = self.0.as_ptr();

@@ -63,7 +63,10 @@ pub(super) struct Held {
 
 impl Held {
     /// Holds `pkt` (none is held) as `action` says.
-    fn hold(&mut self, pkt: (SkBuff, Icrc), action: FaultAction) {
+    fn hold(&mut self, mut pkt: (SkBuff, Icrc), action: FaultAction) {
+        // It may be kept long (`reorder` with no later packet): nothing of the stack's with
+        // it, such as a conntrack entry that would stall its namespace's deletion.
+        pkt.0.release_refs();
         let (after, due_us) = match action {
             FaultAction::Reorder(k) => (u32::from(k), 0),
             FaultAction::Delay(us) => {
