@@ -38,7 +38,8 @@ pub(super) unsafe extern "C" fn modify_srq<V: Verbs>(
 ) -> i32 {
     let (obj, attr, mut udata) =
         // SAFETY: the core's contract: a live SRQ of ours; attr is live for the call and
-        // ours to update (the core reads nothing back); udata is null or the command's.
+        // ours to update (uverbs sets only max_wr and srq_limit, the fields `mask` names and
+        // the only ones read); udata is null or the command's.
         unsafe { (Obj::from_raw(ibsrq), &mut *attr, Udata::from_raw(udata)) };
     let Some(obj) = obj else {
         return EINVAL.to_errno();
