@@ -278,7 +278,7 @@ fi
 }
 
 run_vm_tests() { # TEST...: on the current kernel
-local t f vms to retries append vrc i o p f2 l
+local t f vms to retries append smp vrc i o p f2 l
 out=$ROOT/qemu/out
 mkdir -p "$out"
 for t in "$@"; do
@@ -289,15 +289,17 @@ for t in "$@"; do
   to=$(( to * ${RRXE_TIMEOUT_SCALE:-1} ))
   retries=$(sed -n 's/^# retries: *//p' "$f" | head -n 1); retries=${retries:-0}
   append=$(sed -n 's/^# append: *//p' "$f" | head -n 1)
-  note "VM test $t ($vms VMs)"
-  qemu/run-vms --vms "$vms" --timeout "$to" --out "$out" --name "$t" --append "$append" "$f"
+  # CPUs per VM (default 1): a test of what needs more than one CPU says so.
+  smp=$(sed -n 's/^# smp: *//p' "$f" | head -n 1); smp=${smp:-1}
+  note "VM test $t ($vms VMs$([ "$smp" = 1 ] || echo ", $smp CPUs each"))"
+  qemu/run-vms --vms "$vms" --smp "$smp" --timeout "$to" --out "$out" --name "$t" --append "$append" "$f"
   vrc=$?
   # A test known to be timing-sensitive may declare retries; a failed attempt is reported.
   while [ "$vrc" != 0 ] && [ "$retries" -gt 0 ]; do
     retries=$((retries - 1))
     echo "RETRY: $t failed (see below); running it again. Failed attempt's failures:"
     for i in $(seq 0 $((vms - 1))); do grep -a '^not ok ' "$out/$t-vm$i.out" | sed 's/^/  /'; done
-    qemu/run-vms --vms "$vms" --timeout "$to" --out "$out" --name "$t" --append "$append" "$f"
+    qemu/run-vms --vms "$vms" --smp "$smp" --timeout "$to" --out "$out" --name "$t" --append "$append" "$f"
     vrc=$?
   done
   for i in $(seq 0 $((vms - 1))); do

@@ -10,7 +10,7 @@
 use crate::glue::bindings as b;
 use crate::glue::obj::{Created, NewObj, Obj};
 use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
-use crate::glue::{CqPtr, Queue, UContext, Udata};
+use crate::glue::{CompVector, CqPtr, Queue, UContext, Udata};
 use crate::ib::{WcOpcode, WcStatus};
 use crate::limits;
 use kernel::prelude::*;
@@ -141,6 +141,8 @@ pub(crate) struct Cq {
     #[pin]
     resizing: Mutex<()>,
     user: bool,
+    /// Where the completion handler runs (the CQ's `comp_vector`).
+    vector: CompVector,
 }
 
 impl Cq {
@@ -149,6 +151,7 @@ impl Cq {
     pub(crate) fn new(
         cqe: u32,
         uctx: Option<&UContext>,
+        vector: CompVector,
     ) -> Result<(impl PinInit<Self, Error>, u32)> {
         if cqe == 0 || cqe > MAX_CQE {
             return Err(EINVAL);
@@ -168,6 +171,7 @@ impl Cq {
             ),
             resizing <- kernel::new_mutex!((), "rrxe_cq_resize"),
             user,
+            vector,
         });
         Ok((init, slots))
     }
@@ -363,11 +367,14 @@ pub(crate) fn create<'a>(
         if attr.flags != 0 {
             return Err(crate::glue::eopnotsupp());
         }
-        if attr.comp_vector != 0 {
+        // A vector the device does not have: EINVAL, as mlx5 (rdma_rxe accepts any value
+        // and ignores it).
+        if attr.comp_vector >= dev.num_comp_vectors() {
             return Err(EINVAL);
         }
+        let vector = obj.comp_vector(attr.comp_vector)?;
         let uctx = UContext::from_udata(udata);
-        let (init, entries) = Cq::new(attr.cqe, uctx.as_ref())?;
+        let (init, entries) = Cq::new(attr.cqe, uctx.as_ref(), vector)?;
         let mut cq = obj.init(init)?;
         cq.ib_mut().cqe = entries as i32;
         if udata.is_user() {
@@ -444,11 +451,18 @@ fn fill_wc(s: &[u64; 9], w: &mut b::ib_wc) {
 }
 
 impl CqPtr {
+    /// Waits until a completion handler call queued on the CQ's vector has run (process
+    /// context): a QP's destruction calls it, so that no handler call for the QP's
+    /// completions is left queued when the consumer frees the CQ.
+    pub(crate) fn flush_events(&self) {
+        self.data().vector.flush();
+    }
+
     /// Posts a completion, calling the consumer's handler if it asked to be notified, or
     /// reporting IB_EVENT_CQ_ERR on overflow.
     pub(crate) fn complete(&self, c: &Completion, solicited: bool) {
         match self.data().post(c, solicited) {
-            Posted::Ok { notify: true } => self.comp_event(),
+            Posted::Ok { notify: true } => self.data().vector.fire(),
             Posted::Ok { notify: false } => {}
             // The QP (or the consumer's ring) cannot go on: report it.
             Posted::Overflow => self.error_event(),

@@ -445,6 +445,78 @@ void rrxe_glue_cq_comp(struct ib_cq *cq)
 		cq->comp_handler(cq, cq->cq_context);
 }
 
+/*
+ * A CQ's completion vector: the CPU its completion handler runs on, as a NIC's interrupt
+ * of that vector would run it (kernel ULPs spread their CQs over the vectors to spread the
+ * handlers over the CPUs). Vector v is the v-th CPU of cpumask_local_spread, fixed when the
+ * CQ is made; the device has one vector per online CPU at its registration.
+ */
+struct rrxe_cq_vec {
+	struct work_struct work;	/* runs the handler on cpu; one pending at most */
+	struct ib_cq *cq;
+	unsigned int cpu;
+};
+
+static void rrxe_cq_vec_work(struct work_struct *w)
+{
+	struct rrxe_cq_vec *v = container_of(w, struct rrxe_cq_vec, work);
+
+	rrxe_glue_cq_comp(v->cq);
+}
+
+struct rrxe_cq_vec *rrxe_glue_cq_vec_new(struct ib_cq *cq, u32 vector)
+{
+	struct rrxe_cq_vec *v = kzalloc(sizeof(*v), GFP_KERNEL);
+
+	if (!v)
+		return NULL;
+	INIT_WORK(&v->work, rrxe_cq_vec_work);
+	v->cq = cq;
+	v->cpu = cpumask_local_spread(vector, NUMA_NO_NODE);
+	return v;
+}
+
+/*
+ * The CQ's handler, now if this code runs on the vector's CPU (the only case with one
+ * CPU), else from a work item queued on that CPU (a CPU gone offline since runs it on
+ * another: queue_work_on's kernel-doc). An event that finds the work still queued merges
+ * with it: the handler means "look at the CQ", and the consumer re-arms after it looked.
+ * Preemption is off around the direct call so that the check stays true during it; the
+ * handlers of the core (ib_cq's softirq and workqueue modes) and of uverbs only queue work
+ * or take spinlocks, as they do when a NIC's interrupt calls them.
+ */
+void rrxe_glue_cq_vec_comp(struct rrxe_cq_vec *v)
+{
+	if (get_cpu() == v->cpu) {
+		rrxe_glue_cq_comp(v->cq);
+		put_cpu();
+		return;
+	}
+	put_cpu();
+	queue_work_on(v->cpu, system_highpri_wq, &v->work);
+}
+
+/* Waits until a queued handler call has run (process context). */
+void rrxe_glue_cq_vec_flush(struct rrxe_cq_vec *v)
+{
+	flush_work(&v->work);
+}
+
+/*
+ * At the CQ's destruction (no QP uses it any more, the core saw to it): a queued handler
+ * call is dropped, a running one waited for.
+ */
+void rrxe_glue_cq_vec_free(struct rrxe_cq_vec *v)
+{
+	cancel_work_sync(&v->work);
+	kfree(v);
+}
+
+u32 rrxe_glue_num_online_cpus(void)
+{
+	return num_online_cpus();
+}
+
 /* --- address vectors --- */
 
 int rrxe_glue_ah_attr_to_av(const struct rdma_ah_attr *attr, struct rrxe_kav *av)

@@ -189,6 +189,12 @@ struct ib_ucontext *rrxe_glue_udata_ucontext(struct ib_udata *udata);
 struct ib_udata *rrxe_glue_attrs_udata(struct uverbs_attr_bundle *attrs);
 void rrxe_glue_cq_event(struct ib_cq *cq, int event);
 void rrxe_glue_cq_comp(struct ib_cq *cq);
+struct rrxe_cq_vec;
+struct rrxe_cq_vec *rrxe_glue_cq_vec_new(struct ib_cq *cq, u32 vector);
+void rrxe_glue_cq_vec_comp(struct rrxe_cq_vec *v);
+void rrxe_glue_cq_vec_flush(struct rrxe_cq_vec *v);
+void rrxe_glue_cq_vec_free(struct rrxe_cq_vec *v);
+u32 rrxe_glue_num_online_cpus(void);
 
 struct ib_umem *rrxe_glue_umem_get(struct ib_device *dev, u64 start, u64 length, int access,
 				   int *err);

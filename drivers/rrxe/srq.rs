@@ -104,6 +104,15 @@ pub(crate) struct XrcPart {
 }
 
 impl Srq {
+    /// Waits for completion handler calls queued on an XRC SRQ's CQ (process context).
+    pub(crate) fn flush_cq_events(&self) {
+        if let Some(x) = &self.xrc {
+            x.cq.flush_events();
+        }
+    }
+}
+
+impl Srq {
     /// A new SRQ of `max_wr` WQEs with `max_sge` SGEs each.
     pub(crate) fn new(
         max_wr: u32,
@@ -475,6 +484,8 @@ pub(crate) fn shut_down(obj: &Obj<'_, b::ib_srq>) {
         // Dropped here, outside the table's lock.
         drop(obj.dev().data().xrc_srqs.remove(n));
     }
+    // An XRC SRQ's receive completions go to its own CQ (see Qp::flush_cq_events).
+    obj.data().srq.flush_cq_events();
 }
 
 /// `modify_srq`: resizes (IB_SRQ_MAX_WR, [`Srq::resize`]) and arms the limit

@@ -1808,25 +1808,32 @@ static struct ib_qp *kt_loop_qp(struct kt *kt, struct kt_loop *l, int q)
 	return ib_create_qp(kt->pd, &qa);
 }
 
-static int kt_loop_rts(struct kt_loop *l, int q)
+static int kt_qp_rts(struct ib_qp *qp)
 {
 	struct ib_qp_attr a = {
 		.qp_state = IB_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
 		.max_rd_atomic = 1,
 	};
 
-	return ib_modify_qp(l->qp[q], &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
 			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* Moves QP q through the states up to want (INIT, RTR or RTS), connected to QP dest. */
-static int kt_loop_modify(struct kt_loop *l, int q, u32 dest, enum ib_qp_state want)
+static int kt_loop_rts(struct kt_loop *l, int q)
+{
+	return kt_qp_rts(l->qp[q]);
+}
+
+/*
+ * Moves qp through the states up to want (INIT, RTR or RTS), connected to QP dest of this
+ * device (l's GID and MAC).
+ */
+static int kt_qp_connect(struct kt_loop *l, struct ib_qp *qp, u32 dest, enum ib_qp_state want)
 {
 	struct ib_qp_attr a = {
 		.qp_state = IB_QPS_INIT, .port_num = 1,
 		.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ,
 	};
-	struct ib_qp *qp = l->qp[q];
 	int ret;
 
 	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
@@ -1848,7 +1855,13 @@ static int kt_loop_modify(struct kt_loop *l, int q, u32 dest, enum ib_qp_state w
 			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
 	if (ret || want == IB_QPS_RTR)
 		return ret;
-	return kt_loop_rts(l, q);
+	return kt_qp_rts(qp);
+}
+
+/* kt_qp_connect for QP q of l. */
+static int kt_loop_modify(struct kt_loop *l, int q, u32 dest, enum ib_qp_state want)
+{
+	return kt_qp_connect(l, l->qp[q], dest, want);
 }
 
 static int kt_loop_state(struct kt_loop *l, int q, enum ib_qp_state st)
@@ -1909,6 +1922,116 @@ static bool kt_wait_count(atomic_t *c, int n)
 {
 	wait_event_timeout(kt_wq, atomic_read(c) >= n, msecs_to_jiffies(timeout_ms));
 	return atomic_read(c) >= n;
+}
+
+/*
+ * Completion vectors: the device has one per online CPU, and a CQ's handler runs on its
+ * vector's CPU (cpumask_local_spread, as the driver maps them). The context of one CQ's
+ * handler: how often it ran and on which CPU last.
+ */
+struct kt_vec {
+	atomic_t calls;
+	int cpu;
+};
+
+static void kt_vec_comp(struct ib_cq *cq, void *ctx)
+{
+	struct kt_vec *v = ctx;
+
+	WRITE_ONCE(v->cpu, raw_smp_processor_id());
+	atomic_inc(&v->calls);
+	wake_up(&kt_wq);
+}
+
+/*
+ * A CQ on vector vec and an RC QP on it connected to itself: a SEND to its own receive
+ * completes twice on the CQ, and the handler armed for it runs on the vector's CPU.
+ */
+static bool kt_vec_one(struct kt *kt, struct kt_loop *l, int vec)
+{
+	struct ib_cq_init_attr ca = { .cqe = 4, .comp_vector = vec };
+	struct ib_qp_init_attr qa = {
+		.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_type = IB_SIGNAL_REQ_WR, .qp_type = IB_QPT_RC,
+	};
+	struct ib_sge rsge = { .addr = kt->rx[0].dma, .length = PAGE_SIZE,
+			       .lkey = kt->pd->local_dma_lkey };
+	struct ib_sge ssge = { .addr = kt->ctl.dma, .length = 64,
+			       .lkey = kt->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 };
+	struct ib_send_wr swr = { .wr_id = 2, .opcode = IB_WR_SEND, .sg_list = &ssge,
+				  .num_sge = 1, .send_flags = IB_SEND_SIGNALED };
+	unsigned int want_cpu = cpumask_local_spread(vec, NUMA_NO_NODE);
+	struct kt_vec v = { .cpu = -1 };
+	struct ib_qp *qp = NULL;
+	struct ib_cq *cq;
+	struct ib_wc wc[2];
+	unsigned long end;
+	int ret, got = 0, n;
+	bool good = false;
+
+	atomic_set(&v.calls, 0);
+	cq = ib_create_cq(kt->dev, kt_vec_comp, NULL, &v, &ca);
+	if (IS_ERR(cq)) {
+		tap(false, "ib_create_cq on vector %d: %ld", vec, PTR_ERR(cq));
+		return false;
+	}
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qp = ib_create_qp(kt->pd, &qa);
+	if (IS_ERR(qp)) {
+		ret = PTR_ERR(qp);
+		qp = NULL;
+		goto out;
+	}
+	ret = kt_qp_connect(l, qp, qp->qp_num, IB_QPS_RTS);
+	if (!ret)
+		ret = ib_post_recv(qp, &rwr, NULL);
+	if (!ret)
+		ret = ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	if (ret < 0)
+		goto out;
+	ret = ib_post_send(qp, &swr, NULL);
+	if (ret)
+		goto out;
+	good = kt_wait_count(&v.calls, 1);
+	end = jiffies + msecs_to_jiffies(timeout_ms);
+	while (got < 2 && time_before(jiffies, end)) {
+		n = ib_poll_cq(cq, 2 - got, wc + got);
+		if (n < 0)
+			break;
+		got += n;
+		if (!n)
+			msleep(1);
+	}
+	good &= got == 2 && wc[0].status == IB_WC_SUCCESS && wc[1].status == IB_WC_SUCCESS;
+	good &= READ_ONCE(v.cpu) == want_cpu;
+out:
+	tap(good, "vector %d: a self-connected RC QP's SEND completes on its CQ (%d of 2), the handler ran on CPU %d (want %u; %d calls; %d)",
+	    vec, got, READ_ONCE(v.cpu), want_cpu, atomic_read(&v.calls), ret);
+	if (qp)
+		ib_destroy_qp(qp);
+	ib_destroy_cq(cq);
+	return good;
+}
+
+static void kt_comp_vectors(struct kt *kt, struct kt_loop *l)
+{
+	struct ib_cq_init_attr ca = { .cqe = 4 };
+	int nvec = kt->dev->num_comp_vectors, vec;
+	struct ib_cq *cq;
+
+	tap(nvec == num_online_cpus(), "num_comp_vectors %d, one per online CPU (%u)", nvec,
+	    num_online_cpus());
+	for (vec = 0; vec < nvec && vec < 8; vec++)
+		kt_vec_one(kt, l, vec);
+	ca.comp_vector = nvec;
+	cq = ib_create_cq(kt->dev, kt_vec_comp, NULL, NULL, &ca);
+	tap(IS_ERR(cq) && PTR_ERR(cq) == -EINVAL,
+	    "ib_create_cq on vector %d (num_comp_vectors): EINVAL (%ld)", nvec,
+	    IS_ERR(cq) ? PTR_ERR(cq) : 0L);
+	if (!IS_ERR(cq))
+		ib_destroy_cq(cq);
 }
 
 /*
@@ -2047,6 +2170,7 @@ static void kt_srq_drain(struct kt *kt)
 	    "C: ERR again (no event), RESET, INIT, ERR: a second IB_EVENT_QP_LAST_WQE_REACHED (%d)",
 	    ret);
 	tally = true;
+	kt_comp_vectors(kt, l);
 
 out:
 	/* Destroyed QPs raise nothing more: the counts are final. */

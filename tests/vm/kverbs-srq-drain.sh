@@ -1,11 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # vms: 1
+# smp: 2
 # timeout: 240
 # Kernel verbs on one VM (tests/kverbs/rrxe_ktest.ko role=srq-drain): a QP on an SRQ gets
 # IB_EVENT_COMM_EST for its first request in RTR, and ib_drain_qp on it returns with
 # IB_EVENT_QP_LAST_WQE_REACHED received (the core would wait 60 s for it), leaving the SRQ's
 # other receives posted; a QP on the SRQ gets the event once per entry into the error state.
+# Then the completion vectors (two CPUs: the one test with more than one): one per online
+# CPU, a CQ's handler runs on its vector's CPU, a vector past the last is EINVAL.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/kverbs-tap.sh"
 

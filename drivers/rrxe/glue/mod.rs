@@ -294,7 +294,10 @@ impl IbDev {
         unsafe {
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as _;
             (*ib).phys_port_cnt = 1;
-            (*ib).num_comp_vectors = 1;
+            // One completion vector per online CPU (see CompVector); rdma_rxe and siw
+            // count the possible CPUs but run every handler where the completion happens.
+            (*ib).num_comp_vectors =
+                bindings::rrxe_glue_num_online_cpus().clamp(1, i32::MAX as u32) as i32;
             (*ib).local_dma_lkey = 0;
             (*ib).node_guid = u64::from_ne_bytes(ndev.eui64());
             (*ib).uverbs_cmd_mask |= (1u64
@@ -359,6 +362,49 @@ impl IbDev {
         // SAFETY: self is a live device, so its pointer is non-null.
         DevPtr(unsafe { NonNull::new_unchecked(self.as_ptr()) })
     }
+
+    /// The completion vectors the device reports (`num_comp_vectors`, set at its creation:
+    /// one per CPU online then, at least one).
+    pub(crate) fn num_comp_vectors(&self) -> u32 {
+        // SAFETY: a live device; the field is written once, before registration.
+        let n = unsafe { (*self.as_ptr()).num_comp_vectors };
+        u32::try_from(n).unwrap_or(1).max(1)
+    }
+}
+
+/// A CQ's completion vector: runs the CQ's completion handler on the vector's CPU, now if
+/// the caller is on it, else from a work item queued there (`rrxe_glue_cq_vec_comp`). Owned
+/// by the CQ's data; dropping it (at the CQ's destruction) drops a queued call and waits for
+/// a running one.
+pub(crate) struct CompVector(NonNull<bindings::rrxe_cq_vec>);
+
+// SAFETY: the C functions below may be called from any thread (queue_work_on, flush_work
+// and cancel_work_sync synchronise on the work item; `cq` and `cpu` are written once, before
+// the value exists).
+unsafe impl Send for CompVector {}
+// SAFETY: as above.
+unsafe impl Sync for CompVector {}
+
+impl CompVector {
+    /// Calls the CQ's completion handler on the vector's CPU (any context).
+    pub(crate) fn fire(&self) {
+        // SAFETY: a live vector (owned by self) of a live CQ (the vector dies with it).
+        unsafe { bindings::rrxe_glue_cq_vec_comp(self.0.as_ptr()) }
+    }
+
+    /// Waits until a queued handler call has run (process context).
+    pub(crate) fn flush(&self) {
+        // SAFETY: a live vector; flush_work sleeps, the caller is in process context.
+        unsafe { bindings::rrxe_glue_cq_vec_flush(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for CompVector {
+    fn drop(&mut self) {
+        // SAFETY: owned, never used again; the CQ's data (our owner) is dropped at the CQ's
+        // destruction, in process context, when no QP posts to it any more.
+        unsafe { bindings::rrxe_glue_cq_vec_free(self.0.as_ptr()) }
+    }
 }
 
 /// A CQ a QP posts completions to. The core keeps the CQ alive (usecnt) while a QP uses it.
@@ -384,12 +430,6 @@ impl CqPtr {
     {
         // SAFETY: a live CQ of ours (type invariant), so an initialised DrvObj.
         unsafe { &(*self.0.as_ptr().cast::<DrvObj<bindings::ib_cq, _>>()).data }
-    }
-
-    /// Calls the consumer's completion handler.
-    pub(crate) fn comp_event(&self) {
-        // SAFETY: live CQ; the core set its handler.
-        unsafe { bindings::rrxe_glue_cq_comp(self.0.as_ptr()) }
     }
 
     /// Reports IB_EVENT_CQ_ERR to the consumer.

@@ -120,6 +120,22 @@ where
     }
 }
 
+impl NewObj<'_, bindings::ib_cq>
+where
+    bindings::ib_cq: DriverObj,
+{
+    /// The completion vector `vector` for this CQ (`vector` below the device's
+    /// `num_comp_vectors`, checked by the caller; any value maps to an online CPU).
+    pub(crate) fn comp_vector(&self, vector: u32) -> Result<super::CompVector> {
+        // SAFETY: the core's part of the CQ being created (contract of from_raw), alive
+        // until its destruction, which drops the driver data owning the vector first; the
+        // helper only allocates and records the pointer.
+        let v =
+            unsafe { bindings::rrxe_glue_cq_vec_new(addr_of_mut!((*self.0.as_ptr()).ib), vector) };
+        Ok(super::CompVector(NonNull::new(v).ok_or(ENOMEM)?))
+    }
+}
+
 /// An object the core just allocated for its creation callback: core fields set, driver
 /// data not yet initialised, exclusively ours until the callback returns.
 pub(crate) struct NewObj<'a, I: DriverObj>(NonNull<DrvObj<I, I::Data>>, PhantomData<&'a mut I>);

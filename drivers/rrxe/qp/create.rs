@@ -200,6 +200,7 @@ pub(crate) fn shut_down(dev: &IbDev, h: &QpHandle) -> Result {
     // it before bottom halves come back on, so after this grace period ours are the last.
     crate::glue::sync::synchronize_rcu();
     drop(table_ref);
+    h.qp.flush_cq_events();
     Ok(())
 }
 

@@ -409,6 +409,17 @@ impl Engine {
 }
 
 impl Qp {
+    /// Waits for completion handler calls queued on the QP's CQs' vectors (process
+    /// context, once the QP posts no more completions): none is left for the consumer's
+    /// CQ destruction to race with.
+    pub(crate) fn flush_cq_events(&self) {
+        for cq in [self.send_cq, self.recv_cq].into_iter().flatten() {
+            cq.flush_events();
+        }
+    }
+}
+
+impl Qp {
     /// Creates a QP (in Reset).
     ///
     /// Stack: a `Qp` is about 1.7 KiB, and its parts would be as much again on this frame if
