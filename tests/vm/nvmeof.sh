@@ -58,8 +58,8 @@ else
   check "the controller has the admin queue and 2 I/O queues" qc
   q=$(ls -d /sys/class/nvme/nvme*/ 2>/dev/null | head -n 1)
   echo "# controller ${q}: $(cat "$q/transport" "$q/state" "$q/queue_count" 2>/dev/null | paste -sd' ')"
-  check "fio randrw 4 KiB, qd 32, crc32c verify" fio_verify 4k 16m
-  check "fio randrw 128 KiB, qd 32, crc32c verify" fio_verify 128k 64m
+  check "fio randrw 4 KiB, qd 32, crc32c verify" fio_verify 4k 8m
+  check "fio randrw 128 KiB, qd 32, crc32c verify" fio_verify 128k 32m
   # A disconnect while I/O runs: fio may see errors; nothing may hang.
   fio_load 30 &
   bg=$!
@@ -69,7 +69,7 @@ else
   [ "$rc" != 124 ] && ok "fio returned after the disconnect (exit $rc)" ||
     not_ok "fio hung after the disconnect"
   check "nvme connect again" nvme_connect
-  check "fio randrw 4 KiB verify after the reconnect" fio_verify 4k 16m
+  check "fio randrw 4 KiB verify after the reconnect" fio_verify 4k 8m
   if [ -n "$NVMEOF_INTEROP" ]; then
     check "nvme disconnect" timeout 120 nvme disconnect -n "$NQN"
     peer_signal 17002

@@ -84,7 +84,12 @@ pod1_gid_gone() { ! gid_index_v4 rrxe0 "$(pod_ip 1)"; }
 pod2_gid_moved() { local g; g=$(gid_index_v4 rrxe0 "$(pod_ip 2)") && [ "$g" != "$G2" ]; }
 # sent_still: no packet sent in 3 s.
 sent_still() { local a; a=$(counter rrxe0 sent_pkts); sleep 3; [ "$(counter rrxe0 sent_pkts)" = "$a" ]; }
-# receiver POD GID PORT: VM 0's side of a cut-off sender: a reader that must end.
+# receiver POD GID PORT [stop]: VM 0's side of a cut-off sender. Without `stop`, a reader
+# that must end by itself once its sender is cut off (pod2: the sender's address comes back,
+# so its exit resets perftest's TCP connection). With `stop` (pod1: the sender's device is
+# deleted, so its TCP connection vanishes without a FIN or a reset, and an RDMA WRITE
+# target sees nothing of its QP: nothing can end the reader), it is stopped once VM 1
+# signals that its sender gave up.
 receiver() {
   # perftest's TCP connection may lose its far end without a FIN: the closed socket would
   # retransmit its own FIN for about two minutes and keep the pod's namespace (so its GID)
@@ -95,8 +100,13 @@ receiver() {
   local spid=$!
   retry 100 0.2 ip netns exec "$1" bash -c "$(declare -f listening); listening $3"
   peer_signal $(($3 + 1000))
-  # Its peer gone, the receiving side ends one way or another; that it ends is what counts.
-  check "$1: the receiving ib_write_bw ends once its sender is cut off" retry 160 1 proc_gone "$spid"
+  if [ "${4:-}" = stop ]; then
+    check "$1: the other VM's sender gave up (it signals)" peer_wait $(($3 + 2000)) 150
+    kill "$spid" 2>/dev/null
+    check "$1: the receiving ib_write_bw, stopped, exits" retry 30 1 proc_gone "$spid"
+  else
+    check "$1: the receiving ib_write_bw ends once its sender is cut off" retry 160 1 proc_gone "$spid"
+  fi
 }
 # sender POD GID PORT PEER_IP: VM 1's side; starts the writer (pid in $cpid) and waits for
 # its traffic.
@@ -111,7 +121,7 @@ sender() {
 }
 if [ "$RRXE_VM" = 0 ]; then
   receiver pod2 "$G2" $((p + 9))
-  receiver pod1 "$G1" $((p + 8))
+  receiver pod1 "$G1" $((p + 8)) stop
 else
   sender pod2 "$G2" $((p + 9)) "$(pod_peer_ip 2)"
   d0=$(counter rrxe0 tx_drops)
@@ -132,6 +142,7 @@ else
   check "the QP's next packets are refused (tx_drops rises from $d0)" retry 60 0.5 drops_over "$d0"
   check "the pod1 sender gives up (ib_write_bw ends)" retry 160 1 proc_gone "$cpid"
   tail -n 3 "$TMPDIR/pod1-cut.out" | sed 's/^/#   /'
+  peer_signal $((p + 8 + 2000))
 fi
 
 check "ip netns del pod1 pod2" sh -c 'ip netns del pod1 && ip netns del pod2'
