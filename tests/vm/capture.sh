@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # vms: 2
-# timeout: 240
+# timeout: 420
+# append: kmemleak=on
 # The capture netdev (debugfs rrxe/<dev>/capture; docs/capture.md): writing 1 makes rrxe0cap,
 # an Ethernet interface, up, without ARP (a writer without CAP_NET_ADMIN is refused), 0
 # removes it. tcpdump on it records a loopback ib_write_bw on VM 0, which never reaches a
@@ -9,9 +10,11 @@
 # the opcodes of each (RDMA WRITE FIRST/MIDDLE/LAST, SEND ONLY, ACKNOWLEDGE), the PSNs of
 # each flow go up by one with no gap, the pingpong's frames are there in both directions,
 # every ICRC is right (tests/vm/lib/pcap-icrc.py), and capture_pkts counts them. A capture
-# netdev goes with its namespace (VM 1, exclusive mode) and with `rdma link delete`.
+# netdev goes with its namespace (VM 1, exclusive mode) and with `rdma link delete`, and
+# kmemleak finds nothing unreferenced after the module is gone.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
+. "$RRXE_ROOT/tests/vm/lib/kmemleak.sh"
 
 counter() { rdma statistic show link "$DEV/1" | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
 
@@ -32,6 +35,7 @@ except OSError as e:
 mark() { local u; read -r u _ < /proc/uptime; echo "# ${u} s: $*"; }
 
 W=$(mktemp -d)
+kml_start
 user_setup
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 C=/sys/kernel/debug/rrxe/$DEV/capture
@@ -163,5 +167,6 @@ show_counters
 check "rdma link delete $DEV" rdma link delete "$DEV"
 check "$CAP went with $DEV" sh -c "! ip link show $CAP"
 check "rmmod rrxe" rmmod rrxe
+kml_check "after the captures, link delete and rmmod rrxe"
 rm -rf "$W"
 tap_done
