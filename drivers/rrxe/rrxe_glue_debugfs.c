@@ -52,8 +52,8 @@ static ssize_t rrxe_debugfs_read(struct file *file, char __user *ubuf, size_t co
 /*
  * One write is one set of commands, taken whole or refused whole: it must start at offset
  * 0 and fit RRXE_DEBUGFS_BUF. Only a writer with CAP_NET_ADMIN in the user namespace of
- * the device's network namespace may change rules (checked against the opener's
- * credentials, as for a netlink socket).
+ * the device's network namespace may change rules or the capture netdev (checked against
+ * the opener's credentials, as for a netlink socket).
  */
 static ssize_t rrxe_debugfs_write(struct file *file, const char __user *ubuf,
 				  size_t count, loff_t *ppos, rrxe_debugfs_write_fn write)
