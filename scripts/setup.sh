@@ -31,6 +31,7 @@ PKGS=(
   rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
   infiniband-diags
   iproute2 iperf3 ethtool python3
+  tcpdump tshark
   nvme-cli fio nfs-kernel-server nfs-common
   dkms mmdebstrap
 )
@@ -41,6 +42,9 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
+  # tshark (tests/vm/capture.sh decodes the capture netdev's frames) asks whether
+  # non-root users may capture: no, answered ahead for a noninteractive install.
+  echo 'wireshark-common wireshark-common/install-setuid boolean false' | $SUDO debconf-set-selections
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 

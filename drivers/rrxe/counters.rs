@@ -135,6 +135,11 @@ counters! {
     /// in. In shared mode: a packet for another pod's QP, even with the same addresses or
     /// Q_Key.
     RxDropNetdev = c"rx_drop_netdev",
+    /// Frames handed to the taps of the device's capture netdev (one per packet sent or
+    /// received while a tap is open; docs/capture.md).
+    CapturePkts = c"capture_pkts",
+    /// Frames not handed to the capture netdev's taps: no memory for the copy.
+    CaptureNoMem = c"capture_no_mem",
 }
 
 /// The number of counters.

@@ -6,8 +6,9 @@ use crate::ah::AhTable;
 use crate::counters::{Counter, Counters};
 use crate::fault::Faults;
 use crate::glue::bindings as b;
-use crate::glue::odp::OdpBudget;
+use crate::glue::capture::Capture;
 use crate::glue::debugfs::DebugDir;
+use crate::glue::odp::OdpBudget;
 use crate::glue::{GidGeneration, IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
 use crate::mcast::McastTable;
@@ -39,6 +40,10 @@ pub(crate) struct DeviceData {
     /// First, so that it is dropped (its files removed, their operations finished) before
     /// the state they show.
     pub(crate) debugfs: DebugDir,
+    /// The capture netdev (`rrxe0cap`, made by the `capture` file): second, so that it is
+    /// removed after the file that makes it, before anything else goes.
+    #[pin]
+    pub(crate) capture: Capture,
     /// Fault injection rules (its `faults` file).
     #[pin]
     pub(crate) faults: Faults,
@@ -138,6 +143,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
     let mcast = McastTable::new()?;
     Ok(pin_init!(DeviceData {
         debugfs: DebugDir::new(),
+        capture <- Capture::new(),
         faults <- Faults::new(),
         counters: Counters::new(),
         qp_counters <- CounterSets::new(),

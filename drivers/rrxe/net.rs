@@ -2,6 +2,7 @@
 //! Receive path: from a UDP datagram on port 4791 to a queue pair (or a counted drop).
 
 use crate::counters::{Counter, Counters};
+use crate::glue::capture::Copied;
 use crate::glue::{Arrival, IbDevRef, KernelCrc32, Receiver, SkBuff};
 use crate::proto::addr::{self, AddrDrop, IpAddrs};
 use crate::proto::{self, ParseError};
@@ -36,6 +37,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     };
     if arrival == Arrival::Wire {
         count_rcvd(&dev.data().counters, &skb);
+        capture_rx(&dev, &skb, true);
     }
     if skb.linearize().is_err() {
         dev.data().counters.inc(Counter::RxDropNoMem);
@@ -68,6 +70,10 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
             dev.data().counters.inc(Counter::RxDropDgid);
             return;
         };
+        // The sender's capture showed it as sent; another device's shows it as received.
+        if !to.0.is(&dev) {
+            capture_rx(&to.0, &skb, false);
+        }
         to
     } else {
         (dev, ndev)
@@ -147,6 +153,21 @@ pub(crate) fn refused_counter(why: Refused) -> Counter {
     }
 }
 
+/// Hands a received packet to `dev`'s capture netdev, if one is open, and counts it.
+fn capture_rx(dev: &crate::glue::IbDev, skb: &SkBuff, wire: bool) {
+    let copied = dev.data().capture.rx(skb, wire);
+    count_capture(dev, copied);
+}
+
+/// Counts what a capture point did.
+fn count_capture(dev: &crate::glue::IbDev, copied: Copied) {
+    match copied {
+        Copied::No => {}
+        Copied::Yes => dev.data().counters.inc(Counter::CapturePkts),
+        Copied::NoMem => dev.data().counters.inc(Counter::CaptureNoMem),
+    }
+}
+
 /// Counts a packet that came in, before any check: `rcvd_pkts`, and its IP datagram in
 /// `rcvd_bytes` (as IBA's PortRcvData, which "may include packets containing errors").
 /// rdma_rxe counts the same bytes once a packet passed its checks.
@@ -209,7 +230,7 @@ pub(crate) fn transmit(
     let src = crate::glue::NdevId::of_av(av);
     dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, src, |ndev| {
         let ib = (hdrs, payload_len, corrupt_icrc);
-        build_and_send(ndev, av, sport, ib, kept.route, fill)
+        build_and_send(dev, ndev, av, sport, ib, kept.route, fill)
     })
     .ok_or(TxError::Route)?
 }
@@ -225,6 +246,7 @@ pub(crate) struct Kept<'a> {
 
 /// [`transmit`] once the netdev is known.
 fn build_and_send(
+    dev: &crate::glue::IbDev,
     ndev: &crate::glue::NetDev,
     av: &crate::ah::Av,
     sport: u16,
@@ -276,6 +298,9 @@ fn build_and_send(
             *b ^= 1;
         }
     }
+    // The capture sees the packet as it leaves, the ICRC (even a corrupted one) written;
+    // one to a QP of this host too, which never reaches a netdev.
+    count_capture(dev, dev.data().capture.tx(&skb));
     skb.send(v6, &av.sip, &dip, route)
         .map_err(|_| TxError::Route)?;
     Ok(sent)

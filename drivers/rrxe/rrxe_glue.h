@@ -273,10 +273,26 @@ void rrxe_glue_dmabuf_release(struct rrxe_dmabuf *d);
 struct dentry;
 typedef size_t (*rrxe_debugfs_show_fn)(struct ib_device *ib, char *buf, size_t len);
 typedef int (*rrxe_debugfs_write_fn)(struct ib_device *ib, const char *buf, size_t len);
-void rrxe_glue_debugfs_init(rrxe_debugfs_show_fn show, rrxe_debugfs_write_fn write);
+/* The functions behind each device's files: `faults` and `capture`. */
+struct rrxe_debugfs_fns {
+	rrxe_debugfs_show_fn faults_show;
+	rrxe_debugfs_write_fn faults_write;
+	rrxe_debugfs_show_fn capture_show;
+	rrxe_debugfs_write_fn capture_write;
+};
+void rrxe_glue_debugfs_init(const struct rrxe_debugfs_fns *fns);
 void rrxe_glue_debugfs_exit(void);
 struct dentry *rrxe_glue_debugfs_add(struct ib_device *ib);
 void rrxe_glue_debugfs_remove(struct dentry *dir);
+
+/*
+ * Packet capture (rrxe_glue_capture.c; docs/capture.md): a device's capture netdev, kept in
+ * a slot of the device's data (written under rtnl, read under RCU).
+ */
+int rrxe_glue_capture_open(struct ib_device *ib, struct net_device **slot);
+void rrxe_glue_capture_close(struct net_device **slot);
+size_t rrxe_glue_capture_name(struct net_device **slot, char *buf, size_t len);
+int rrxe_glue_capture_skb(struct net_device **slot, struct sk_buff *skb, bool wire);
 
 /*
  * Trace events (rrxe_glue_trace.c, defined in rrxe_trace.h; docs/tracing.md). Each function

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * debugfs: /sys/kernel/debug/rrxe/<dev>/faults, the fault injection rules of a device.
- * Reading lists the rules with their counts; writing adds rules or clears them. The text
- * is the driver's (Rust, through the functions given to rrxe_glue_debugfs_init); this file
- * only moves bytes between user space and those functions and checks the writer's right.
+ * Reading lists the rules with their counts; writing adds rules or clears them. And
+ * /sys/kernel/debug/rrxe/<dev>/capture, its capture netdev (rrxe_glue_capture.c): reading
+ * gives its name (empty without one), writing 1 creates it, 0 removes it. The text is the
+ * driver's (Rust, through the functions given to rrxe_glue_debugfs_init); this file only
+ * moves bytes between user space and those functions and checks the writer's right.
  */
 #include <linux/debugfs.h>
 #include <linux/capability.h>
@@ -14,13 +16,12 @@
 #define RRXE_DEBUGFS_BUF 8192
 
 static struct dentry *rrxe_debugfs_root;
-static rrxe_debugfs_show_fn rrxe_faults_show;
-static rrxe_debugfs_write_fn rrxe_faults_write;
+/* Set at module init, before any file exists, and never changed. */
+static struct rrxe_debugfs_fns rrxe_fns;
 
-void rrxe_glue_debugfs_init(rrxe_debugfs_show_fn show, rrxe_debugfs_write_fn write)
+void rrxe_glue_debugfs_init(const struct rrxe_debugfs_fns *fns)
 {
-	rrxe_faults_show = show;
-	rrxe_faults_write = write;
+	rrxe_fns = *fns;
 	/* debugfs failures are not errors: the driver works without its files. */
 	rrxe_debugfs_root = debugfs_create_dir("rrxe", NULL);
 }
@@ -31,8 +32,8 @@ void rrxe_glue_debugfs_exit(void)
 	rrxe_debugfs_root = NULL;
 }
 
-static ssize_t rrxe_faults_read(struct file *file, char __user *ubuf, size_t count,
-				loff_t *ppos)
+static ssize_t rrxe_debugfs_read(struct file *file, char __user *ubuf, size_t count,
+				 loff_t *ppos, rrxe_debugfs_show_fn show)
 {
 	struct ib_device *ib = file->private_data;
 	ssize_t ret;
@@ -42,7 +43,7 @@ static ssize_t rrxe_faults_read(struct file *file, char __user *ubuf, size_t cou
 	buf = kmalloc(RRXE_DEBUGFS_BUF, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	len = rrxe_faults_show(ib, buf, RRXE_DEBUGFS_BUF);
+	len = show(ib, buf, RRXE_DEBUGFS_BUF);
 	ret = simple_read_from_buffer(ubuf, count, ppos, buf, min_t(size_t, len, RRXE_DEBUGFS_BUF));
 	kfree(buf);
 	return ret;
@@ -51,11 +52,11 @@ static ssize_t rrxe_faults_read(struct file *file, char __user *ubuf, size_t cou
 /*
  * One write is one set of commands, taken whole or refused whole: it must start at offset
  * 0 and fit RRXE_DEBUGFS_BUF. Only a writer with CAP_NET_ADMIN in the user namespace of
- * the device's network namespace may change rules (checked against the opener's
- * credentials, as for a netlink socket).
+ * the device's network namespace may change rules or the capture netdev (checked against
+ * the opener's credentials, as for a netlink socket).
  */
-static ssize_t rrxe_faults_write_op(struct file *file, const char __user *ubuf,
-				    size_t count, loff_t *ppos)
+static ssize_t rrxe_debugfs_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos, rrxe_debugfs_write_fn write)
 {
 	struct ib_device *ib = file->private_data;
 	char *buf;
@@ -68,7 +69,7 @@ static ssize_t rrxe_faults_write_op(struct file *file, const char __user *ubuf,
 	buf = memdup_user(ubuf, count);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	err = rrxe_faults_write(ib, buf, count);
+	err = write(ib, buf, count);
 	kfree(buf);
 	if (err)
 		return err;
@@ -76,11 +77,44 @@ static ssize_t rrxe_faults_write_op(struct file *file, const char __user *ubuf,
 	return count;
 }
 
+static ssize_t rrxe_faults_read(struct file *file, char __user *ubuf, size_t count,
+				loff_t *ppos)
+{
+	return rrxe_debugfs_read(file, ubuf, count, ppos, rrxe_fns.faults_show);
+}
+
+static ssize_t rrxe_faults_write_op(struct file *file, const char __user *ubuf,
+				    size_t count, loff_t *ppos)
+{
+	return rrxe_debugfs_write(file, ubuf, count, ppos, rrxe_fns.faults_write);
+}
+
 static const struct file_operations rrxe_faults_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
 	.read = rrxe_faults_read,
 	.write = rrxe_faults_write_op,
+	.llseek = default_llseek,
+};
+
+static ssize_t rrxe_capture_read(struct file *file, char __user *ubuf, size_t count,
+				 loff_t *ppos)
+{
+	return rrxe_debugfs_read(file, ubuf, count, ppos, rrxe_fns.capture_show);
+}
+
+/* The same right as for the fault rules: CAP_NET_ADMIN where the device's netdevs are. */
+static ssize_t rrxe_capture_write_op(struct file *file, const char __user *ubuf,
+				     size_t count, loff_t *ppos)
+{
+	return rrxe_debugfs_write(file, ubuf, count, ppos, rrxe_fns.capture_write);
+}
+
+static const struct file_operations rrxe_capture_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = rrxe_capture_read,
+	.write = rrxe_capture_write_op,
 	.llseek = default_llseek,
 };
 
@@ -94,6 +128,7 @@ struct dentry *rrxe_glue_debugfs_add(struct ib_device *ib)
 	if (IS_ERR(dir))
 		return NULL;
 	debugfs_create_file("faults", 0600, dir, ib, &rrxe_faults_fops);
+	debugfs_create_file("capture", 0600, dir, ib, &rrxe_capture_fops);
 	return dir;
 }
 

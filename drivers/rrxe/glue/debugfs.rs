@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-//! debugfs: each device's directory `/sys/kernel/debug/rrxe/<dev>/` and its `faults` file
-//! (`rrxe_glue_debugfs.c`). The file's text is the driver's: reads and writes go to the
-//! [`Verbs`] methods `faults_show` and `faults_write`.
+//! debugfs: each device's directory `/sys/kernel/debug/rrxe/<dev>/`, its `faults` file
+//! and its `capture` file (`rrxe_glue_debugfs.c`). The text of `faults` is the driver's:
+//! reads and writes go to the [`Verbs`] methods `faults_show` and `faults_write`; `capture`
+//! shows and sets the device's capture netdev ([`super::capture::Capture`], which the
+//! driver keeps: [`Verbs::capture`]).
 
 use super::bindings;
 use super::{IbDev, Verbs};
@@ -55,9 +57,15 @@ impl Drop for DebugDir {
 
 /// Registers the functions behind the files and creates `rrxe/` (module init).
 pub(super) fn init<V: Verbs>() {
-    // SAFETY: plain registration of two functions of this module, which outlive every file
-    // (removed with their devices before module exit's `exit`).
-    unsafe { bindings::rrxe_glue_debugfs_init(Some(faults_show::<V>), Some(faults_write::<V>)) }
+    let fns = bindings::rrxe_debugfs_fns {
+        faults_show: Some(faults_show::<V>),
+        faults_write: Some(faults_write::<V>),
+        capture_show: Some(capture_show::<V>),
+        capture_write: Some(capture_write::<V>),
+    };
+    // SAFETY: plain registration of functions of this module (copied by the C side), which
+    // outlive every file (removed with their devices before module exit's `exit`).
+    unsafe { bindings::rrxe_glue_debugfs_init(&fns) }
 }
 
 /// Removes `rrxe/` (module exit, once every device is gone).
@@ -98,6 +106,41 @@ unsafe extern "C" fn faults_write<V: Verbs>(
         )
     };
     match V::faults_write(dev, text) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Reads `capture`: the capture netdev's name.
+unsafe extern "C" fn capture_show<V: Verbs>(
+    ib: *mut bindings::ib_device,
+    buf: *mut kernel::ffi::c_char,
+    len: usize,
+) -> usize {
+    // SAFETY: as in faults_show.
+    let (dev, out) = unsafe {
+        (
+            IbDev::from_raw(ib),
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), len),
+        )
+    };
+    V::capture(dev).show(out).min(len)
+}
+
+/// Writes `capture`: `1` creates the capture netdev, `0` removes it; 0 or a negative errno.
+unsafe extern "C" fn capture_write<V: Verbs>(
+    ib: *mut bindings::ib_device,
+    buf: *const kernel::ffi::c_char,
+    len: usize,
+) -> kernel::ffi::c_int {
+    // SAFETY: as in faults_write.
+    let (dev, text) = unsafe {
+        (
+            IbDev::from_raw(ib),
+            core::slice::from_raw_parts(buf.cast::<u8>(), len),
+        )
+    };
+    match V::capture(dev).write(dev, text) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

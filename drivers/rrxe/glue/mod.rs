@@ -21,6 +21,7 @@
 //! ([`obj::DriverObj`]).
 
 pub(crate) mod bindings;
+pub(crate) mod capture;
 pub(crate) mod debugfs;
 pub(crate) mod dmabuf;
 pub(crate) mod mem;
@@ -204,6 +205,11 @@ impl IbDev {
 
     fn as_ptr(&self) -> *mut bindings::ib_device {
         self.0.get()
+    }
+
+    /// Whether `self` and `other` are the same device.
+    pub(crate) fn is(&self, other: &IbDev) -> bool {
+        ptr::eq(self.as_ptr(), other.as_ptr())
     }
 
     /// The driver's data of this device.

@@ -370,6 +370,11 @@ pub(crate) struct SkBuff(NonNull<bindings::sk_buff>);
 unsafe impl Send for SkBuff {}
 
 impl SkBuff {
+    /// The skb, for glue helpers that read it (the caller keeps owning it).
+    pub(super) fn raw(&self) -> *mut bindings::sk_buff {
+        self.0.as_ptr()
+    }
+
     /// The device the packet came in on.
     pub(crate) fn netdev(&self) -> Option<&NetDev> {
         // SAFETY: we own the skb; skb->dev is NULL or a device the stack keeps alive while
@@ -474,6 +479,11 @@ impl TxSkb {
             data: NonNull::new(data)?,
             len: ip_len,
         })
+    }
+
+    /// The skb, for glue helpers that read it (the caller keeps owning it).
+    pub(super) fn raw(&self) -> *mut bindings::sk_buff {
+        self.skb.as_ptr()
     }
 
     /// The packet bytes (IP header first).

@@ -75,6 +75,10 @@ impl Verbs for Rrxe {
         d.faults.write(&d.counters, text)
     }
 
+    fn capture(dev: &IbDev) -> &crate::glue::capture::Capture {
+        &dev.data().capture
+    }
+
     fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Udata<'_>) -> Result {
         device::query_device(dev, attr, udata)
     }

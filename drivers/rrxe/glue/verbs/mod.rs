@@ -54,6 +54,8 @@ where
     /// Writing the device's debugfs file `faults` (one write, whole; the writer has
     /// CAP_NET_ADMIN in the device's network namespace).
     fn faults_write(dev: &IbDev, text: &[u8]) -> Result;
+    /// The device's capture netdev (its debugfs file `capture`).
+    fn capture(dev: &IbDev) -> &crate::glue::capture::Capture;
     /// `query_device`.
     fn query_device(dev: &IbDev, attr: &mut b::ib_device_attr, udata: &Udata<'_>) -> Result;
     /// `query_port`.
