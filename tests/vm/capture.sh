@@ -16,20 +16,6 @@
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 . "$RRXE_ROOT/tests/vm/lib/kmemleak.sh"
 
-counter() { rdma statistic show link "$DEV/1" | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
-
-# errno_of_write TEXT [setpriv ARGS...]: writes TEXT to $C in one write(2); prints OK or the
-# errno's name.
-errno_of_write() {
-  local text=$1; shift
-  "$@" python3 -c 'import errno, os, sys
-try:
-    fd = os.open(sys.argv[1], os.O_WRONLY)
-    os.write(fd, sys.argv[2].encode())
-    print("OK")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, e.errno))' "$C" "$text"
-}
 
 # mark WHAT: the guest's uptime at a step, as a comment (where this test's time goes).
 mark() { local u; read -r u _ < /proc/uptime; echo "# ${u} s: $*"; }
@@ -45,8 +31,8 @@ check "no $CAP before it is asked for" sh -c "! ip link show $CAP"
 if [ "$RRXE_VM" = 1 ]; then
   # (VM 1 only: it has time while VM 0 runs its loopback step.)
   check "a writer without CAP_NET_ADMIN is refused with EPERM" \
-    test "$(errno_of_write 1 setpriv --bounding-set -net_admin)" = EPERM
-  check "a value other than 0 or 1 is refused with EINVAL" test "$(errno_of_write yes)" = EINVAL
+    test "$(errno_of_write "$C" 1 setpriv --bounding-set -net_admin)" = EPERM
+  check "a value other than 0 or 1 is refused with EINVAL" test "$(errno_of_write "$C" yes)" = EINVAL
 fi
 check "writing 1 makes $CAP; the file reads its name" sh -c "echo 1 > $C && test \"\$(cat $C)\" = $CAP"
 check "$CAP is an Ethernet interface, up, without ARP" sh -c \
@@ -57,7 +43,7 @@ check "writing 0 removes it" sh -c "echo 0 > $C && test ! -s $C && ! ip link sho
 check "writing 1 makes it again" sh -c "echo 1 > $C && ip link show $CAP"
 
 mark "capture netdev checked"
-before=$(counter capture_pkts)
+before=$(dev_counter capture_pkts)
 # -Z root: tcpdump would otherwise write its file as the user tcpdump. --immediate-mode
 # and -U: each frame reaches the file as it comes (without them, the frames of a block that
 # is not full yet are lost when tcpdump is stopped).
@@ -91,7 +77,7 @@ pair "ibv_rc_pingpong 1 KiB x5 between the VMs (captured)" 120 -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 5 -s 1024 -c -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 5 -s 1024 -c @PEER
 mark "traffic done"
-after=$(counter capture_pkts)
+after=$(dev_counter capture_pkts)
 # Once tcpdump has written every frame the counter counts (it reads the file again until
 # then), each frame's ICRC.
 icrc=$(python3 "$RRXE_ROOT/tests/vm/lib/pcap-icrc.py" "$W/cap.pcap" "$((after - before))")

@@ -12,20 +12,6 @@
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
-counter() { rdma statistic show link "$DEV/1" | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
-
-# errno_of_write TEXT [setpriv ARGS...]: writes TEXT to $F in one write(2); prints OK or the
-# errno's name (the shell's echo reports every failed write as an I/O error).
-errno_of_write() {
-  local text=$1; shift
-  "$@" python3 -c 'import errno, os, sys
-try:
-    fd = os.open(sys.argv[1], os.O_WRONLY)
-    os.write(fd, sys.argv[2].encode())
-    print("OK")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, e.errno))' "$F" "$text"
-}
 user_setup
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 F=/sys/kernel/debug/rrxe/$DEV/faults
@@ -34,17 +20,17 @@ check "clear" sh -c "echo clear > $F"
 check "a rule is added and listed in its canonical form" sh -c \
   "echo 'dir=tx qp=18 action=drop op=read_resp nth=3 count=1' > $F &&
    grep -qx 'id=1 qp=0x12 dir=tx op=read_resp nth=3 action=drop count=1 seen=0 hits=0 live' $F"
-check "a bad rule is refused with EINVAL" test "$(errno_of_write 'dir=sideways action=drop')" = EINVAL
+check "a bad rule is refused with EINVAL" test "$(errno_of_write "$F" 'dir=sideways action=drop')" = EINVAL
 check "the bad rule left the rules as they were" test "$(wc -l < "$F")" = 1
 # setpriv drops CAP_NET_ADMIN from the bounding set: the python3 it runs has it no more.
 check "a writer without CAP_NET_ADMIN is refused with EPERM" \
-  test "$(errno_of_write clear setpriv --bounding-set -net_admin)" = EPERM
+  test "$(errno_of_write "$F" clear setpriv --bounding-set -net_admin)" = EPERM
 check "its write changed nothing" test "$(wc -l < "$F")" = 1
-before=$(counter fault_rules_refused)
+before=$(dev_counter fault_rules_refused)
 rules=$(for i in $(seq 1 8); do echo "dir=rx qp=$i action=drop"; done)
 check "8 more rules do not fit beside one (at most 8): refused whole, ENOSPC" \
-  test "$(errno_of_write "$rules")" = ENOSPC
-after=$(counter fault_rules_refused)
+  test "$(errno_of_write "$F" "$rules")" = ENOSPC
+after=$(dev_counter fault_rules_refused)
 check "the refused rules are counted (fault_rules_refused $before -> $after)" \
   test "$((after - before))" = 8
 check "clear, then 8 rules in one write fit" sh -c "printf 'clear\n%s\n' \"\$1\" > $F" _ "$rules"
@@ -52,7 +38,7 @@ check "8 rules listed" test "$(wc -l < "$F")" = 8
 check "clear empties the list" sh -c "echo clear > $F && test ! -s $F"
 # (errno 95: Python names it ENOTSUP, the same number as EOPNOTSUPP on Linux.)
 check "delay and reorder on transmit are refused with EOPNOTSUPP" \
-  test "$(errno_of_write 'dir=tx action=delay:100')/$(errno_of_write 'dir=tx action=reorder:2')" = ENOTSUP/ENOTSUP
+  test "$(errno_of_write "$F" 'dir=tx action=delay:100')/$(errno_of_write "$F" 'dir=tx action=reorder:2')" = ENOTSUP/ENOTSUP
 check "delay and reorder on receive are accepted" sh -c \
   "printf 'clear\ndir=rx qp=7 action=delay:100\ndir=rx qp=7 action=reorder:2\n' > $F && test \"\$(wc -l < $F)\" = 2"
 check "clear" sh -c "echo clear > $F"
@@ -65,10 +51,10 @@ while IFS= read -r l; do
 done <<< "$examples"
 check "clear" sh -c "echo clear > $F"
 
-hits_before=$(counter fault_hits)
+hits_before=$(dev_counter fault_hits)
 out=$(timeout 180 "$RRXE_USER_BIN/fault_inject" -d "$DEV" -g "$GID" 2>&1); rc=$?
 relay_tap fault_inject "$rc" "$out"
-hits_after=$(counter fault_hits)
+hits_after=$(dev_counter fault_hits)
 check "fault_hits counts the rules' hits ($hits_before -> $hits_after)" \
   test "$((hits_after - hits_before))" -gt 0
 user_teardown

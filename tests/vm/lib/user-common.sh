@@ -232,3 +232,20 @@ relay_tap() {
   done <<< "$3"
   if [ "$rc" = 0 ]; then ok "$name exit status 0"; else not_ok "$name exit status $rc"; fi
 }
+
+# dev_counter NAME: $DEV's port counter NAME (`rdma statistic`, read fresh).
+dev_counter() { rdma statistic show link "$DEV/1" | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
+
+# errno_of_write FILE TEXT [CMD ARGS...]: writes TEXT to FILE in one write(2), run under CMD
+# if given (setpriv ...); prints OK or the errno's name (the shell's echo reports every
+# failed write as an I/O error).
+errno_of_write() {
+  local file=$1 text=$2; shift 2
+  "$@" python3 -c 'import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY)
+    os.write(fd, sys.argv[2].encode())
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))' "$file" "$text"
+}
