@@ -127,11 +127,12 @@ where
     /// The completion vector `vector` for this CQ (`vector` below the device's
     /// `num_comp_vectors`, checked by the caller; any value maps to an online CPU).
     pub(crate) fn comp_vector(&self, vector: u32) -> Result<super::CompVector> {
-        // SAFETY: the core's part of the CQ being created (contract of from_raw), alive
-        // until its destruction, which drops the driver data owning the vector first; the
-        // helper only allocates and records the pointer.
-        let v =
-            unsafe { bindings::rrxe_glue_cq_vec_new(addr_of_mut!((*self.0.as_ptr()).ib), vector) };
+        // The core's part is the first field of the repr(C) DrvObj.
+        let cq = self.0.as_ptr().cast::<bindings::ib_cq>();
+        // SAFETY: `cq` is the CQ being created (contract of from_raw), alive until its
+        // destruction, which drops the driver data owning the vector first; the helper
+        // only allocates and records the pointer.
+        let v = unsafe { bindings::rrxe_glue_cq_vec_new(cq, vector) };
         Ok(super::CompVector(NonNull::new(v).ok_or(ENOMEM)?))
     }
 }
