@@ -7,8 +7,9 @@
 #
 #   bash scripts/kasan-suite.sh [--kernel 6.12|7.3] [VM-TEST-NAME...]
 #
-# It exports the committed tree (HEAD) to $RRXE_KASAN_TREE (default /var/tmp/rrxe-kasan-tree:
-# rx-spoof runs its injector as `nobody`, which cannot read a tree under /root),
+# It clones the committed tree (HEAD) to $RRXE_KASAN_TREE (default /var/tmp/rrxe-kasan-tree:
+# rx-spoof runs its injector as `nobody`, which cannot read a tree under /root; a clone, not
+# an export, since tests/dkms.sh stages the module's source with `git ls-files`),
 # appends qemu/kernel-kasan.config to that copy's qemu/kernel.config (so its kernel has its
 # own cache key) in place of the lockdep line (lockdep is the normal suite's, on every CI
 # run; under KASAN it instruments its own bookkeeping too, and the whole run did not fit
@@ -18,7 +19,7 @@
 # console.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '3,18s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,19s/^# \{0,1\}//p' "$0"; }
 names=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,7 +37,7 @@ rrxe_kernel_check kasan-suite || exit 2
 tree=${RRXE_KASAN_TREE:-/var/tmp/rrxe-kasan-tree}
 rm -rf "$tree"
 mkdir -p "$tree"
-git archive HEAD | tar -x -C "$tree"
+git clone -q --no-hardlinks . "$tree"
 grep -v '^CONFIG_PROVE_LOCKING=' qemu/kernel.config > "$tree/qemu/kernel.config"
 cat qemu/kernel-kasan.config >> "$tree/qemu/kernel.config"
 cd "$tree"
