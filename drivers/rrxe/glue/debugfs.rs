@@ -74,21 +74,59 @@ pub(super) fn exit() {
     unsafe { bindings::rrxe_glue_debugfs_exit() }
 }
 
+/// A read's device and output buffer.
+///
+/// # Safety
+/// `ib` is the device whose directory holds the file (DebugDir::create), alive while the
+/// file exists; `buf` is the C side's kmalloc'd buffer of `len` bytes, ours for the call.
+unsafe fn show_args<'a>(
+    ib: *mut bindings::ib_device,
+    buf: *mut kernel::ffi::c_char,
+    len: usize,
+) -> (&'a IbDev, &'a mut [u8]) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        (
+            IbDev::from_raw(ib),
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), len),
+        )
+    }
+}
+
+/// A write's device and text.
+///
+/// # Safety
+/// As for [`show_args`]; `buf` holds the `len` bytes copied from the writer.
+unsafe fn write_args<'a>(
+    ib: *mut bindings::ib_device,
+    buf: *const kernel::ffi::c_char,
+    len: usize,
+) -> (&'a IbDev, &'a [u8]) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        (
+            IbDev::from_raw(ib),
+            core::slice::from_raw_parts(buf.cast::<u8>(), len),
+        )
+    }
+}
+
+/// A write's answer to the C side: 0 or a negative errno.
+fn write_result(r: kernel::error::Result) -> kernel::ffi::c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// Reads `faults`: the driver writes the text into `buf`.
 unsafe extern "C" fn faults_show<V: Verbs>(
     ib: *mut bindings::ib_device,
     buf: *mut kernel::ffi::c_char,
     len: usize,
 ) -> usize {
-    // SAFETY: `ib` is the device whose directory holds the file (DebugDir::create), alive
-    // while the file exists; `buf` is the C side's kmalloc'd buffer of `len` bytes, ours
-    // for the call.
-    let (dev, out) = unsafe {
-        (
-            IbDev::from_raw(ib),
-            core::slice::from_raw_parts_mut(buf.cast::<u8>(), len),
-        )
-    };
+    // SAFETY: the C side calls with the file's device and its buffer (show_args).
+    let (dev, out) = unsafe { show_args(ib, buf, len) };
     V::faults_show(dev, out).min(len)
 }
 
@@ -98,17 +136,9 @@ unsafe extern "C" fn faults_write<V: Verbs>(
     buf: *const kernel::ffi::c_char,
     len: usize,
 ) -> kernel::ffi::c_int {
-    // SAFETY: as in faults_show; `buf` holds the `len` bytes copied from the writer.
-    let (dev, text) = unsafe {
-        (
-            IbDev::from_raw(ib),
-            core::slice::from_raw_parts(buf.cast::<u8>(), len),
-        )
-    };
-    match V::faults_write(dev, text) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    // SAFETY: the C side calls with the file's device and the written bytes (write_args).
+    let (dev, text) = unsafe { write_args(ib, buf, len) };
+    write_result(V::faults_write(dev, text))
 }
 
 /// Reads `capture`: the capture netdev's name.
@@ -118,12 +148,7 @@ unsafe extern "C" fn capture_show<V: Verbs>(
     len: usize,
 ) -> usize {
     // SAFETY: as in faults_show.
-    let (dev, out) = unsafe {
-        (
-            IbDev::from_raw(ib),
-            core::slice::from_raw_parts_mut(buf.cast::<u8>(), len),
-        )
-    };
+    let (dev, out) = unsafe { show_args(ib, buf, len) };
     V::capture(dev).show(out).min(len)
 }
 
@@ -134,14 +159,6 @@ unsafe extern "C" fn capture_write<V: Verbs>(
     len: usize,
 ) -> kernel::ffi::c_int {
     // SAFETY: as in faults_write.
-    let (dev, text) = unsafe {
-        (
-            IbDev::from_raw(ib),
-            core::slice::from_raw_parts(buf.cast::<u8>(), len),
-        )
-    };
-    match V::capture(dev).write(dev, text) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    let (dev, text) = unsafe { write_args(ib, buf, len) };
+    write_result(V::capture(dev).write(dev, text))
 }
