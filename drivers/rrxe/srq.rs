@@ -110,9 +110,7 @@ impl Srq {
             x.cq.flush_events();
         }
     }
-}
 
-impl Srq {
     /// A new SRQ of `max_wr` WQEs with `max_sge` SGEs each.
     pub(crate) fn new(
         max_wr: u32,

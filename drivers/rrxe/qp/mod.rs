@@ -417,9 +417,7 @@ impl Qp {
             cq.flush_events();
         }
     }
-}
 
-impl Qp {
     /// Creates a QP (in Reset).
     ///
     /// Stack: a `Qp` is about 1.7 KiB, and its parts would be as much again on this frame if
