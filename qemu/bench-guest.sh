@@ -1,31 +1,75 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Guest side of scripts/bench.sh (runs in both VMs): iperf3 TCP as the ceiling, then the
-# perftest runs for every stack in turn on the same link. VM 0 serves, VM 1 connects and
-# prints one machine-readable line per measurement:
-#   BENCH <stack> <test> <bytes> <qps> <value> <Gb/s|usec>
-# from both VMs, for each bandwidth run, the kernel CPU it took (system + irq + softirq
-# time, in USER_HZ ticks: perftest's user-space polling is left out) and the bytes moved:
-#   CPU <stack> <test> <bytes> <qps> vm<N> <ticks> <bytes moved>
-# and, for the 64 KiB runs, the same run's fixed cost (20 two-byte messages):
-#   CPU0 <stack> <test> <bytes> <qps> vm<N> <ticks>
-# and, with PROFILE=1, the top of a cpu-clock profile of both VMs during ib_write_bw:
-#   PROFILE <stack> vm<N> <percent> <symbol>
-# and the CPUs the guest kernel brought up (the report prints them, not the -smp asked for):
+# Guest side of scripts/bench.sh (runs in both VMs): VM 0 serves, VM 1 connects. Each
+# repetition measures, in this order, iperf3 TCP and a UDP ping-pong (the link's ceiling and
+# latency floor), then every stack in turn, the stacks' order rotated by one each repetition
+# so that no stack always runs first or last. A stack's rows in a repetition:
+#   ib_write_bw at 64 KiB with completion events (-e; the headline) and its -q 8 pair,
+#   ib_send_bw and ib_read_bw -e, the same three polling, ib_write_bw -q 64 (rrxe),
+#   ib_write_bw -e over the other message sizes, 2-byte ib_write/send/read_lat.
+# Every bandwidth run moves VOLUME MiB, with -Q 1 (a completion per message: perftest's own
+# choice above 8 KiB when polling, so polling and event runs signal alike) and -N (no peak
+# search, which costs minutes after a long run). In the -e rows both processes sleep until
+# a completion arrives instead of spinning on their CQs: the shim of qemu/perftest-sleep-cq.c
+# ($SLEEP_CQ), preloaded into both, makes a poll of an empty CQ wait for its completion
+# event. Not perftest's own -e: perftest 4.5 refuses it for ib_write_bw ("Events feature not
+# available on WRITE verb"), and where it takes it, it can wait forever at a run's end (it
+# re-arms the CQ, polls at most 16 completions and waits again: completions beyond 16 that
+# came before the re-arm raise no event: of 12 runs of 20 two-byte ib_send_bw -e messages,
+# 3 hung so on rrxe and 2 on rdma_rxe, with the server done and the client waiting).
+# Lines printed (VM 1 prints the results; REP is the repetition, 1..REPS):
+#   BENCH <stack> <test> <bytes> <qps> <value> <Gb/s|usec> <rep>
+#   CPU <stack> <test> <bytes> <qps> vm<N> <ticks> <bytes moved> <rep>
+#     the guest kernel CPU of a bandwidth run while its client ran (system + irq + softirq,
+#     USER_HZ ticks: the processes' user-space polling is left out), from both VMs
+#   CPU0 <stack> <test> <bytes> <qps> vm<N> <ticks> <rep>
+#     the same for the run's fixed cost: the same run with 20 two-byte messages (64 KiB -e
+#     rows only)
+#   MARK b|e <stack>:<test>:<bytes>:<qps>:<rep>[:fixed]
+#     just before and after a client run (VM 1): scripts/bench-host.py measures the host
+#     CPU of both QEMU processes between them
+#   STUCK <stack> <test> <bytes> <qps> <rep> [fixed] <state> <%cpu> <kernel wait>
+#     a server that had not exited 10 s after its client ended (it is killed), as ps saw it
+#   COUNTERS vm<N> <rep> link rrxe0/1 <name> <value>...   (rrxe's counters, each repetition)
+#   PROFILE <stack> vm<N> <percent> <symbol>   (PROFILE=1: cpu-clock, during ib_write_bw)
 #   NCPU vm<N> <cpus>
-# Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU
+# Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU SLEEP_CQ
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/qemu/bench-lib.sh"
-REPS=${1:-3} VOLUME=${2:-16} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0} MTU=${6:-1500}
+REPS=${1:-5} VOLUME=${2:-256} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0} MTU=${6:-1500}
+SLEEP_CQ=${7:-}
 # Kernel CPU time so far (system + irq + softirq of /proc/stat, USER_HZ ticks).
 kcpu() { awk '$1 == "cpu" {print $4 + $7 + $8}' /proc/stat; }
 port=19000
 PERF=$(command -v perf || true)
+RUN_TICKS=0
+mkdir -p /run/tmp
+# MARK and STUCK lines go to the console even from inside $(...).
+exec 9>&1
 
-# run TIMEOUT -- SERVER... -- CLIENT...: VM 0 runs the server, VM 1 the client (retrying
-# until the server listens); the client's output goes to stdout. A fresh port every call.
+# listening PORT SECONDS: until a TCP or UDP socket of this VM is bound to PORT with no peer
+# (a listener, or perftest's and sockperf's servers), at most SECONDS.
+listening() {
+  local hex n
+  hex=$(printf '%04X' "$1")
+  for n in $(seq $(( $2 * 5 ))); do
+    grep -qsE ":$hex [0-9A-F]+:0000 (0A|07) " /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6 && return 0
+    [ "$n" = 1 ] || sleep 0.2
+  done
+  return 1
+}
+
+# run ID TIMEOUT -- SERVER... -- CLIENT...: VM 0 runs the server, VM 1 the client, a fresh
+# port every call (@PORT in the arguments); the client's output goes to stdout. VM 0 tells
+# VM 1 once its server listens, so that the client starts once (it still retries, 30 times,
+# if its connection fails) and the MARK lines VM 1 prints around it, for the host's CPU
+# measure, hold the client's run alone. Then VM 1 tells VM 0 that its client is done; VM 0
+# gives its server 10 s more to exit on its own, then kills it (STUCK), so that a server that
+# misses its client's end (seen with siw's -e servers) costs 10 s, not TIMEOUT. Sets
+# RUN_TICKS: this VM's kernel CPU (kcpu) while the client ran (on VM 0: from its word to VM 1
+# to VM 1's word back). Call it outside $(...) where RUN_TICKS is wanted.
 run() {
-  local t=$1 side=server srv=() cli=() a; shift 2
+  local id=$1 t=$2 side=server srv=() cli=() a sp wp k0 rc=0; shift 3
   port=$((port + 1))
   for a in "$@"; do
     if [ "$a" = "--" ]; then side=client; continue; fi
@@ -33,57 +77,98 @@ run() {
     if [ "$side" = server ]; then srv+=("$a"); else cli+=("$a"); fi
   done
   if [ "$RRXE_VM" = 0 ]; then
-    timeout "$t" "${srv[@]}" > /dev/null 2>&1
+    timeout "$t" "${srv[@]}" > /dev/null 2>&1 &
+    sp=$!
+    peer_wait $((port + 10000)) "$t" &
+    wp=$!
+    listening "$port" 30 || say "no server on port $port after 30 s: ${srv[*]}"
+    peer_signal $((port + 20000))
+    k0=$(kcpu)
+    wait "$wp"
+    RUN_TICKS=$(( $(kcpu) - k0 ))
+    for _ in $(seq 20); do kill -0 "$sp" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$sp" 2>/dev/null; then
+      # Where the server waits (timeout's child): its state, CPU share and kernel wait.
+      [ "$id" = - ] || echo "STUCK ${id//:/ } $(ps -o stat=,pcpu=,wchan:32= --ppid "$sp" | tr -s ' ' | head -n 1)" >&9
+      kill "$sp" 2>/dev/null
+    fi
+    wait "$sp" 2>/dev/null
   else
-    sleep 0.5
-    retry 30 1 timeout "$t" "${cli[@]}" 2>&1
+    peer_wait $((port + 20000)) 60 || say "no word from VM 0's server on port $port"
+    [ "$id" = - ] || echo "MARK b $id" >&9
+    k0=$(kcpu)
+    retry 30 1 timeout "$t" "${cli[@]}" 2>&1 || rc=$?
+    RUN_TICKS=$(( $(kcpu) - k0 ))
+    [ "$id" = - ] || echo "MARK e $id" >&9
+    peer_signal $((port + 10000))
+    return $rc
   fi
 }
 
-# pt TEST BYTES QPS MSGS [FLAG]: one perftest bandwidth pair (server on VM 0, client on VM 1).
+# pt ID TEST BYTES QPS MSGS [-e]: one perftest bandwidth pair.
 pt() {
-  local test=$1 size=$2 q=$3 n=$4 f=(); [ -n "${5:-}" ] && f=("$5")
-  run 300 -- \
-    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" -F "${f[@]}" -- \
-    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" -F "${f[@]}" "$RRXE_PEER_IP"
+  local id=$1 test=$2 size=$3 q=$4 n=$5 ev=${6:-} c=() pre=()
+  c=(-d "$DEV" "${CONN[@]}" -p @PORT -s "$size" -q "$q" -n "$n" -F -Q 1 -N)
+  [ -n "$ev" ] && pre=(env ${SLEEP_CQ:+"LD_PRELOAD=$SLEEP_CQ"})
+  run "$id" $((60 + VOLUME / 2)) -- "${pre[@]}" "$test" "${c[@]}" -- "${pre[@]}" "$test" "${c[@]}" "$RRXE_PEER_IP"
 }
-# bw STACK TEST BYTES QPS [-e]: the average bandwidth line of perftest -> BENCH. Each run
-# moves about VOLUME MiB (perftest's duration mode reports 0 here), 20..2000 messages per QP.
-# With -e both processes wait for completion events instead of polling; the test is
-# reported as TEST-e.
+# bw STACK TEST BYTES QPS REP [-e]: the average bandwidth of a run moving VOLUME MiB
+# (perftest's duration mode reports 0 here) -> BENCH; TEST is reported as TEST-e with -e.
 bw() {
-  local stack=$1 test=$2 size=$3 q=$4 ev=${5:-} out v n c0
-  n=$(( VOLUME * 1048576 / size / q )); n=$(( n < 20 ? 20 : n > 2000 ? 2000 : n ))
-  # The kernel CPU of everything but the transfer (process start, device open, memory
-  # registration, connection, teardown: seconds under TCG, as much as a 16 MiB transfer)
-  # for the CPU/GB table: the same run with 20 two-byte messages, subtracted by the report.
-  if [ "$size" = 65536 ]; then
-    c0=$(kcpu)
-    pt "$test" 2 "$q" 20 "$ev" > /dev/null
-    echo "CPU0 $stack $test$ev $size $q vm$RRXE_VM $(( $(kcpu) - c0 ))"
+  local stack=$1 test=$2 size=$3 q=$4 r=$5 ev=${6:-} out v n id
+  n=$(( VOLUME * 1048576 / size / q )); n=$(( n < 20 ? 20 : n ))
+  id="$stack:$test$ev:$size:$q:$r"
+  # The kernel and host CPU of everything but the transfer (process start, device open,
+  # memory registration, connection, teardown: seconds under TCG) for the CPU/GB tables:
+  # the same run with 20 two-byte messages, subtracted by the report.
+  if [ "$size" = 65536 ] && [ -n "$ev" ]; then
+    pt "$id:fixed" "$test" 2 "$q" 20 "$ev" > /dev/null
+    echo "CPU0 $stack $test$ev $size $q vm$RRXE_VM $RUN_TICKS $r"
   fi
-  c0=$(kcpu)
-  out=$(pt "$test" "$size" "$q" "$n" "$ev")
-  echo "CPU $stack $test$ev $size $q vm$RRXE_VM $(( $(kcpu) - c0 )) $(( n * size * q ))"
+  pt "$id" "$test" "$size" "$q" "$n" "$ev" > /run/tmp/pt.out
+  out=$(cat /run/tmp/pt.out)
+  echo "CPU $stack $test$ev $size $q vm$RRXE_VM $RUN_TICKS $(( n * size * q )) $r"
   [ "$RRXE_VM" = 1 ] || return 0
   # A zero is not a measurement: perftest's cycle clock sometimes reads 0 under TCG.
-  # perftest prints MB/s (2^20 bytes) with two decimals: 0.01 MB/s of resolution. Its Gb/s
-  # (--report_gbits) has two decimals too on some tests (ib_read_bw printed 0.10 for every
-  # stack), too coarse at TCG speeds; the Gb/s here is computed from the MB/s.
+  # perftest prints MB/s (2^20 bytes) with two decimals; its Gb/s column has two decimals
+  # too (ib_read_bw printed 0.10 for every stack), so the Gb/s here is computed from MB/s.
   v=$(echo "$out" | awk -v s="$size" '$1 == s && NF >= 4 && $4 + 0 > 0 {printf "%.6f\n", $4 * 1048576 * 8 / 1e9}' | tail -n 1)
-  if [ -n "$v" ]; then echo "BENCH $stack $test$ev $size $q $v Gb/s"; [ -n "${BENCH_DEBUG:-}" ] && echo "$out" | sed 's/^/#   /'
+  if [ -n "$v" ]; then echo "BENCH $stack $test$ev $size $q $v Gb/s $r"
   else say "FAILED: $test $ev -s $size -q $q on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
 }
-# lat STACK TEST: t_typical of 2-byte latency -> BENCH.
+# lat STACK TEST REP: t_typical (the median) of 2-byte latency -> BENCH.
 lat() {
-  local stack=$1 test=$2 out v
-  out=$(run 120 -- \
+  local stack=$1 test=$2 r=$3 out v
+  out=$(run - 120 -- \
     "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 1000 -F -- \
     "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 1000 -F "$RRXE_PEER_IP")
   [ "$RRXE_VM" = 1 ] || return 0
   v=$(echo "$out" | awk '$1 == 2 && NF >= 5 && $5 != "inf" && $5 + 0 > 0 {print $5}' | tail -n 1)
-  if [ -n "$v" ]; then echo "BENCH $stack $test 2 1 $v usec"
+  if [ -n "$v" ]; then echo "BENCH $stack $test 2 1 $v usec $r"
   else say "FAILED: $test -s 2 on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
+}
+# tcp REP: iperf3 for DUR seconds -> BENCH and CPU lines.
+tcp() {
+  local r=$1 out v bytes
+  run "tcp:iperf3:131072:1:$r" $((DUR + 30)) -- iperf3 -s -1 -p @PORT -- iperf3 -c "$RRXE_PEER_IP" -p @PORT -t "$DUR" -f g > /run/tmp/tcp.out
+  out=$(cat /run/tmp/tcp.out)
+  [ "$RRXE_VM" = 1 ] || { echo "CPU tcp iperf3 131072 1 vm0 $RUN_TICKS - $r"; return 0; }
+  v=$(echo "$out" | awk '/receiver/ {for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i - 1)}' | tail -n 1)
+  # The bytes iperf3 moved: its receiver line's Transfer column.
+  bytes=$(echo "$out" | awk '/receiver/ {u = $6; b = $5; m = u == "GBytes" ? 1073741824 : u == "MBytes" ? 1048576 : u == "KBytes" ? 1024 : 1; printf "%d", b * m}' | tail -n 1)
+  echo "CPU tcp iperf3 131072 1 vm1 $RUN_TICKS ${bytes:--} $r"
+  if [ -n "$v" ]; then echo "BENCH tcp iperf3 131072 1 $v Gb/s $r"; else say "FAILED: iperf3"; echo "$out" | tail -n 5; fi
+}
+# floor REP: the link's latency floor, a UDP ping-pong of sockperf's smallest datagram (14
+# bytes; a 2-byte RoCE SEND is a 20-byte UDP payload, a WRITE 36) for 3 s: the median of
+# half the round trips, as perftest's t_typical -> BENCH udp sockperf.
+floor() {
+  local r=$1 out v
+  out=$(run - 30 -- sockperf sr -i "$RRXE_MY_IP" -p @PORT -- sockperf pp -i "$RRXE_PEER_IP" -p @PORT -m 14 -t 3)
+  [ "$RRXE_VM" = 1 ] || return 0
+  v=$(echo "$out" | awk '/percentile 50.000 =/ {print $NF}' | tail -n 1)
+  if [ -n "$v" ] && [ "${v%%.*}" -gt 0 ] 2>/dev/null; then echo "BENCH udp sockperf 14 1 $v usec $r"
+  else say "FAILED: sockperf ping-pong"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
 }
 # profile STACK: a cpu-clock profile of both VMs while ib_write_bw 64 KiB runs.
 profile() {
@@ -91,9 +176,8 @@ profile() {
   [ -x "$PERF" ] || { say "no perf binary: profile skipped"; return 0; }
   (sleep 3; "$PERF" record -a -e cpu-clock -F 499 -o /run/tmp/perf.data -- sleep "$DUR" > /dev/null 2>&1) &
   # perftest's duration mode keeps the link busy through the whole sampling window at any
-  # speed (a fixed volume ended before sampling began on the faster stack, and its profile
-  # was 97 % idle). Its result, unused here, reads 0 under TCG.
-  run $((DUR + 60)) -- \
+  # speed. Its result, unused here, reads 0 under TCG.
+  run - $((DUR + 60)) -- \
     ib_write_bw -d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -D $((DUR + 6)) -F -- \
     ib_write_bw -d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -D $((DUR + 6)) -F "$RRXE_PEER_IP" > /dev/null
   wait
@@ -108,45 +192,38 @@ if [ "$MTU" != 1500 ]; then
 fi
 say "eth0 MTU $(cat /sys/class/net/eth0/mtu)"
 echo "NCPU vm$RRXE_VM $(nproc)"
-
-# The ceiling: TCP over the same link.
 sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0 2>/dev/null
+read -r -a order <<< "$STACKS"
 for r in $(seq "$REPS"); do
-  c0=$(kcpu)
-  out=$(run $((DUR + 30)) -- iperf3 -s -1 -p @PORT -- iperf3 -c "$RRXE_PEER_IP" -p @PORT -t "$DUR" -f g)
-  c1=$(kcpu)
-  [ "$RRXE_VM" = 1 ] || { echo "CPU tcp iperf3 131072 1 vm0 $(( c1 - c0 )) -"; continue; }
-  v=$(echo "$out" | awk '/receiver/ {for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i - 1)}' | tail -n 1)
-  # The bytes iperf3 moved: its receiver line's Transfer column.
-  bytes=$(echo "$out" | awk '/receiver/ {u = $6; b = $5; m = u == "GBytes" ? 1073741824 : u == "MBytes" ? 1048576 : u == "KBytes" ? 1024 : 1; printf "%d", b * m}' | tail -n 1)
-  echo "CPU tcp iperf3 131072 1 vm1 $(( c1 - c0 )) ${bytes:--}"
-  if [ -n "$v" ]; then echo "BENCH tcp iperf3 131072 1 $v Gb/s"; else say "FAILED: iperf3"; echo "$out" | tail -n 5; fi
-done
-
-for stack in $STACKS; do
-  setup_stack "$stack" || continue
-  say "--- $stack ($DEV, $(ibv_devinfo -d "$DEV" 2>/dev/null | awk '/active_mtu/ {print "active MTU", $2}' | head -n 1))"
-  for r in $(seq "$REPS"); do
-    for t in ib_write_bw ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1; done
-    bw "$stack" ib_write_bw 65536 8
-    # Many QPs at once (the target is rrxe's): the aggregate must hold up and every
-    # QP must finish. Only rrxe: on siw perftest 4.5's rdma_cm client segfaults in
-    # librdmacm 44 at -q 64; on the benchmark kernel rdma_rxe's -q 64 server left at once;
-    # either way the two VMs' runs fell out of step and every later run failed.
-    [ "$stack" = rrxe ] && bw "$stack" ib_write_bw 65536 64
-    # The same with completion events: both processes sleep until a completion instead of
-    # spinning on their CQs. On a 2-core host a spinning guest CPU is a busy host thread
-    # that QEMU's I/O threads (the link itself) must share the cores with; iperf3 sleeps.
-    # (ib_write_bw's server polls nothing; its client alone would gain little.) Not on
-    # siw: after each -e run its server did not exit and waited out its 300 s timeout (the
-    # run at ee8a378 took 1483 s instead of about 480).
-    [ "$stack" = siw ] || for t in ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1 -e; done
-    for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1; done
-    for t in ib_write_lat ib_send_lat ib_read_lat; do lat "$stack" "$t"; done
+  say "=== repetition $r of $REPS: ${order[*]}"
+  tcp "$r"
+  floor "$r"
+  for stack in "${order[@]}"; do
+    setup_stack "$stack" || continue
+    say "--- $stack ($DEV, $(ibv_devinfo -d "$DEV" 2>/dev/null | awk '/active_mtu/ {print "active MTU", $2}' | head -n 1))"
+    # -q 8 right after -q 1: the pair the target compares.
+    bw "$stack" ib_write_bw 65536 1 "$r" -e
+    bw "$stack" ib_write_bw 65536 8 "$r" -e
+    for t in ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1 "$r" -e; done
+    for t in ib_write_bw ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1 "$r"; done
+    # Many QPs at once (the target is rrxe's): the aggregate must hold up and every QP must
+    # finish. Only rrxe: on siw perftest 4.5's rdma_cm client segfaults in librdmacm 44 at
+    # -q 64; on the benchmark kernel rdma_rxe's -q 64 server left at once.
+    [ "$stack" = rrxe ] && bw "$stack" ib_write_bw 65536 64 "$r"
+    for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1 "$r" -e; done
+    for t in ib_write_lat ib_send_lat ib_read_lat; do lat "$stack" "$t" "$r"; done
+    # The device's counters over this repetition (the module is reloaded for each).
+    [ "$stack" = rrxe ] && echo "COUNTERS vm$RRXE_VM $r $(rdma statistic show link "$DEV"/1 | tr -s ' \n' '  ')"
+    teardown_stack "$stack"
   done
-  [ "$PROFILE" = 1 ] && [ "$stack" != siw ] && profile "$stack"
-  # The counters of the run, for the packets-per-message picture.
-  [ "$stack" = rrxe ] && rdma statistic show link "$DEV"/1 | tr ' ' '\n' | paste -sd' ' | sed "s/^/# vm$RRXE_VM counters: /"
-  teardown_stack "$stack"
+  order=("${order[@]:1}" "${order[0]}")
 done
+if [ "$PROFILE" = 1 ]; then
+  for stack in $STACKS; do
+    [ "$stack" = siw ] && continue
+    setup_stack "$stack" || continue
+    profile "$stack"
+    teardown_stack "$stack"
+  done
+fi
 exit 0

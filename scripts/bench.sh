@@ -1,13 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The benchmark (a command, not a test): rrxe, the stock rdma_rxe and siw on the same two TCG
-# VMs in one run, iperf3 TCP on the same link as the ceiling. Prints a markdown table of
-# medians with rrxe/rxe ratios and writes it, the raw results and a PNG chart of bandwidth
-# against message size to the output directory.
+# VMs in one run, with iperf3 TCP and a UDP ping-pong (sockperf) on the same link as the
+# ceiling and the latency floor. Prints a markdown table of medians with their spread, the
+# ratios to TCP, to the floor and to rdma_rxe, the guest kernel's and the host's CPU per GB,
+# and the performance targets met or missed; writes it, the raw results and a PNG chart of
+# bandwidth against message size to the output directory.
 #
 #   scripts/bench.sh [--reps N] [--volume MiB] [--stacks "rrxe rxe siw"]
-#                    [--sizes "1024 4096 ..."] [--profile] [--out DIR] [--kernel debug|nodebug]
-#                    [--mtu BYTES] [--smp CPUS] [--local]
+#                    [--sizes "1024 4096 ..."] [--profile] [--out DIR] [--kernel nodebug|debug]
+#                    [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none]
+#                    [--local | --veth]
+#
+# Each repetition (default 5) runs TCP, the floor and then every stack, the stacks' order
+# rotated each time; every bandwidth run moves --volume MiB (default 256). The headline rows
+# wait for completions (-e), as iperf3 sleeps: on a 2-core host a process spinning on its CQ
+# takes the core that QEMU's I/O threads need (qemu/bench-guest.sh says what runs).
+#
+# --pin split (the default) runs each VM's QEMU threads on a host CPU of its own (VM 0 on
+# CPU 0, VM 1 on CPU 1), vCPU and I/O threads together; --pin none leaves placement to the
+# scheduler. scripts/bench-host.py places them and measures, for every run, the host CPU of
+# both QEMU processes (vCPU threads and the rest), which the report gives per GB moved.
+#
+# --kernel nodebug (the default) runs on the benchmark kernel: the test kernel's
+# configuration without lockdep, the atomic-sleep and list checks and kmemleak, compiled -O2
+# (qemu/kernel-nodebug.config). It exports HEAD to $RRXE_BENCH_TREE (default
+# /var/tmp/rrxe-bench-tree), builds and caches that kernel (about 11 min on 2 idle cores,
+# once) and runs there. --kernel debug runs on the test kernel, with its debugging.
+# --linux picks the kernel series (default 6.12, as the tests).
 #
 # --mtu sets both guests' eth0 MTU (default 1500) before anything runs, TCP included: at 9000
 # every RoCE stack's port reports an active MTU of 4096 and perftest uses it as path MTU.
@@ -20,18 +40,17 @@
 # last. All the work is guest CPU: with --smp 2 it shows whether a stack's work spreads over
 # two CPUs, which the two-VM run cannot on a 2-core host. Report: bench-local.md.
 #
-# --kernel nodebug runs on a kernel without lockdep, the atomic-sleep and list checks and
-# kmemleak (qemu/kernel-nodebug.config): it exports HEAD to $RRXE_BENCH_TREE (default
-# /var/tmp/rrxe-bench-tree) with that config, builds and caches its kernel (about 11 min on 2
-# idle cores, once) and runs there. The default is the test kernel, with its debugging.
+# --veth runs one VM too: two network namespaces over a veth pair with its offloads off,
+# TCP, rrxe and siw between them (qemu/bench-veth-guest.sh): each stack's kernel CPU per
+# packet without QEMU's network path. Report: bench-veth.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=3 VOLUME=16 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
-KERNEL=debug MTU=1500 SMP=1 LOCAL=0
+REPS=5 VOLUME=256 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
+KERNEL=nodebug LINUX=6.12 MTU=1500 SMP=1 LOCAL=0 PIN=split
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '3,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,46s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --reps) REPS=$2; shift 2 ;;
     --volume) VOLUME=$2; shift 2 ;;
     --stacks) STACKS=$2; shift 2 ;;
@@ -39,13 +58,20 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     --kernel) KERNEL=$2; shift 2 ;;
+    --linux) LINUX=$2; shift 2 ;;
+    --pin) PIN=$2; shift 2 ;;
     --mtu) MTU=$2; shift 2 ;;
     --smp) SMP=$2; shift 2 ;;
     --local) LOCAL=1; shift ;;
-    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel debug|nodebug] [--mtu BYTES] [--smp CPUS] [--local]" >&2; exit 2 ;;
+    --veth) LOCAL=veth; shift ;;
+    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel nodebug|debug] [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none] [--local | --veth]" >&2; exit 2 ;;
   esac
 done
-case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel debug or nodebug" >&2; exit 2 ;; esac
+case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel nodebug or debug" >&2; exit 2 ;; esac
+case "$PIN" in split|none) ;; *) echo "bench: --pin split or none" >&2; exit 2 ;; esac
+case "$REPS" in ''|*[!0-9]*|0) echo "bench: --reps takes a number of repetitions (1 or more)" >&2; exit 2 ;; esac
+case "$VOLUME" in ''|*[!0-9]*|0) echo "bench: --volume takes a number of MiB (1 or more)" >&2; exit 2 ;; esac
+export RRXE_KERNEL=$LINUX
 case "$MTU" in ''|*[!0-9]*) echo "bench: --mtu takes a number of bytes" >&2; exit 2 ;; esac
 case "$SMP" in [1-8]) ;; *) echo "bench: --smp takes 1..8 CPUs" >&2; exit 2 ;; esac
 if [ "$KERNEL" = nodebug ] && [ "${RRXE_BENCH_IN_TREE:-0}" != 1 ]; then
@@ -65,21 +91,39 @@ fi
 bash scripts/setup.sh
 # The chart and the in-guest profiler are the benchmark's own needs, not the tests'.
 want=()
-dpkg-query -W -f='${Status}\n' python3-matplotlib 2>/dev/null | grep -q 'ok installed' || want+=(python3-matplotlib)
+for pkg in python3-matplotlib sockperf; do
+  dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null | grep -q 'ok installed' || want+=("$pkg")
+done
 if [ "$PROFILE" = 1 ] && ! command -v perf >/dev/null 2>&1; then want+=(linux-perf); fi
 if [ "${#want[@]}" -gt 0 ]; then
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null ||
-    echo "bench: could not install ${want[*]} (no chart/profile)"
+    echo "bench: could not install ${want[*]} (no chart, profile or latency floor)"
 fi
 make -s modules
 make -s provider
 mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
 nst=$(echo "$STACKS" | wc -w) nsz=$(echo "$SIZES" | wc -w)
+# The shim that makes ib_write_bw's client sleep on its CQ (qemu/perftest-sleep-cq.c),
+# built for the guests' root (the host's).
+cc -shared -fPIC -O2 -Wall -o "$OUT/perftest-sleep-cq.so" qemu/perftest-sleep-cq.c -libverbs
+if [ "$LOCAL" = veth ]; then
+  # rdma_rxe's UDP socket lives in the initial namespace only on Linux 6.12.
+  [[ " ${args[*]} " == *" --stacks "* ]] || STACKS="rrxe siw"
+  nst=$(echo "$STACKS" | wc -w)
+  timeout=$(( REPS * (nst * 3 + 1) * (VOLUME / 4 + 40) + 600 ))
+  echo "bench: --veth, $REPS repetition(s), ${VOLUME} MiB per run, $SMP CPU(s), over: tcp $STACKS (timeout ${timeout}s)"
+  start=$(date +%s)
+  qemu/run-vms --vms 1 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name veth qemu/bench-veth-guest.sh \
+    "$REPS" "$VOLUME" "$STACKS" "$OUT/perftest-sleep-cq.so" || echo "bench: the VM run reported a problem (see $OUT/veth-vm0.out)"
+  tr -d '\r' < "$OUT"/veth-vm0.out | grep -aE '^(LOCAL|PKTS|NCPU) ' > "$OUT/results-veth.txt" || true
+  grep -ahE '^# vm0: ' "$OUT"/veth-vm0.out || true
+  exec /usr/bin/python3 scripts/bench-local-report.py "$OUT/results-veth.txt" "$OUT" "$REPS" \
+    "$(( $(date +%s) - start ))" "$KERNEL" "$SMP" veth
+fi
 if [ "$LOCAL" = 1 ]; then
-  # --volume is per run here too; the default moves 256 MiB (about 3 s at 100 MB/s).
-  [[ " ${args[*]} " == *" --volume "* ]] || VOLUME=256
   timeout=$(( REPS * nst * 3 * (VOLUME / 2 + 40) + 600 ))
   echo "bench: --local, $REPS repetition(s), ${VOLUME} MiB per run, $SMP CPU(s), over: $STACKS (timeout ${timeout}s)"
   start=$(date +%s)
@@ -90,14 +134,18 @@ if [ "$LOCAL" = 1 ]; then
   exec /usr/bin/python3 scripts/bench-local-report.py "$OUT/results-local.txt" "$OUT" "$REPS" \
     "$(( $(date +%s) - start ))" "$KERNEL" "$SMP"
 fi
-# Under TCG a stack moves ~5 MB/s: a bandwidth run takes VOLUME/5 s plus ~10 s of setup.
-# The 64-QP run moves at least 64 x 20 messages (five runs' volume at 64 KiB); the CPU baselines
-# add seven short runs; the two completion-event (-e) runs are two more.
-timeout=$(( (REPS * nst * (20 + nsz) + REPS) * (VOLUME / 4 + 30) + 900 ))
-echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, $SMP CPU(s) per VM, over: tcp $STACKS (timeout ${timeout}s)"
+# A generous bound, not an estimate: every run at 8 MB/s plus 30 s of setup (the stacks move
+# 15 to 60 MB/s under TCG).
+timeout=$(( REPS * (nst * (14 + nsz) + 2) * (VOLUME / 8 + 30) + 900 ))
+echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, $SMP CPU(s) per VM, QEMU threads: --pin $PIN, over: tcp udp $STACKS (timeout ${timeout}s)"
 start=$(date +%s)
+/usr/bin/python3 scripts/bench-host.py "$OUT" bench 2 "$PIN" > "$OUT/host.txt" &
+host=$!
 qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
-  "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" || echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
-cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU) ' > "$OUT/results.txt" || true
-grep -ahE '^# vm[01]: FAILED|counters:' "$OUT"/bench-vm*.out || true
-/usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL" "$MTU" "$SMP"
+  "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" "$OUT/perftest-sleep-cq.so" ||
+  echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
+wait "$host" || echo "bench: the host side failed (see $OUT/host.txt)"
+{ cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU|STUCK|COUNTERS) '
+  grep -aE '^(HOST|PIN) ' "$OUT/host.txt"; } > "$OUT/results.txt" || true
+grep -ahE '^# vm[01]: FAILED' "$OUT"/bench-vm*.out || true
+/usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL" "$MTU" "$SMP" "$LINUX"
