@@ -297,7 +297,11 @@ for t in "$@"; do
   # A test known to be timing-sensitive may declare retries; a failed attempt is reported.
   while [ "$vrc" != 0 ] && [ "$retries" -gt 0 ]; do
     retries=$((retries - 1))
-    echo "RETRY: $t failed (see below); running it again. Failed attempt's failures:"
+    # The failed attempt's output and consoles stay, beside the next attempt's.
+    for i in $(seq 0 $((vms - 1))); do
+      for x in out console; do cp -f "$out/$t-vm$i.$x" "$out/$t-vm$i.failed-$retries.$x" 2>/dev/null; done
+    done
+    echo "RETRY: $t failed (see below; its output: $out/$t-vm*.failed-$retries.*); running it again. Failed attempt's failures:"
     for i in $(seq 0 $((vms - 1))); do grep -a '^not ok ' "$out/$t-vm$i.out" | sed 's/^/  /'; done
     qemu/run-vms --vms "$vms" --smp "$smp" --timeout "$to" --out "$out" --name "$t" --append "$append" "$f"
     vrc=$?
