@@ -139,6 +139,9 @@ fi
 timeout=$(( REPS * (nst * (14 + nsz) + 2) * (VOLUME / 8 + 30) + 900 ))
 echo "bench: $REPS repetition(s), ${VOLUME} MiB per bandwidth run, MTU $MTU, $SMP CPU(s) per VM, QEMU threads: --pin $PIN, over: tcp udp $STACKS (timeout ${timeout}s)"
 start=$(date +%s)
+# A pid file of an earlier run in the same directory would send the host side to the
+# wrong process.
+rm -f "$OUT"/bench-vm*.pid
 /usr/bin/python3 scripts/bench-host.py "$OUT" bench 2 "$PIN" > "$OUT/host.txt" &
 host=$!
 qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
