@@ -41,7 +41,7 @@
 # two CPUs, which the two-VM run cannot on a 2-core host. Report: bench-local.md.
 #
 # --veth runs one VM too: two network namespaces over a veth pair with its offloads off,
-# TCP, rrxe and siw between them (qemu/bench-veth-guest.sh): each stack's kernel CPU per
+# TCP and rrxe between them (qemu/bench-veth-guest.sh): each stack's kernel CPU per
 # packet without QEMU's network path. Report: bench-veth.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,8 +110,10 @@ nst=$(echo "$STACKS" | wc -w) nsz=$(echo "$SIZES" | wc -w)
 # built for the guests' root (the host's).
 cc -shared -fPIC -O2 -Wall -o "$OUT/perftest-sleep-cq.so" qemu/perftest-sleep-cq.c -libverbs
 if [ "$LOCAL" = veth ]; then
-  # rdma_rxe's UDP socket lives in the initial namespace only on Linux 6.12.
-  [[ " ${args[*]} " == *" --stacks "* ]] || STACKS="rrxe siw"
+  # On Linux 6.12 rdma_rxe's UDP socket lives in the initial namespace only, and siw's
+  # rdma_connect between the two namespaces failed ("Function rdma_connect failed"): rrxe
+  # alone by default; --stacks siw still tries.
+  [[ " ${args[*]} " == *" --stacks "* ]] || STACKS="rrxe"
   nst=$(echo "$STACKS" | wc -w)
   timeout=$(( REPS * (nst * 3 + 1) * (VOLUME / 4 + 40) + 600 ))
   echo "bench: --veth, $REPS repetition(s), ${VOLUME} MiB per run, $SMP CPU(s), over: tcp $STACKS (timeout ${timeout}s)"
