@@ -31,7 +31,9 @@ rrxe_cc_check() {
   echo "$1: unknown compiler '$RRXE_CC' (known: $RRXE_CCS)" >&2
   return 2
 }
-RUST_LIB_SRC=${RUST_LIB_SRC:-$(ls -d /usr/src/rustc-1.96*/library 2>/dev/null | tail -n 1)}
+# Empty before rust-web-src is installed: `|| true` keeps a `set -e` caller (setup.sh, which
+# installs it) alive on a fresh machine, where ls fails.
+RUST_LIB_SRC=${RUST_LIB_SRC:-$( (ls -d /usr/src/rustc-1.96*/library 2>/dev/null || true) | tail -n 1)}
 KRUSTC=${KRUSTC:-/usr/bin/rustc}
 BINDGEN=${BINDGEN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}
 LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
