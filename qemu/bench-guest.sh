@@ -30,14 +30,18 @@
 #     CPU of both QEMU processes between them
 #   STUCK <stack> <test> <bytes> <qps> <rep> [fixed] <state> <%cpu> <kernel wait>
 #     a server that had not exited 10 s after its client ended (it is killed), as ps saw it
-#   COUNTERS vm<N> <rep> link rrxe0/1 <name> <value>...   (rrxe's counters, each repetition)
+#   COUNTERS vm<N> <rep> link rrxe0/1 <name> <value>...   (rrxe's counters, each repetition;
+#     COUNTERS_B: those of the other build in an A/B run)
 #   PROFILE <stack> vm<N> <percent> <symbol>   (PROFILE=1: cpu-clock, during ib_write_bw)
 #   NCPU vm<N> <cpus>
-# Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU SLEEP_CQ
+# Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU SLEEP_CQ [AB_KO]
+# AB_KO (an A/B run, scripts/bench.sh --ab): the other build's rrxe.ko, the stack rrxe-b.
+# Each repetition then runs only the rows an A/B compares: the four -e rows at 64 KiB and
+# the three latencies, after TCP and the floor.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/qemu/bench-lib.sh"
 REPS=${1:-5} VOLUME=${2:-256} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0} MTU=${6:-1500}
-SLEEP_CQ=${7:-}
+SLEEP_CQ=${7:-} AB_KO=${8:-}
 # Kernel CPU time so far (system + irq + softirq of /proc/stat, USER_HZ ticks).
 kcpu() { awk '$1 == "cpu" {print $4 + $7 + $8}' /proc/stat; }
 port=19000
@@ -205,15 +209,19 @@ for r in $(seq "$REPS"); do
     bw "$stack" ib_write_bw 65536 1 "$r" -e
     bw "$stack" ib_write_bw 65536 8 "$r" -e
     for t in ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1 "$r" -e; done
-    for t in ib_write_bw ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1 "$r"; done
-    # Many QPs at once (the target is rrxe's): the aggregate must hold up and every QP must
-    # finish. Only rrxe: on siw perftest 4.5's rdma_cm client segfaults in librdmacm 44 at
-    # -q 64; on the benchmark kernel rdma_rxe's -q 64 server left at once.
-    [ "$stack" = rrxe ] && bw "$stack" ib_write_bw 65536 64 "$r"
-    for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1 "$r" -e; done
+    if [ -z "$AB_KO" ]; then
+      for t in ib_write_bw ib_send_bw ib_read_bw; do bw "$stack" "$t" 65536 1 "$r"; done
+      # Many QPs at once (the target is rrxe's): the aggregate must hold up and every QP must
+      # finish. Only rrxe: on siw perftest 4.5's rdma_cm client segfaults in librdmacm 44 at
+      # -q 64; on the benchmark kernel rdma_rxe's -q 64 server left at once.
+      [ "$stack" = rrxe ] && bw "$stack" ib_write_bw 65536 64 "$r"
+      for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1 "$r" -e; done
+    fi
     for t in ib_write_lat ib_send_lat ib_read_lat; do lat "$stack" "$t" "$r"; done
     # The device's counters over this repetition (the module is reloaded for each).
-    [ "$stack" = rrxe ] && echo "COUNTERS vm$RRXE_VM $r $(rdma statistic show link "$DEV"/1 | tr -s ' \n' '  ')"
+    # (COUNTERS_B: the other build of an A/B run.)
+    case "$stack" in rrxe) c=COUNTERS ;; rrxe-b) c=COUNTERS_B ;; *) c= ;; esac
+    [ -n "$c" ] && echo "$c vm$RRXE_VM $r $(rdma statistic show link "$DEV"/1 | tr -s ' \n' '  ')"
     teardown_stack "$stack"
   done
   order=("${order[@]:1}" "${order[0]}")

@@ -10,7 +10,7 @@
 #   scripts/bench.sh [--reps N] [--volume MiB] [--stacks "rrxe rxe siw"]
 #                    [--sizes "1024 4096 ..."] [--profile] [--out DIR] [--kernel nodebug|debug]
 #                    [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none]
-#                    [--local | --veth]
+#                    [--local | --veth | --ab REV]
 #
 # Each repetition (default 5) runs TCP, the floor and then every stack, the stacks' order
 # rotated each time; every bandwidth run moves --volume MiB (default 256). The headline rows
@@ -43,14 +43,22 @@
 # --veth runs one VM too: two network namespaces over a veth pair with its offloads off,
 # TCP and rrxe between them (qemu/bench-veth-guest.sh): each stack's kernel CPU per
 # packet without QEMU's network path. Report: bench-veth.md.
+#
+# --ab REV compares two builds of rrxe.ko on the same VMs, the way a lever is measured: the
+# module of the working tree's HEAD (the stack rrxe) and that of REV (rrxe-b, built from
+# `git archive REV` against the same kernel), alternating (the stacks' order rotates every
+# repetition, so with --reps 8 (the default here) that is 8 pairs, each in its own order).
+# The provider is HEAD's for both. Each repetition runs TCP and the floor, then for each
+# build the four -e rows at 64 KiB and the three latencies. Report: bench-ab.md, each row's
+# medians, the median and range of the pairs' ratios, and how many pairs HEAD won.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=5 VOLUME=256 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
-KERNEL=nodebug LINUX=6.12 MTU=1500 SMP=1 LOCAL=0 PIN=split
+KERNEL=nodebug LINUX=6.12 MTU=1500 SMP=1 LOCAL=0 PIN=split AB=
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '3,46s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,54s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --reps) REPS=$2; shift 2 ;;
     --volume) VOLUME=$2; shift 2 ;;
     --stacks) STACKS=$2; shift 2 ;;
@@ -64,7 +72,8 @@ while [ $# -gt 0 ]; do
     --smp) SMP=$2; shift 2 ;;
     --local) LOCAL=1; shift ;;
     --veth) LOCAL=veth; shift ;;
-    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel nodebug|debug] [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none] [--local | --veth]" >&2; exit 2 ;;
+    --ab) [ $# -ge 2 ] || { echo "bench: --ab takes a revision" >&2; exit 2; }; AB=$2; shift 2 ;;
+    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel nodebug|debug] [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none] [--local | --veth | --ab REV]" >&2; exit 2 ;;
   esac
 done
 case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel nodebug or debug" >&2; exit 2 ;; esac
@@ -74,6 +83,16 @@ case "$VOLUME" in ''|*[!0-9]*|0) echo "bench: --volume takes a number of MiB (1 
 export RRXE_KERNEL=$LINUX
 case "$MTU" in ''|*[!0-9]*) echo "bench: --mtu takes a number of bytes" >&2; exit 2 ;; esac
 case "$SMP" in [1-8]) ;; *) echo "bench: --smp takes 1..8 CPUs" >&2; exit 2 ;; esac
+if [ -n "$AB" ] && [ "${RRXE_BENCH_IN_TREE:-0}" != 1 ]; then
+  [ "$LOCAL" = 0 ] || { echo "bench: --ab runs on two VMs (not with --local or --veth)" >&2; exit 2; }
+  ab=$(git rev-parse --verify -q "$AB^{commit}") || { echo "bench: --ab: no revision '$AB' here" >&2; exit 2; }
+  # Both the revisions and their source, fixed before anything is built.
+  export RRXE_BENCH_AB_REV=$ab RRXE_BENCH_A_REV=$(git rev-parse HEAD) RRXE_BENCH_AB_SRC=$(realpath -m "$OUT")/ab-src
+  [[ " ${args[*]} " == *" --reps "* ]] || { REPS=8; args+=(--reps 8); }
+  rm -rf "$RRXE_BENCH_AB_SRC"
+  mkdir -p "$RRXE_BENCH_AB_SRC"
+  git archive "$ab" | tar -x -C "$RRXE_BENCH_AB_SRC"
+fi
 if [ "$KERNEL" = nodebug ] && [ "${RRXE_BENCH_IN_TREE:-0}" != 1 ]; then
   tree=${RRXE_BENCH_TREE:-/var/tmp/rrxe-bench-tree}
   out=$(realpath -m "$OUT")
@@ -105,6 +124,14 @@ make -s modules
 make -s provider
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
+ab_ko=
+if [ -n "$AB" ]; then
+  # REV's module against this tree's kernel (its own scripts would pick its own config's).
+  make -s -C "$RRXE_BENCH_AB_SRC" modules KDIR="$(bash -c '. scripts/env.sh; echo "$KDIR"')"
+  ab_ko=$OUT/rrxe-b.ko
+  cp "$RRXE_BENCH_AB_SRC/rrxe.ko" "$ab_ko"
+  [[ " ${args[*]} " == *" --stacks "* ]] || STACKS="rrxe rrxe-b"
+fi
 nst=$(echo "$STACKS" | wc -w) nsz=$(echo "$SIZES" | wc -w)
 # The shim that makes ib_write_bw's client sleep on its CQ (qemu/perftest-sleep-cq.c),
 # built for the guests' root (the host's).
@@ -136,6 +163,7 @@ if [ "$LOCAL" = 1 ]; then
   exec /usr/bin/python3 scripts/bench-local-report.py "$OUT/results-local.txt" "$OUT" "$REPS" \
     "$(( $(date +%s) - start ))" "$KERNEL" "$SMP"
 fi
+nst=$(echo "$STACKS" | wc -w)
 # A generous bound, not an estimate: every run at 8 MB/s plus 30 s of setup (the stacks move
 # 15 to 60 MB/s under TCG).
 timeout=$(( REPS * (nst * (14 + nsz) + 2) * (VOLUME / 8 + 30) + 900 ))
@@ -147,10 +175,14 @@ rm -f "$OUT"/bench-vm*.pid
 /usr/bin/python3 scripts/bench-host.py "$OUT" bench 2 "$PIN" > "$OUT/host.txt" &
 host=$!
 qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
-  "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" "$OUT/perftest-sleep-cq.so" ||
+  "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" "$OUT/perftest-sleep-cq.so" "$ab_ko" ||
   echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
 wait "$host" || echo "bench: the host side failed (see $OUT/host.txt)"
-{ cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU|STUCK|COUNTERS) '
+{ cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU|STUCK|COUNTERS|COUNTERS_B) '
   grep -aE '^(HOST|PIN) ' "$OUT/host.txt"; } > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED' "$OUT"/bench-vm*.out || true
+if [ -n "$AB" ]; then
+  exec /usr/bin/python3 scripts/bench-ab-report.py "$OUT/results.txt" "$OUT" "$RRXE_BENCH_A_REV" "$RRXE_BENCH_AB_REV" \
+    "$(( $(date +%s) - start ))" "$KERNEL" "$MTU" "$LINUX"
+fi
 /usr/bin/python3 scripts/bench-report.py "$OUT/results.txt" "$OUT" "$REPS" "$(( $(date +%s) - start ))" "$KERNEL" "$MTU" "$SMP" "$LINUX"
