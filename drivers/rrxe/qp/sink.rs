@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The action sink: applies proto's actions (transmit, place, complete, timers) as they come.
 
-use super::wr::{copy_sges, sge_chunks, Sge};
-use super::{timer_idx, Qp, GRH_LEN, MAX_SGE, RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV6};
+use super::wr::{sge_chunks, Sge, SgeCopy};
+use super::{timer_idx, Qp, GRH_LEN, RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV6};
 use crate::ah::Av;
 use crate::counters::Counter;
 use crate::cq::Completion;
@@ -99,8 +99,8 @@ impl Sink<'_> {
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
                     let i = id.0 as u32;
-                    let mut sges = [Sge::default(); MAX_SGE as usize];
-                    let n = {
+                    let mut sges = SgeCopy::new();
+                    {
                         let sq = qp.sq.lock();
                         let Some(wr) = sq.get(i) else { return false };
                         if wr.inline {
@@ -110,12 +110,11 @@ impl Sink<'_> {
                                 None => false,
                             };
                         }
-                        copy_sges(&mut sges, sq.sges(i, wr.num_sge))
-                    };
+                        sges.fill(sq.sges(i, wr.num_sge));
+                    }
                     // The MR copy runs outside the ring's interrupts-off lock (the WR's
                     // slot stays ours: it completes only in this engine run or a later one).
-                    let sges = sges.get(..n).unwrap_or(&[]);
-                    gather = qp.wr_buffer_copy(sges, offset, &mut Xfer::From(buf));
+                    gather = qp.wr_buffer_copy(sges.sges(), offset, &mut Xfer::From(buf));
                     gather.is_ok()
                 }
             }
@@ -166,14 +165,13 @@ impl Sink<'_> {
     ) -> Result<(), proto::PlaceError> {
         let qp = self.qp;
         let i = id.0 as u32;
-        let mut sges = [Sge::default(); MAX_SGE as usize];
-        let n = {
+        let mut sges = SgeCopy::new();
+        {
             let sq = qp.sq.lock();
             let wr = sq.get(i).ok_or(proto::PlaceError::Protection)?;
-            copy_sges(&mut sges, sq.sges(i, wr.num_sge))
-        };
-        let sges = sges.get(..n).unwrap_or(&[]);
-        qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
+            sges.fill(sq.sges(i, wr.num_sge));
+        }
+        qp.wr_buffer_copy(sges.sges(), offset, &mut Xfer::To(data))
     }
 
     /// Places bytes into the receive WQE of the message in progress.
@@ -181,17 +179,13 @@ impl Sink<'_> {
         let qp = self.qp;
         // proto asked recv_head_len first: a WQE is claimed (else nothing can take the data).
         qp.claim_head().ok_or(proto::PlaceError::Length)?;
-        let mut sges = [Sge::default(); MAX_SGE as usize];
-        let n = {
+        let mut sges = SgeCopy::new();
+        {
             let c = qp.claim.lock();
             let cl = c.as_ref().ok_or(proto::PlaceError::Length)?;
-            copy_sges(
-                &mut sges,
-                cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]),
-            )
-        };
-        let sges = sges.get(..n).unwrap_or(&[]);
-        qp.wr_buffer_copy(sges, offset, &mut Xfer::To(data))
+            sges.fill(cl.sges.get(..cl.wr.num_sge as usize).unwrap_or(&[]));
+        }
+        qp.wr_buffer_copy(sges.sges(), offset, &mut Xfer::To(data))
     }
 
     /// UD: the GRH area of the receive buffer, from the packet's IP header (the IPv6 header,

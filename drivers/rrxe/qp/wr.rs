@@ -375,14 +375,55 @@ pub(super) fn sge_chunks(
     })
 }
 
-/// Copies a WR's SGE list out of its ring (into `dst`, at most [`MAX_SGE`]), so that the
-/// MR accesses that follow run after the ring's interrupts-off lock is released (the MR
-/// table's locks are bottom-half locks). Returns how many were copied.
-pub(super) fn copy_sges(dst: &mut [Sge; MAX_SGE as usize], src: &[Sge]) -> usize {
-    let mut n = 0;
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = *s;
-        n += 1;
+/// SGEs a [`SgeCopy`] holds without touching its full-size array: a WR of the benchmark's
+/// perftest, NVMe-oF or NFS over RDMA names one to a few.
+const FEW_SGES: usize = 4;
+
+/// A WR's SGE list copied out of its ring (at most [`MAX_SGE`]), so that the MR accesses that
+/// follow run after the ring's interrupts-off lock is released (the MR table's locks are
+/// bottom-half locks). Made for every packet that carries a WR's data (sent, placed, or
+/// read back): a list of up to [`FEW_SGES`] is copied into a small array, and only a longer
+/// one initialises the full [`MAX_SGE`] array (512 bytes, which every packet zeroed when
+/// there was only that one).
+pub(super) struct SgeCopy {
+    few: [Sge; FEW_SGES],
+    many: Option<[Sge; MAX_SGE as usize]>,
+    n: usize,
+}
+
+impl SgeCopy {
+    /// An empty copy, made where it is used (it is filled in place, never moved: a move
+    /// would copy the full array's bytes too).
+    pub(super) fn new() -> Self {
+        SgeCopy {
+            few: [Sge::default(); FEW_SGES],
+            many: None,
+            n: 0,
+        }
     }
-    n
+
+    /// Copies `src`'s first [`MAX_SGE`] SGEs, in place of what was copied before.
+    pub(super) fn fill(&mut self, src: &[Sge]) {
+        let src = src.get(..MAX_SGE as usize).unwrap_or(src);
+        self.n = src.len();
+        if src.len() <= FEW_SGES {
+            for (d, s) in self.few.iter_mut().zip(src) {
+                *d = *s;
+            }
+            self.many = None;
+        } else {
+            let many = self.many.get_or_insert([Sge::default(); MAX_SGE as usize]);
+            for (d, s) in many.iter_mut().zip(src) {
+                *d = *s;
+            }
+        }
+    }
+
+    /// The SGEs copied.
+    pub(super) fn sges(&self) -> &[Sge] {
+        match &self.many {
+            Some(m) => m.get(..self.n).unwrap_or(&[]),
+            None => self.few.get(..self.n).unwrap_or(&[]),
+        }
+    }
 }
