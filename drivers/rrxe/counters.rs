@@ -101,9 +101,6 @@ counters! {
     /// Runs that left packets for later because the device's transmit queues were half
     /// full (the QP's transmit-wait timer resumes it).
     TxWaits = c"tx_waits",
-    /// Runs that stopped at a QP's most packets in flight (128) and waited for the device's
-    /// transmit completions to bring them below 64.
-    TxInflightWaits = c"tx_inflight_waits",
     /// Work-request lists a process handed to a user QP or SRQ through the kernel's
     /// post_send/post_recv/post_srq_recv commands: refused (EINVAL), nothing read.
     UserWrRefused = c"user_wr_refused",

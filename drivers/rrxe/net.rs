@@ -230,7 +230,7 @@ pub(crate) fn transmit(
     let src = crate::glue::NdevId::of_av(av);
     dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, src, |ndev| {
         let ib = (hdrs, payload_len, corrupt_icrc);
-        build_and_send(dev, ndev, av, sport, ib, kept, fill)
+        build_and_send(dev, ndev, av, sport, ib, kept.route, fill)
     })
     .ok_or(TxError::Route)?
 }
@@ -242,8 +242,6 @@ pub(crate) struct Kept<'a> {
     pub(crate) route: Option<&'a crate::glue::RouteCache>,
     /// The netdev of the source GID (`glue::IbDev::with_gid_netdev`).
     pub(crate) gid: Option<&'a core::cell::Cell<crate::glue::GidNetdevCache>>,
-    /// The sending QP's packets in flight, which pace it (`Qp::run_on`).
-    pub(crate) flight: Option<crate::glue::task::TxFlight<'a>>,
 }
 
 /// [`transmit`] once the netdev is known.
@@ -253,7 +251,7 @@ fn build_and_send(
     av: &crate::ah::Av,
     sport: u16,
     (hdrs, payload_len, corrupt_icrc): (&proto::Headers, u32, bool),
-    kept: Kept<'_>,
+    route: Option<&crate::glue::RouteCache>,
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<u32, TxError> {
     let v6 = av.ipv6 != 0;
@@ -303,7 +301,7 @@ fn build_and_send(
     // The capture sees the packet as it leaves, the ICRC (even a corrupted one) written;
     // one to a QP of this host too, which never reaches a netdev.
     count_capture(dev, dev.data().capture.tx(&skb));
-    skb.send(v6, &av.sip, &dip, kept.route, kept.flight)
+    skb.send(v6, &av.sip, &dip, route)
         .map_err(|_| TxError::Route)?;
     Ok(sent)
 }

@@ -235,10 +235,6 @@ void rrxe_glue_timer_arm(struct rrxe_timer *t, u64 usecs);
 void rrxe_glue_timer_cancel(struct rrxe_timer *t);
 void rrxe_glue_timer_free(struct rrxe_timer *t);
 void rrxe_glue_work_cancel_sync(struct rrxe_work *w);
-struct rrxe_tx_flight;
-struct rrxe_tx_flight *rrxe_glue_work_tx_flight(struct rrxe_work *w);
-u32 rrxe_glue_tx_flight_count(struct rrxe_tx_flight *f);
-bool rrxe_glue_tx_flight_wait(struct rrxe_tx_flight *f, u32 low, unsigned int cpu);
 void rrxe_glue_timer_shutdown(struct rrxe_timer *t);
 void rrxe_glue_skb_smac(const struct sk_buff *skb, u8 *mac);
 void rrxe_glue_skb_release_refs(struct sk_buff *skb);
@@ -250,7 +246,7 @@ struct rrxe_route *rrxe_glue_route_new(void);
 void rrxe_glue_route_reset(struct rrxe_route *r);
 void rrxe_glue_route_free(struct rrxe_route *r);
 int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip,
-		      struct rrxe_route *route, struct rrxe_tx_flight *flight);
+		      struct rrxe_route *route);
 
 void rrxe_glue_decode_send_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);
 void rrxe_glue_decode_ud_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);

@@ -35,12 +35,7 @@
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <linux/nsproxy.h>
-#include <linux/delay.h>
 #include "rrxe_glue_compat.h"
 #include "rrxe_glue.h"
-
-/* Between the glue's files (rrxe_glue_task.c): transmit pacing. */
-void rrxe_tx_flight_charge(struct sk_buff *skb, struct rrxe_tx_flight *f);
-void rrxe_tx_flight_drain(void);
 
 #endif

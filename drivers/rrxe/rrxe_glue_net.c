@@ -60,8 +60,6 @@ void rrxe_glue_unregister_notifier(void)
 {
 	unregister_netdevice_notifier(&rrxe_netdev_notifier);
 	unregister_pernet_subsys(&rrxe_net_ops);
-	/* Sent packets still queued in a device hold this module's skb destructor. */
-	rrxe_tx_flight_drain();
 }
 
 /* --- UDP tunnel sockets (RoCEv2, port 4791), one pair per network namespace --- */
@@ -682,12 +680,10 @@ static void rrxe_route_set6(struct rrxe_route *r, struct dst_entry *dst,
 /*
  * Routes and sends a fully built IP packet (headers and ICRC written by the caller).
  * Consumes the skb. Returns 0 or a negative errno (no route, ...). route: the QP's route
- * cache (connected QPs, with the QP's engine lock held), or NULL. flight: the sending QP's
- * packets in flight, charged with this one if it goes to a device (not one delivered to
- * this host's receive path), or NULL.
+ * cache (connected QPs, with the QP's engine lock held), or NULL.
  */
 int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip,
-		      struct rrxe_route *route, struct rrxe_tx_flight *flight)
+		      struct rrxe_route *route)
 {
 	struct net_device *ndev = skb->dev;
 	struct net *net = dev_net(ndev);
@@ -762,8 +758,6 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 	}
 	skb_dst_set(skb, dst);
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-	if (flight)
-		rrxe_tx_flight_charge(skb, flight);
 	if (!ipv6)
 		ret = ip_local_out(net, NULL, skb);
 	else

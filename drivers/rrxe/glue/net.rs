@@ -493,28 +493,22 @@ impl TxSkb {
     }
 
     /// Routes and sends the packet (IPv4 addresses in the first 4 bytes), through the
-    /// route kept in `route` when there is one for this source and device; charged to
-    /// `flight` (until the device frees it) if it leaves through a device.
+    /// route kept in `route` when there is one for this source and device.
     pub(crate) fn send(
         self,
         ipv6: bool,
         sip: &[u8; 16],
         dip: &[u8; 16],
         route: Option<&RouteCache>,
-        flight: Option<super::task::TxFlight<'_>>,
     ) -> Result {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
         // A cache's per-CPU entries are used with bottom halves off (the helper turns them
         // off) and each CPU touches only its own: sends on other CPUs may run meanwhile.
         let r = route.map_or(core::ptr::null_mut(), |r| r.raw.as_ptr());
-        let f = flight.map_or(core::ptr::null_mut(), |f| f.as_ptr());
         // SAFETY: the helper consumes the skb in every case; `r` is null or a live cache,
-        // borrowed for the call and safe to share as said above; `f` is null or a live
-        // counter (borrowed with its work item), whose atomics and reference count the
-        // helper takes for the skb.
-        let err =
-            unsafe { bindings::rrxe_glue_tx_send(skb, ipv6, sip.as_ptr(), dip.as_ptr(), r, f) };
+        // borrowed for the call and safe to share as said above.
+        let err = unsafe { bindings::rrxe_glue_tx_send(skb, ipv6, sip.as_ptr(), dip.as_ptr(), r) };
         if err < 0 {
             return Err(Error::from_errno(err));
         }

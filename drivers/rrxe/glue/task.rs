@@ -66,9 +66,6 @@ unsafe fn bound<'a, T>(ctx: *mut c_void) -> Option<&'a T> {
 /// A work item of context `T`.
 pub(crate) struct Work<T> {
     raw: NonNull<bindings::rrxe_work>,
-    /// The packets in flight whose transmit completions queue it ([`Work::new_tx_paced`]),
-    /// owned by `raw` (freed with it, or after the last of those packets).
-    flight: Option<NonNull<bindings::rrxe_tx_flight>>,
     // Dropped after `raw` is freed (Drop::drop runs before the fields are dropped).
     target: Target,
     _t: PhantomData<fn(&T)>,
@@ -99,58 +96,14 @@ impl<T: WorkTarget> Work<T> {
         let raw = NonNull::new(w).ok_or(ENOMEM)?;
         Ok(Work {
             raw,
-            flight: None,
             target,
             _t: PhantomData,
         })
     }
-
-    /// An unbound work item (as [`Work::new`]) that also counts the packets its owner has
-    /// in flight: [`Work::tx_flight`]. Process context.
-    pub(crate) fn new_tx_paced() -> Result<Self> {
-        let mut w = Self::new()?;
-        // SAFETY: a live work item of ours; the helper allocates the counter and attaches
-        // it to the work item, which owns it from then on (freed by rrxe_glue_work_free).
-        let f = unsafe { bindings::rrxe_glue_work_tx_flight(w.raw.as_ptr()) };
-        w.flight = Some(NonNull::new(f).ok_or(ENOMEM)?);
-        Ok(w)
-    }
-}
-
-/// The packets in flight of a [`Work`]'s owner: charged as they are handed to the IP layer
-/// (`TxSkb::send`), discharged when the device (or a drop on the way) frees them; the work
-/// item is queued once they fall below a mark ([`TxFlight::wait`]).
-#[derive(Clone, Copy)]
-pub(crate) struct TxFlight<'a> {
-    raw: NonNull<bindings::rrxe_tx_flight>,
-    _work: PhantomData<&'a ()>,
-}
-
-impl TxFlight<'_> {
-    /// The raw counter, for the transmit helper.
-    pub(super) fn as_ptr(self) -> *mut bindings::rrxe_tx_flight {
-        self.raw.as_ptr()
-    }
-
-    /// The packets in flight now.
-    pub(crate) fn count(self) -> u32 {
-        // SAFETY: the counter lives as long as its work item, which `'a` borrows; reading
-        // it is an atomic load.
-        unsafe { bindings::rrxe_glue_tx_flight_count(self.raw.as_ptr()) }
-    }
-
-    /// Asks for the work item to be queued on `cpu` (a hint, as [`Work::queue_on`]'s) once
-    /// fewer than `low` packets are in flight. False if that is already so: nothing stays
-    /// armed, and the caller goes on sending.
-    pub(crate) fn wait(self, low: u32, cpu: u32) -> bool {
-        // SAFETY: as in `count`; the helper stores the mark and reads the count, atomics.
-        unsafe { bindings::rrxe_glue_tx_flight_wait(self.raw.as_ptr(), low, cpu) }
-    }
 }
 
 impl<T> Work<T> {
-    /// Waits for a running instance and cancels a queued one; transmit completions no
-    /// longer queue it (its [`TxFlight`] is detached). Process context only.
+    /// Waits for a running instance and cancels a queued one. Process context only.
     pub(crate) fn cancel_sync(&self) {
         // SAFETY: live work item.
         unsafe { bindings::rrxe_glue_work_cancel_sync(self.raw.as_ptr()) };
@@ -162,14 +115,6 @@ impl<T> Work<T> {
     pub(crate) fn queue_on(&self, cpu: u32) {
         // SAFETY: live work item; the helper accepts any CPU number (it checks it).
         unsafe { bindings::rrxe_glue_work_queue_on(self.raw.as_ptr(), cpu) };
-    }
-
-    /// The packets in flight of a [`Work::new_tx_paced`] item, borrowed with it.
-    pub(crate) fn tx_flight(&self) -> Option<TxFlight<'_>> {
-        self.flight.map(|raw| TxFlight {
-            raw,
-            _work: PhantomData,
-        })
     }
 }
 

@@ -105,16 +105,6 @@ const TX_WAIT_TIMER: usize = 2;
 /// How long a QP that found the device's queues half full waits before it transmits again:
 /// the shortest timer there is (one jiffy).
 const TX_WAIT_US: u64 = 1;
-/// Most packets a QP keeps in flight (handed to its device, not yet freed by it) before it
-/// waits for the device's transmit completions (`glue::task::TxFlight`): about 2 ms of
-/// sending at the benchmark link's 60 MB/s. rdma_rxe keeps 64
-/// (RXE_INFLIGHT_SKBS_PER_QP_HIGH).
-const TX_INFLIGHT_HIGH: u32 = 128;
-/// The count a waiting QP resumes below. Half the high mark, where rdma_rxe resumes at a
-/// quarter (RXE_INFLIGHT_SKBS_PER_QP_LOW 16): virtio-net asks for its transmit completions
-/// once three quarters of the buffers outstanding are used (virtqueue_enable_cb_delayed), so
-/// with a quarter the count could stop just above the mark until the next completion.
-const TX_INFLIGHT_LOW: u32 = 64;
 /// QPN of the GSI QP.
 pub(crate) const GSI_QPN: u32 = 1;
 /// The GSI Q_Key.
@@ -460,7 +450,7 @@ impl Qp {
                 Timer::new(1)?,
                 Timer::new(TX_WAIT_TIMER)?,
             ],
-            work: Work::new_tx_paced()?,
+            work: Work::new()?,
             qpn: init.qpn,
             kind: init.kind,
             stats: init.stats,

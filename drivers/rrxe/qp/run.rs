@@ -7,8 +7,8 @@ use super::sink::{RxCtx, Sink};
 use super::table::Refused;
 use super::wr::{RecvWr, SendKind, SendWr, Sge};
 use super::{
-    ib_state, timer_kind, Engine, ProtoQp, Qp, QpKind, RX_BUDGET, TX_BUDGET, TX_INFLIGHT_HIGH,
-    TX_INFLIGHT_LOW, TX_WAIT_TIMER, TX_WAIT_US,
+    ib_state, timer_kind, Engine, ProtoQp, Qp, QpKind, RX_BUDGET, TX_BUDGET, TX_WAIT_TIMER,
+    TX_WAIT_US,
 };
 use crate::counters::Counter;
 use crate::cq::Completion;
@@ -503,7 +503,6 @@ impl Qp {
             kept: crate::net::Kept {
                 route: route.as_ref(),
                 gid: gid.as_deref(),
-                flight: self.work.tx_flight(),
             },
         };
 
@@ -747,31 +746,14 @@ impl Qp {
         // rather than spinning on its work. rdma_rxe bounds the packets in flight per QP
         // instead (RXE_INFLIGHT_SKBS_PER_QP_HIGH). The ACKs and NAKs that the packets above
         // made went out unpaced; READ responses and deferred ACKs wait here with requests.
-        // Within that, the QP keeps at most TX_INFLIGHT_HIGH packets in flight (handed to
-        // the device and not yet freed by it) and, at that mark, waits for the device's
-        // transmit completions to bring them below TX_INFLIGHT_LOW, which queue its work:
-        // pacing by completion, as rdma_rxe (RXE_INFLIGHT_SKBS_PER_QP_HIGH/LOW) and TCP
-        // small queues pace, rather than by a timer.
-        let flight = self.work.tx_flight();
-        let fly_room = flight.map_or(TX_BUDGET, |f| TX_INFLIGHT_HIGH.saturating_sub(f.count()));
         let room = ndev.map_or(TX_BUDGET, |n| n.tx_room().min(TX_BUDGET));
-        let more = proto.poll_tx(room.min(fly_room), &mut sink);
+        let more = proto.poll_tx(room, &mut sink);
         let tx_wait = more && room < TX_BUDGET;
         if tx_wait {
             counters.inc(Counter::TxWaits);
             if let Some(t) = self.timers.get(TX_WAIT_TIMER) {
                 t.arm(TX_WAIT_US);
             }
-        }
-        // Not armed when the completions already brought the count below the mark: then
-        // the run goes on at once (below).
-        let fly_wait = more
-            && !tx_wait
-            && fly_room < TX_BUDGET
-            && flight
-                .is_some_and(|f| f.wait(TX_INFLIGHT_LOW, self.home_cpu.load(Ordering::Relaxed)));
-        if fly_wait {
-            counters.inc(Counter::TxInflightWaits);
         }
 
         // The send queue's event counts since the last run go to the device's counters and
@@ -805,8 +787,7 @@ impl Qp {
         let pending_rx = self.rx.lock().len > 0 || held.is_due();
         drop(eng);
         self.raise_events();
-        if (more && !tx_wait && !fly_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0
-        {
+        if (more && !tx_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
             self.kick();
         }
     }
