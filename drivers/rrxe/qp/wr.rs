@@ -375,16 +375,14 @@ pub(super) fn sge_chunks(
     })
 }
 
-/// SGEs a [`SgeCopy`] holds without touching its full-size array: a WR of the benchmark's
-/// perftest, NVMe-oF or NFS over RDMA names one to a few.
+/// SGEs a [`SgeCopy`] holds without touching its full-size array (perftest's WRs name one).
 const FEW_SGES: usize = 4;
 
 /// A WR's SGE list copied out of its ring (at most [`MAX_SGE`]), so that the MR accesses that
 /// follow run after the ring's interrupts-off lock is released (the MR table's locks are
 /// bottom-half locks). Made for every packet that carries a WR's data (sent, placed, or
 /// read back): a list of up to [`FEW_SGES`] is copied into a small array, and only a longer
-/// one initialises the full [`MAX_SGE`] array (512 bytes, which every packet zeroed when
-/// there was only that one).
+/// one initialises the full [`MAX_SGE`] array (512 bytes).
 pub(super) struct SgeCopy {
     few: [Sge; FEW_SGES],
     many: Option<[Sge; MAX_SGE as usize]>,
