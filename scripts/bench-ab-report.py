@@ -12,7 +12,11 @@ repetition, back to back, the order alternating), and in how many pairs HEAD did
 """
 import statistics
 import sys
-from collections import defaultdict
+
+# No __pycache__ in the checkout (a report is a command, with no side effect beyond its
+# output).
+sys.dont_write_bytecode = True
+from bench_results import Results, cell  # noqa: E402
 
 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -33,49 +37,19 @@ COUNTERS = ("sent_pkts", "rcvd_pkts", "retransmits", "retransmit_timeouts", "cwn
             "cwnd_undos", "tx_waits", "tx_drops", "duplicate_request")
 
 
-def parse(path):
-    runs = defaultdict(dict)                     # (stack, test, size, q) -> {rep: value}
-    units = {}
-    counters = {"rrxe": defaultdict(int), "rrxe-b": defaultdict(int)}
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            w = line.split()
-            if len(w) >= 8 and w[0] == "BENCH" and w[7].isdigit():
-                try:
-                    v = float(w[5])
-                except ValueError:
-                    continue
-                key = (w[1], w[2], int(w[3]), int(w[4]))
-                runs[key][int(w[7])] = v
-                units[key] = w[6]
-            elif len(w) >= 4 and w[0] in ("COUNTERS", "COUNTERS_B"):
-                names = w[5:] if len(w) > 5 and w[3] == "link" else w[3:]
-                c = counters["rrxe" if w[0] == "COUNTERS" else "rrxe-b"]
-                for i in range(0, len(names) - 1, 2):
-                    if names[i + 1].isdigit():
-                        c[names[i]] += int(names[i + 1])
-    return runs, units, counters
-
-
-def fmt(v, unit):
-    if v is None:
-        return "–"
-    return f"{v:.3f}" if unit == "Gb/s" else f"{v:.1f}"
-
-
-def cell(vals, unit):
-    if not vals:
-        return "–"
-    m = fmt(statistics.median(vals), unit)
-    return m + (f" ({fmt(min(vals), unit)}–{fmt(max(vals), unit)})" if len(vals) > 1 else "")
-
-
 def main():
     path, outdir, a_rev, b_rev, secs = sys.argv[1:6]
     kernel = sys.argv[6] if len(sys.argv) > 6 else "nodebug"
     mtu = sys.argv[7] if len(sys.argv) > 7 else "1500"
     linux = sys.argv[8] if len(sys.argv) > 8 else "6.12"
-    runs, units, counters = parse(path)
+    res = Results(path)
+    # Summed over both VMs and every repetition, for each build.
+    counters = {}
+    for build, per in (("rrxe", res.counters), ("rrxe-b", res.counters_b)):
+        counters[build] = {}
+        for c in per.values():
+            for n, v in c.items():
+                counters[build][n] = counters[build].get(n, 0) + v
     out = [f"# A/B: rrxe {a_rev[:7]} (HEAD) against {b_rev[:7]} (rrxe-b)", "",
            f"Two TCG VMs (-smp 1), MTU {mtu}, Linux {linux}, guest kernel {kernel}; "
            f"the builds alternate within each repetition; {secs} s. A pair is one repetition "
@@ -84,20 +58,19 @@ def main():
            "| row | unit | HEAD | REV | HEAD/REV, median of pairs (range) | pairs HEAD better |",
            "|---|---|---|---|---|---|"]
     for name, test, size, q in ROWS:
-        a = runs.get(("rrxe", test, size, q), {})
-        b = runs.get(("rrxe-b", test, size, q), {})
-        unit = units.get(("rrxe", test, size, q)) or units.get(("rrxe-b", test, size, q)) or (
-            "usec" if test.endswith("_lat") else "Gb/s")
+        a = res.runs.get(("rrxe", test, size, q), {})
+        b = res.runs.get(("rrxe-b", test, size, q), {})
+        unit = "usec" if test.endswith("_lat") else "Gb/s"
         pairs = [(a[r], b[r]) for r in sorted(a) if r in b and b[r] > 0]
         ratios = [x / y for x, y in pairs]
         better = sum(1 for x, y in pairs if (x > y if unit == "Gb/s" else x < y))
         rc = "–" if not ratios else (f"{statistics.median(ratios):.3f} "
                                      f"({min(ratios):.3f}–{max(ratios):.3f})")
-        out.append(f"| {name} | {unit} | {cell(list(a.values()), unit)} | "
-                   f"{cell(list(b.values()), unit)} | {rc} | {better} of {len(pairs)} |")
-    tcp = list(runs.get(("tcp", "iperf3", 131072, 1), {}).values())
-    udp = list(runs.get(("udp", "sockperf", 14, 1), {}).values())
-    out += ["", f"iperf3 TCP: {cell(tcp, 'Gb/s')} Gb/s; UDP floor: {cell(udp, 'usec')} µs "
+        out.append(f"| {name} | {unit} | {cell(res, 'rrxe', test, size, q, unit)} | "
+                   f"{cell(res, 'rrxe-b', test, size, q, unit)} | {rc} | {better} of {len(pairs)} |")
+    tcp = cell(res, "tcp", "iperf3", 131072)
+    udp = cell(res, "udp", "sockperf", 14, unit="usec")
+    out += ["", f"iperf3 TCP: {tcp} Gb/s; UDP floor: {udp} µs "
             "(medians and ranges over the repetitions).", "",
             "Counters over the whole run, both VMs summed:", "",
             "| counter | HEAD | REV |", "|---|---|---|"]
