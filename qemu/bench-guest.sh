@@ -6,7 +6,8 @@
 # so that no stack always runs first or last. A stack's rows in a repetition:
 #   ib_write_bw at 64 KiB with completion events (-e; the headline) and its -q 8 pair,
 #   ib_send_bw and ib_read_bw -e, the same three polling, ib_write_bw -q 64 (rrxe),
-#   ib_write_bw -e over the other message sizes, 2-byte ib_write/send/read_lat.
+#   ib_write_bw -e over the other message sizes, 2-byte ib_write/send/read_lat, and
+#   ib_write/send_lat over UC (not siw).
 # Every bandwidth run moves VOLUME MiB, with -Q 1 (a completion per message: perftest's own
 # choice above 8 KiB when polling, so polling and event runs signal alike) and -N (no peak
 # search, which costs minutes after a long run). In the -e rows both processes sleep until
@@ -32,7 +33,8 @@
 #     a server that had not exited 10 s after its client ended (it is killed), as ps saw it
 #   COUNTERS vm<N> <rep> link rrxe0/1 <name> <value>...   (rrxe's counters, each repetition;
 #     COUNTERS_B: those of the other build in an A/B run)
-#   PROFILE <stack> vm<N> <percent> <symbol>   (PROFILE=1: cpu-clock, during ib_write_bw)
+#   PROFILE <stack>:<test> vm<N> <percent> <symbol>   (PROFILE=1: cpu-clock, during each
+#     -e row at 64 KiB)
 #   NCPU vm<N> <cpus>
 # Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU SLEEP_CQ [AB_KO]
 # AB_KO (an A/B run, scripts/bench.sh --ab): the other build's rrxe.ko, the stack rrxe-b.
@@ -140,16 +142,18 @@ bw() {
   if [ -n "$v" ]; then echo "BENCH $stack $test$ev $size $q $v Gb/s $r"
   else say "FAILED: $test $ev -s $size -q $q on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
 }
-# lat STACK TEST REP: t_typical (the median) of 2-byte latency -> BENCH.
+# lat STACK TEST REP [UC]: t_typical (the median) of 2-byte latency -> BENCH; with UC, over
+# an unreliable connected QP (no ACK frames), reported as TEST-uc.
 lat() {
-  local stack=$1 test=$2 r=$3 out v
+  local stack=$1 test=$2 r=$3 uc=${4:-} out v c=()
+  [ -n "$uc" ] && c=(-c UC)
   out=$(run - 120 -- \
-    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 1000 -F -- \
-    "$test" -d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 1000 -F "$RRXE_PEER_IP")
+    "$test" -d "$DEV" "${CONN[@]}" "${c[@]}" -p @PORT -s 2 -n 1000 -F -- \
+    "$test" -d "$DEV" "${CONN[@]}" "${c[@]}" -p @PORT -s 2 -n 1000 -F "$RRXE_PEER_IP")
   [ "$RRXE_VM" = 1 ] || return 0
   v=$(echo "$out" | awk '$1 == 2 && NF >= 5 && $5 != "inf" && $5 + 0 > 0 {print $5}' | tail -n 1)
-  if [ -n "$v" ]; then echo "BENCH $stack $test 2 1 $v usec $r"
-  else say "FAILED: $test -s 2 on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
+  if [ -n "$v" ]; then echo "BENCH $stack $test${uc:+-uc} 2 1 $v usec $r"
+  else say "FAILED: $test ${c[*]} -s 2 on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
 }
 # tcp REP: iperf3 for DUR seconds -> BENCH and CPU lines.
 tcp() {
@@ -174,19 +178,19 @@ floor() {
   if [ -n "$v" ] && [ "${v%%.*}" -gt 0 ] 2>/dev/null; then echo "BENCH udp sockperf 14 1 $v usec $r"
   else say "FAILED: sockperf ping-pong"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
 }
-# profile STACK: a cpu-clock profile of both VMs while ib_write_bw 64 KiB runs.
+# profile STACK TEST: a cpu-clock profile of both VMs, 5 s from 3 s into TEST 64 KiB with
+# completion events (the headline row's way), 12288 messages (768 MiB: about 9 s at
+# 0.7 Gb/s, so the link is busy through the whole sampling window).
 profile() {
-  local stack=$1
+  local stack=$1 test=$2 c=()
   [ -x "$PERF" ] || { say "no perf binary: profile skipped"; return 0; }
+  c=(-d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -n 12288 -F -Q 1 -N)
   (sleep 3; "$PERF" record -a -e cpu-clock -F 499 -o /run/tmp/perf.data -- sleep "$DUR" > /dev/null 2>&1) &
-  # perftest's duration mode keeps the link busy through the whole sampling window at any
-  # speed. Its result, unused here, reads 0 under TCG.
-  run - $((DUR + 60)) -- \
-    ib_write_bw -d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -D $((DUR + 6)) -F -- \
-    ib_write_bw -d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -D $((DUR + 6)) -F "$RRXE_PEER_IP" > /dev/null
+  run - $((DUR + 120)) -- env ${SLEEP_CQ:+"LD_PRELOAD=$SLEEP_CQ"} "$test" "${c[@]}" -- \
+    env ${SLEEP_CQ:+"LD_PRELOAD=$SLEEP_CQ"} "$test" "${c[@]}" "$RRXE_PEER_IP" > /dev/null
   wait
   "$PERF" report -i /run/tmp/perf.data --stdio --sort sym --percent-limit 1 2>/dev/null |
-    awk -v s="$stack" -v vm="vm$RRXE_VM" '/^ +[0-9.]+%/ {p=$1; $1=""; $2=""; sub(/^ +/, ""); print "PROFILE", s, vm, p, $0}' | head -n 25
+    awk -v s="$stack:$test" -v vm="vm$RRXE_VM" '/^ +[0-9.]+%/ {p=$1; $1=""; $2=""; sub(/^ +/, ""); print "PROFILE", s, vm, p, $0}' | head -n 25
 }
 
 # Both guests' link MTU, before anything runs (TCP too): a RoCE port's active MTU follows
@@ -218,6 +222,11 @@ for r in $(seq "$REPS"); do
       for s in $SIZES; do [ "$s" = 65536 ] || bw "$stack" ib_write_bw "$s" 1 "$r" -e; done
     fi
     for t in ib_write_lat ib_send_lat ib_read_lat; do lat "$stack" "$t" "$r"; done
+    # The same WRITE and SEND over UC: one frame each way, where RC adds an ACK frame in
+    # each direction (iWARP has no UC: not siw).
+    if [ -z "$AB_KO" ] && [ "$stack" != siw ]; then
+      for t in ib_write_lat ib_send_lat; do lat "$stack" "$t" "$r" UC; done
+    fi
     # The device's counters over this repetition (the module is reloaded for each).
     # (COUNTERS_B: the other build of an A/B run.)
     case "$stack" in rrxe) c=COUNTERS ;; rrxe-b) c=COUNTERS_B ;; *) c= ;; esac
@@ -230,7 +239,7 @@ if [ "$PROFILE" = 1 ]; then
   for stack in $STACKS; do
     [ "$stack" = siw ] && continue
     setup_stack "$stack" || continue
-    profile "$stack"
+    for t in ib_write_bw ib_send_bw ib_read_bw; do profile "$stack" "$t"; done
     teardown_stack "$stack"
   done
 fi

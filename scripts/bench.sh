@@ -78,7 +78,11 @@ while [ $# -gt 0 ]; do
 done
 case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel nodebug or debug" >&2; exit 2 ;; esac
 case "$PIN" in split|none) ;; *) echo "bench: --pin split or none" >&2; exit 2 ;; esac
-case "$REPS" in ''|*[!0-9]*|0) echo "bench: --reps takes a number of repetitions (1 or more)" >&2; exit 2 ;; esac
+case "$REPS" in ''|*[!0-9]*) echo "bench: --reps takes a number of repetitions" >&2; exit 2 ;; esac
+# No repetition: the profile alone (--reps 0 --profile).
+if [ "$REPS" = 0 ] && [ "$PROFILE" != 1 ]; then
+  echo "bench: --reps 0 runs nothing without --profile" >&2; exit 2
+fi
 case "$VOLUME" in ''|*[!0-9]*|0) echo "bench: --volume takes a number of MiB (1 or more)" >&2; exit 2 ;; esac
 export RRXE_KERNEL=$LINUX
 case "$MTU" in ''|*[!0-9]*) echo "bench: --mtu takes a number of bytes" >&2; exit 2 ;; esac
