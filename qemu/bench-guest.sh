@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Guest side of scripts/bench.sh (runs in both VMs): VM 0 serves, VM 1 connects. Each
-# repetition measures, in this order, iperf3 TCP and a UDP ping-pong (the link's ceiling and
-# latency floor), then every stack in turn, the stacks' order rotated by one each repetition
-# so that no stack always runs first or last. A stack's rows in a repetition:
+# repetition measures, in this order, iperf3 TCP both ways and a UDP ping-pong (the link's
+# ceilings and latency floor), then every stack in turn, the stacks' order rotated by one
+# each repetition so that no stack always runs first or last. A stack's rows in a repetition:
 #   ib_write_bw at 64 KiB with completion events (-e; the headline) and its -q 8 pair,
 #   ib_send_bw and ib_read_bw -e, the same three polling, ib_write_bw -q 64 (rrxe),
 #   ib_write_bw -e over the other message sizes, 2-byte ib_write/send/read_lat, and
@@ -155,17 +155,20 @@ lat() {
   if [ -n "$v" ]; then echo "BENCH $stack $test${uc:+-uc} 2 1 $v usec $r"
   else say "FAILED: $test ${c[*]} -s 2 on $stack"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
 }
-# tcp REP: iperf3 for DUR seconds -> BENCH and CPU lines.
+# tcp REP [-R]: iperf3 for DUR seconds -> BENCH and CPU lines; with -R the server sends
+# (test iperf3-R), the direction of a READ's data, where the client sends a WRITE's and a
+# SEND's.
 tcp() {
-  local r=$1 out v bytes
-  run "tcp:iperf3:131072:1:$r" $((DUR + 30)) -- iperf3 -s -1 -p @PORT -- iperf3 -c "$RRXE_PEER_IP" -p @PORT -t "$DUR" -f g > /run/tmp/tcp.out
+  local r=$1 rev=${2:-} out v bytes t=iperf3
+  [ -n "$rev" ] && t=iperf3-R
+  run "tcp:$t:131072:1:$r" $((DUR + 30)) -- iperf3 -s -1 -p @PORT -- iperf3 -c "$RRXE_PEER_IP" -p @PORT -t "$DUR" -f g $rev > /run/tmp/tcp.out
   out=$(cat /run/tmp/tcp.out)
-  [ "$RRXE_VM" = 1 ] || { echo "CPU tcp iperf3 131072 1 vm0 $RUN_TICKS - $r"; return 0; }
+  [ "$RRXE_VM" = 1 ] || { echo "CPU tcp $t 131072 1 vm0 $RUN_TICKS - $r"; return 0; }
   v=$(echo "$out" | awk '/receiver/ {for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i - 1)}' | tail -n 1)
   # The bytes iperf3 moved: its receiver line's Transfer column.
   bytes=$(echo "$out" | awk '/receiver/ {u = $6; b = $5; m = u == "GBytes" ? 1073741824 : u == "MBytes" ? 1048576 : u == "KBytes" ? 1024 : 1; printf "%d", b * m}' | tail -n 1)
-  echo "CPU tcp iperf3 131072 1 vm1 $RUN_TICKS ${bytes:--} $r"
-  if [ -n "$v" ]; then echo "BENCH tcp iperf3 131072 1 $v Gb/s $r"; else say "FAILED: iperf3"; echo "$out" | tail -n 5; fi
+  echo "CPU tcp $t 131072 1 vm1 $RUN_TICKS ${bytes:--} $r"
+  if [ -n "$v" ]; then echo "BENCH tcp $t 131072 1 $v Gb/s $r"; else say "FAILED: iperf3 $rev"; echo "$out" | tail -n 5; fi
 }
 # floor REP: the link's latency floor, a UDP ping-pong of sockperf's smallest datagram (14
 # bytes; a 2-byte RoCE SEND is a 20-byte UDP payload, a WRITE 36) for 3 s: the median of
@@ -205,6 +208,7 @@ read -r -a order <<< "$STACKS"
 for r in $(seq "$REPS"); do
   say "=== repetition $r of $REPS: ${order[*]}"
   tcp "$r"
+  [ -z "$AB_KO" ] && tcp "$r" -R
   floor "$r"
   for stack in "${order[@]}"; do
     setup_stack "$stack" || continue
