@@ -197,7 +197,7 @@ impl McastTable {
                     if local {
                         qp.kick();
                     } else {
-                        qp.run_rx(ndev);
+                        qp.run_soon();
                     }
                 }
                 Err((why, _skb)) => counters.inc(crate::net::refused_counter(why)),

@@ -131,7 +131,7 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     let on = ndev.id();
     match dev.data().qps.deliver(qpn, skb, icrc, &from, pkey, on) {
         Ok(qp) => match arrival {
-            Arrival::Wire => qp.run_rx(&ndev),
+            Arrival::Wire => qp.run_soon(),
             Arrival::Local => qp.kick(),
         },
         // The skb is freed (as a drop) after the table lock.

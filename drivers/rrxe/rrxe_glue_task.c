@@ -62,6 +62,17 @@ void rrxe_glue_work_queue_on(struct rrxe_work *w, unsigned int cpu)
 		queue_work(system_highpri_wq, &w->work);
 }
 
+/*
+ * Queues w on this CPU's bottom-half workqueue (system_bh_wq, Linux 6.9 and later): it runs
+ * in softirq context on this CPU once the softirq that queued it (the receive path's NAPI
+ * poll) ends its pass, so everything that pass queued for w is handled by one run. Called
+ * with bottom halves off; a pending w is not queued twice.
+ */
+void rrxe_glue_work_queue_bh(struct rrxe_work *w)
+{
+	queue_work(system_bh_wq, &w->work);
+}
+
 /* The CPU the caller runs on now: a hint, stale as soon as it is read (preemption). */
 unsigned int rrxe_glue_this_cpu(void)
 {

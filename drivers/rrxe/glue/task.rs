@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Deferred work (a `work_struct` on the high-priority workqueue) and timers (`timer_list`), each
-//! calling a method of a context object.
+//! Deferred work (a `work_struct` on the high-priority workqueue, or on the bottom-half one)
+//! and timers (`timer_list`), each calling a method of a context object.
 //!
 //! Lifetime rule, enforced by construction: a [`Work`] or [`Timer`] is created unbound (it
 //! runs nothing) and bound by [`new_arc_bound`] to the `Arc`-held context `T` it is a field
@@ -28,10 +28,13 @@ pub(crate) fn this_cpu() -> u32 {
     unsafe { bindings::rrxe_glue_this_cpu() }
 }
 
-/// What a [`Work`] runs (process context).
+/// What a [`Work`] runs.
 pub(crate) trait WorkTarget: Sync {
-    /// Runs the deferred work.
+    /// Runs the deferred work of a [`Work::new`] item (process context).
     fn run_work(&self);
+
+    /// Runs the deferred work of a [`Work::new_bh`] item (softirq context: must not sleep).
+    fn run_bh_work(&self) {}
 }
 
 /// What a [`Timer`] runs (softirq context: must not sleep).
@@ -83,16 +86,35 @@ unsafe extern "C" fn work_trampoline<T: WorkTarget>(ctx: *mut c_void) {
     }
 }
 
+unsafe extern "C" fn bh_work_trampoline<T: WorkTarget>(ctx: *mut c_void) {
+    // SAFETY: ctx is the Target of the Work whose callback this is, alive while it exists.
+    if let Some(t) = unsafe { bound::<T>(ctx) } {
+        t.run_bh_work();
+    }
+}
+
 impl<T: WorkTarget> Work<T> {
-    /// An unbound work item: queueing it runs nothing until [`new_arc_bound`] binds it.
+    /// An unbound work item, queued with [`Work::queue_on`], running `T::run_work`:
+    /// queueing it runs nothing until [`new_arc_bound`] binds it.
     pub(crate) fn new() -> Result<Self> {
+        Self::with(work_trampoline::<T>)
+    }
+
+    /// An unbound bottom-half work item, queued with [`Work::queue_bh`], running
+    /// `T::run_bh_work` in softirq context: queueing it runs nothing until
+    /// [`new_arc_bound`] binds it.
+    pub(crate) fn new_bh() -> Result<Self> {
+        Self::with(bh_work_trampoline::<T>)
+    }
+
+    fn with(f: unsafe extern "C" fn(*mut c_void)) -> Result<Self> {
         let target = new_target()?;
         let p = core::ptr::from_ref::<AtomicPtr<c_void>>(&target)
             .cast_mut()
             .cast();
-        // SAFETY: plain allocation; the trampoline matches T and its argument, the target,
-        // lives as long as the work item.
-        let w = unsafe { bindings::rrxe_glue_work_new(Some(work_trampoline::<T>), p) };
+        // SAFETY: plain allocation; the trampoline (one of the two above) matches T and its
+        // argument, the target, lives as long as the work item.
+        let w = unsafe { bindings::rrxe_glue_work_new(Some(f), p) };
         let raw = NonNull::new(w).ok_or(ENOMEM)?;
         Ok(Work {
             raw,
@@ -115,6 +137,14 @@ impl<T> Work<T> {
     pub(crate) fn queue_on(&self, cpu: u32) {
         // SAFETY: live work item; the helper accepts any CPU number (it checks it).
         unsafe { bindings::rrxe_glue_work_queue_on(self.raw.as_ptr(), cpu) };
+    }
+
+    /// Queues a [`Work::new_bh`] item on this CPU's bottom-half workqueue: it runs once the
+    /// softirq pass that queued it ends (bottom halves off: the receive softirq). No-op if
+    /// already queued.
+    pub(crate) fn queue_bh(&self) {
+        // SAFETY: live work item; queue_work on system_bh_wq takes any context.
+        unsafe { bindings::rrxe_glue_work_queue_bh(self.raw.as_ptr()) };
     }
 }
 
@@ -206,24 +236,26 @@ fn inside<T, F>(t: &T, field: &F) -> bool {
 /// frame, and an initialiser that builds large fields in place (`Qp::new`'s) must not add
 /// its temporaries to its caller's frame.
 #[inline(never)]
-pub(crate) fn new_arc_bound<T, const N: usize>(
+pub(crate) fn new_arc_bound<T, const M: usize, const N: usize>(
     init: impl PinInit<T, Error>,
-    sources: impl for<'a> FnOnce(&'a T) -> (&'a Work<T>, &'a [Timer<T>; N]),
+    sources: impl for<'a> FnOnce(&'a T) -> ([&'a Work<T>; M], &'a [Timer<T>; N]),
 ) -> Result<Arc<T>>
 where
     T: WorkTarget + TimerTarget,
 {
     let arc = Arc::pin_init(init, GFP_KERNEL)?;
     let t: &T = &arc;
-    let (work, timers) = sources(t);
-    if !inside(t, work) || !inside(t, timers) {
+    let (works, timers) = sources(t);
+    if !works.iter().all(|w| inside(t, *w)) || !inside(t, timers) {
         return Err(EINVAL);
     }
     let target = core::ptr::from_ref(t).cast_mut().cast::<c_void>();
     // INVARIANT: each source lies inside `T`, pinned in the Arc: it is dropped (waiting for
     // its running callback) before `T`'s memory is freed, so the target outlives every
     // callback that reads it.
-    work.target.store(target, Ordering::Release);
+    for w in works {
+        w.target.store(target, Ordering::Release);
+    }
     for tm in timers {
         tm.target.store(target, Ordering::Release);
     }

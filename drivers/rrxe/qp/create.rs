@@ -199,6 +199,7 @@ pub(crate) fn shut_down(dev: &IbDev, h: &QpHandle) -> Result {
     // The receive softirq may still hold a reference taken before the removal: it drops
     // it before bottom halves come back on, so after this grace period ours are the last.
     crate::glue::sync::synchronize_rcu();
+    h.qp.cancel_rx_run();
     drop(table_ref);
     h.qp.flush_cq_events();
     Ok(())

@@ -11,9 +11,10 @@
 //! All protocol decisions come from [`proto::Qp`], driven by `run`, which holds the engine
 //! lock (a bottom-half spinlock), does a bounded amount of work and re-queues the QP's work
 //! item when more is pending. `run` executes where the CPU already is when that is safe:
-//! in the receive softirq right after a packet is queued, and in the user's doorbell
-//! system call; everything else (kernel posts, timers, leftovers) goes through the work
-//! item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
+//! in the receive softirq, once the softirq's pass has queued its packets (a bottom-half
+//! work item, so one run takes every packet of a NAPI poll for the QP), and in the user's
+//! doorbell system call; everything else (kernel posts, timers, leftovers) goes through
+//! the work item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
 //! trip under a busy-polling process. The rings between the producers and `run` are short
 //! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 //!
@@ -155,7 +156,7 @@ impl QpKind {
 /// Protocol state, under the QP's `engine` lock (bottom halves off). `run_on` holds it in
 /// three places: the QP's work item (process context, kernel workqueue), the user's
 /// doorbell (process context, the `post_send` system call of the posting thread) and the
-/// receive softirq (`run_rx`, a packet from the wire). `modify`, `attrs` (query) and
+/// receive softirq (`run_soon`'s bottom-half work item, packets from the wire). `modify`, `attrs` (query) and
 /// `shutdown` take it in process context.
 struct Engine {
     proto: KBox<ProtoQp>,
@@ -246,8 +247,11 @@ pub(crate) struct UserRings {
 /// are noted under `engine` and raised with no lock held (`event`).
 #[pin_data]
 pub(crate) struct Qp {
-    // Event sources first: on drop they are shut down (timers, then work) before the state
-    // they use goes.
+    // Event sources first: on drop they are shut down (the receive run, which may arm a
+    // timer or queue the work, then timers, then work) before the state they use goes.
+    /// The run of the packets the receive softirq queued ([`Qp::run_soon`]), a bottom-half
+    /// work item.
+    rx_work: Work<Qp>,
     /// proto's retransmit and RNR timers, then [`TX_WAIT_TIMER`].
     timers: [Timer<Qp>; 3],
     work: Work<Qp>,
@@ -445,6 +449,7 @@ impl Qp {
         // them would run nothing. The QP owns them and drops them (waiting for their
         // callbacks) before its memory goes.
         let qp = try_pin_init!(Qp {
+            rx_work: Work::new_bh()?,
             timers: [
                 Timer::new(0)?,
                 Timer::new(1)?,
@@ -494,7 +499,7 @@ impl Qp {
             faults <- new_irq_spinlock!(odp::Faults::default(), "rrxe_qp_faults"),
             engine <- new_bh_spinlock!(Engine::new(init.qpn, init.kind)?, "rrxe_qp_engine"),
         }? Error);
-        new_arc_bound(qp, |qp| (&qp.work, &qp.timers))
+        new_arc_bound(qp, |qp| ([&qp.work, &qp.rx_work], &qp.timers))
     }
 
     /// Current IB state.
@@ -513,11 +518,19 @@ impl Qp {
         for t in &self.timers {
             t.shutdown();
         }
+        self.rx_work.cancel_sync();
         self.work.cancel_sync();
         // A run in a softirq or a doorbell on another CPU finishes before we return; later
         // runs see `dead` under the lock and do nothing.
         drop(self.engine.lock());
         // Anything still queued is freed with the QP.
+    }
+
+    /// After [`Qp::shutdown`] and the grace period that ends every receive softirq holding
+    /// the QP: cancels a receive run such a softirq queued after `shutdown` (it would find
+    /// the QP dead and do nothing; nothing queues it again).
+    pub(crate) fn cancel_rx_run(&self) {
+        self.rx_work.cancel_sync();
     }
 
     /// Queues the QP's work on its home CPU. Work started by a packet from another QP of
@@ -562,6 +575,10 @@ impl WorkTarget for Qp {
     fn run_work(&self) {
         // Page faults first (they may sleep), then the engine, which retries what waited.
         self.run_faults();
+        self.run();
+    }
+
+    fn run_bh_work(&self) {
         self.run();
     }
 }

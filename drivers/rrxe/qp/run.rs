@@ -257,10 +257,14 @@ impl Qp {
         }
     }
 
-    /// Handles newly queued received packets now (receive softirq), transmitting on `ndev`,
-    /// the device they arrived on.
-    pub(crate) fn run_rx(&self, ndev: &NetDev) {
-        self.run_on(Some(ndev));
+    /// Handles newly queued received packets (receive softirq) once this softirq's pass
+    /// is over: a bottom-half work item on this CPU, so the packets one NAPI poll hands the
+    /// QP are handled by one run (one engine lock, one check of the queues and timers, one
+    /// transmit pass) instead of a run each.
+    pub(crate) fn run_soon(&self) {
+        if !self.dead.load(Ordering::Acquire) {
+            self.rx_work.queue_bh();
+        }
     }
 
     /// Posts a receive WR of a kernel consumer (any context).
