@@ -141,6 +141,7 @@ struct rrxe_ndev_id rrxe_glue_ndev_id(const struct net_device *ndev);
 bool rrxe_glue_current_net(u64 *cookie);
 struct ib_device *rrxe_glue_ib_device_below(struct net_device *ndev);
 u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 max);
+struct net_device *rrxe_glue_ibdev_netdev_rcu(struct ib_device *ibdev);
 struct net_device *rrxe_glue_gid_netdev(struct ib_device *ibdev, u32 index, bool ipv6,
 					const u8 *addr);
 void rrxe_glue_rcu_read_lock(void);
@@ -226,6 +227,7 @@ int rrxe_glue_sg_to_pages(struct ib_mr *mr, struct scatterlist *sg, int nents,
 			  unsigned int *sg_offset, int (*set_page)(struct ib_mr *, u64));
 
 struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx);
+struct rrxe_work *rrxe_glue_work_new_bh(void (*fn)(void *ctx), void *ctx);
 void rrxe_glue_work_queue_on(struct rrxe_work *w, unsigned int cpu);
 void rrxe_glue_work_queue_bh(struct rrxe_work *w);
 unsigned int rrxe_glue_this_cpu(void);

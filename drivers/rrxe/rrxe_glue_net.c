@@ -283,6 +283,21 @@ u32 rrxe_glue_upper_devs(struct net_device *ndev, struct net_device **out, u32 m
 }
 
 /*
+ * The netdev of ibdev's port 1 (NULL without one), without a reference, for a caller inside
+ * an RCU read-side section, which keeps it live: the core publishes the pointer with
+ * rcu_assign_pointer (ib_device_set_netdev) and frees a netdev only after a grace period
+ * that follows its unregistration. ib_device_get_netdev reads the same pointer under
+ * pdata->netdev_lock, a spinlock it takes with bottom halves on, so it may not be called
+ * in softirq context, where the receive path's runs are.
+ */
+struct net_device *rrxe_glue_ibdev_netdev_rcu(struct ib_device *ibdev)
+{
+	if (!ibdev->port_data)
+		return NULL;
+	return rcu_dereference(ibdev->port_data[1].netdev);
+}
+
+/*
  * The netdev of GID index of ibdev's port 1, with a reference held for the caller, if the
  * entry still holds the source address addr (IPv4: 4 bytes, in a v4-mapped GID); NULL if it
  * is gone or changed. rdma_rxe's rxe_init_packet sends every packet through the netdev of

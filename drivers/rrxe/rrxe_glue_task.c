@@ -34,15 +34,38 @@ static void rrxe_timer_fn(struct timer_list *t)
 	rt->fn(rt->ctx, rt->id);
 }
 
-struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx)
+static struct rrxe_work *rrxe_work_alloc(void (*fn)(void *ctx), void *ctx)
 {
 	struct rrxe_work *w = kzalloc(sizeof(*w), GFP_KERNEL);
 
 	if (!w)
 		return NULL;
-	INIT_WORK(&w->work, rrxe_work_fn);
 	w->fn = fn;
 	w->ctx = ctx;
+	return w;
+}
+
+/*
+ * A work item for the process-context workqueues. INIT_WORK gives each call site its own
+ * lockdep class: a process work item's completion is taken with softirqs on, a bottom-half
+ * one's (rrxe_glue_work_new_bh) in softirq context, so they must not share one.
+ */
+struct rrxe_work *rrxe_glue_work_new(void (*fn)(void *ctx), void *ctx)
+{
+	struct rrxe_work *w = rrxe_work_alloc(fn, ctx);
+
+	if (w)
+		INIT_WORK(&w->work, rrxe_work_fn);
+	return w;
+}
+
+/* A work item for rrxe_glue_work_queue_bh only (its own lockdep class, see above). */
+struct rrxe_work *rrxe_glue_work_new_bh(void (*fn)(void *ctx), void *ctx)
+{
+	struct rrxe_work *w = rrxe_work_alloc(fn, ctx);
+
+	if (w)
+		INIT_WORK(&w->work, rrxe_work_fn);
 	return w;
 }
 

@@ -196,6 +196,22 @@ impl IbDevRef {
 }
 
 impl IbDev {
+    /// Runs `f` with the netdev of port 1 (`None` without one), read inside an RCU
+    /// read-side section with no lock and no reference: usable in softirq context, where
+    /// [`IbDev::netdev`] is not (the core's `ib_device_get_netdev` takes a spinlock with
+    /// bottom halves on). `f` must not sleep.
+    pub(crate) fn with_netdev_rcu<R>(&self, f: impl FnOnce(Option<&NetDev>) -> R) -> R {
+        let _rcu = RcuRead::lock();
+        // SAFETY: live ib_device; the helper only reads its port 1 netdev pointer with
+        // rcu_dereference, inside the section `_rcu` holds.
+        let p = unsafe { bindings::rrxe_glue_ibdev_netdev_rcu(self.as_ptr()) };
+        // SAFETY: a netdev published in port 1 stays allocated until a grace period after
+        // its unregistration, so at least until `_rcu` is dropped, after `f` returns; `f`
+        // is only lent the reference and cannot keep it.
+        let nd = (!p.is_null()).then(|| unsafe { NetDev::from_raw(p) });
+        f(nd)
+    }
+
     /// The netdev a packet from source GID `index` leaves through, if that GID still holds
     /// the source address `sip` (IPv4: the first 4 bytes): the device's own netdev, or in
     /// shared mode a pod's upper device of it, in the pod's namespace.

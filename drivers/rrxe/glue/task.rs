@@ -97,24 +97,30 @@ impl<T: WorkTarget> Work<T> {
     /// An unbound work item, queued with [`Work::queue_on`], running `T::run_work`:
     /// queueing it runs nothing until [`new_arc_bound`] binds it.
     pub(crate) fn new() -> Result<Self> {
-        Self::with(work_trampoline::<T>)
+        Self::with(work_trampoline::<T>, false)
     }
 
     /// An unbound bottom-half work item, queued with [`Work::queue_bh`], running
     /// `T::run_bh_work` in softirq context: queueing it runs nothing until
     /// [`new_arc_bound`] binds it.
     pub(crate) fn new_bh() -> Result<Self> {
-        Self::with(bh_work_trampoline::<T>)
+        Self::with(bh_work_trampoline::<T>, true)
     }
 
-    fn with(f: unsafe extern "C" fn(*mut c_void)) -> Result<Self> {
+    fn with(f: unsafe extern "C" fn(*mut c_void), bh: bool) -> Result<Self> {
         let target = new_target()?;
         let p = core::ptr::from_ref::<AtomicPtr<c_void>>(&target)
             .cast_mut()
             .cast();
         // SAFETY: plain allocation; the trampoline (one of the two above) matches T and its
         // argument, the target, lives as long as the work item.
-        let w = unsafe { bindings::rrxe_glue_work_new(Some(f), p) };
+        let w = unsafe {
+            if bh {
+                bindings::rrxe_glue_work_new_bh(Some(f), p)
+            } else {
+                bindings::rrxe_glue_work_new(Some(f), p)
+            }
+        };
         let raw = NonNull::new(w).ok_or(ENOMEM)?;
         Ok(Work {
             raw,

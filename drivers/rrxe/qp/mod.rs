@@ -579,7 +579,11 @@ impl WorkTarget for Qp {
     }
 
     fn run_bh_work(&self) {
-        self.run();
+        // Softirq context: the netdev under RCU (`IbDev::netdev` takes a lock that is not
+        // softirq-safe).
+        if !self.dead.load(Ordering::Acquire) {
+            self.dev.get().with_netdev_rcu(|ndev| self.run_on(ndev));
+        }
     }
 }
 
