@@ -197,7 +197,7 @@ impl McastTable {
                     if local {
                         qp.kick();
                     } else {
-                        qp.run_soon();
+                        qp.run_rx(ndev);
                     }
                 }
                 Err((why, _skb)) => counters.inc(crate::net::refused_counter(why)),

@@ -129,9 +129,22 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     // Which netdev (so which namespace: in shared mode, which pod) the packet arrived on:
     // the receiving QP must be of that netdev or namespace.
     let on = ndev.id();
+    // A packet that ends nothing (the FIRST or a MIDDLE packet of a message, no AckReq)
+    // waits for the QP's run at the end of this softirq pass, with the rest of the message
+    // this pass brings; one that may complete or answer something (a LAST or ONLY packet,
+    // an AckReq, every response but a READ's FIRST and MIDDLE) runs the QP now, with what
+    // queued before it, so that a round trip does not wait for the pass to end.
+    let later = !bth.ack_req
+        && bth.opcode.info().is_some_and(|i| {
+            matches!(
+                i.pos,
+                proto::opcode::Position::First | proto::opcode::Position::Middle
+            )
+        });
     match dev.data().qps.deliver(qpn, skb, icrc, &from, pkey, on) {
         Ok(qp) => match arrival {
-            Arrival::Wire => qp.run_soon(),
+            Arrival::Wire if later => qp.run_soon(),
+            Arrival::Wire => qp.run_rx(&ndev),
             Arrival::Local => qp.kick(),
         },
         // The skb is freed (as a drop) after the table lock.

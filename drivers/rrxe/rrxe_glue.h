@@ -231,6 +231,7 @@ struct rrxe_work *rrxe_glue_work_new_bh(void (*fn)(void *ctx), void *ctx);
 void rrxe_glue_work_queue_on(struct rrxe_work *w, unsigned int cpu);
 void rrxe_glue_work_queue_bh(struct rrxe_work *w);
 unsigned int rrxe_glue_this_cpu(void);
+bool rrxe_glue_in_serving_softirq(void);
 void rrxe_glue_work_free(struct rrxe_work *w);
 struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), void *ctx,
 				       unsigned long id);

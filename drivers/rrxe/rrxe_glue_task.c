@@ -96,6 +96,12 @@ void rrxe_glue_work_queue_bh(struct rrxe_work *w)
 	queue_work(system_bh_wq, &w->work);
 }
 
+/* Whether the caller runs as a softirq (not merely with bottom halves off). */
+bool rrxe_glue_in_serving_softirq(void)
+{
+	return in_serving_softirq();
+}
+
 /* The CPU the caller runs on now: a hint, stale as soon as it is read (preemption). */
 unsigned int rrxe_glue_this_cpu(void)
 {

@@ -28,6 +28,13 @@ pub(crate) fn this_cpu() -> u32 {
     unsafe { bindings::rrxe_glue_this_cpu() }
 }
 
+/// Whether this code runs as a softirq (`in_serving_softirq`: the receive path, a
+/// bottom-half work item, a timer; not a process that merely has bottom halves off).
+pub(crate) fn in_softirq() -> bool {
+    // SAFETY: no precondition; reads this CPU's preempt count.
+    unsafe { bindings::rrxe_glue_in_serving_softirq() }
+}
+
 /// What a [`Work`] runs.
 pub(crate) trait WorkTarget: Sync {
     /// Runs the deferred work of a [`Work::new`] item (process context).

@@ -257,6 +257,13 @@ impl Qp {
         }
     }
 
+    /// Handles newly queued received packets now (receive softirq), transmitting on `ndev`,
+    /// the device they arrived on: for a packet that may complete or answer something (see
+    /// `net::recv`), with every packet queued before it.
+    pub(crate) fn run_rx(&self, ndev: &NetDev) {
+        self.run_on(Some(ndev));
+    }
+
     /// Handles newly queued received packets (receive softirq) once this softirq's pass
     /// is over: a bottom-half work item on this CPU, so the packets one NAPI poll hands the
     /// QP are handled by one run (one engine lock, one check of the queues and timers, one
@@ -791,8 +798,17 @@ impl Qp {
         let pending_rx = self.rx.lock().len > 0 || held.is_due();
         drop(eng);
         self.raise_events();
-        if (more && !tx_wait) || pending_rx || self.fired.load(Ordering::Acquire) != 0 {
+        if (more && !tx_wait) || self.fired.load(Ordering::Acquire) != 0 {
             self.kick();
+        } else if pending_rx {
+            // Packets beyond this run's budget: in softirq context the bottom-half run takes
+            // them (a worker thread would wait behind the softirqs that keep queueing more,
+            // and the QP's receive ring overflow), else the work item.
+            if crate::glue::in_softirq() {
+                self.run_soon();
+            } else {
+                self.kick();
+            }
         }
     }
 }
