@@ -11,10 +11,10 @@
 //! All protocol decisions come from [`proto::Qp`], driven by `run`, which holds the engine
 //! lock (a bottom-half spinlock), does a bounded amount of work and re-queues the QP's work
 //! item when more is pending. `run` executes where the CPU already is when that is safe:
-//! in the receive softirq, once the softirq's pass has queued its packets (a bottom-half
-//! work item, so one run takes every packet of a NAPI poll for the QP), and in the user's
-//! doorbell system call; everything else (kernel posts, timers, leftovers) goes through
-//! the work item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
+//! in the receive softirq (at once for a packet that may complete or answer something;
+//! for the FIRST and MIDDLE packets of a message once the softirq's pass has queued them,
+//! a bottom-half work item, so one run takes them all), and in the user's doorbell system
+//! call; everything else (kernel posts, timers) goes through the work item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
 //! trip under a busy-polling process. The rings between the producers and `run` are short
 //! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 //!
@@ -156,7 +156,8 @@ impl QpKind {
 /// Protocol state, under the QP's `engine` lock (bottom halves off). `run_on` holds it in
 /// three places: the QP's work item (process context, kernel workqueue), the user's
 /// doorbell (process context, the `post_send` system call of the posting thread) and the
-/// receive softirq (`run_soon`'s bottom-half work item, packets from the wire). `modify`, `attrs` (query) and
+/// receive softirq (`run_rx`, or `run_soon`'s bottom-half work item: packets from the
+/// wire). `modify`, `attrs` (query) and
 /// `shutdown` take it in process context.
 struct Engine {
     proto: KBox<ProtoQp>,
