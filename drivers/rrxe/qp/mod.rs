@@ -14,8 +14,9 @@
 //! in the receive softirq (at once for a packet that may complete or answer something;
 //! for the FIRST and MIDDLE packets of a message once the softirq's pass has queued them,
 //! a bottom-half work item, so one run takes them all), and in the user's doorbell system
-//! call; everything else (kernel posts, timers) goes through the work item. Waiting for a worker thread to be scheduled cost tens of milliseconds per round
-//! trip under a busy-polling process. The rings between the producers and `run` are short
+//! call; everything else (kernel posts, timers) goes through the work item. Waiting for a
+//! worker thread to be scheduled cost tens of milliseconds per round trip under a
+//! busy-polling process. The rings between the producers and `run` are short
 //! irq-safe critical sections. The locks and their order: [`Qp`]'s `# Locking` section.
 //!
 //! Files: `create` (the QP verbs' policy: create, destroy, modify and query decoding),
@@ -157,8 +158,7 @@ impl QpKind {
 /// three places: the QP's work item (process context, kernel workqueue), the user's
 /// doorbell (process context, the `post_send` system call of the posting thread) and the
 /// receive softirq (`run_rx`, or `run_soon`'s bottom-half work item: packets from the
-/// wire). `modify`, `attrs` (query) and
-/// `shutdown` take it in process context.
+/// wire). `modify`, `attrs` (query) and `shutdown` take it in process context.
 struct Engine {
     proto: KBox<ProtoQp>,
     /// proto's send-queue counts already added to the device's and the QP's counters.
