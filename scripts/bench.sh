@@ -17,6 +17,9 @@
 # wait for completions (-e), as iperf3 sleeps: on a 2-core host a process spinning on its CQ
 # takes the core that QEMU's I/O threads need (qemu/bench-guest.sh says what runs).
 #
+# --profile adds, after the repetitions, a perf cpu-clock profile of both VMs during each
+# -e row at 64 KiB on rrxe and rdma_rxe; --reps 0 --profile runs the profile alone.
+#
 # --pin split (the default) runs each VM's QEMU threads on a host CPU of its own (VM 0 on
 # CPU 0, VM 1 on CPU 1), vCPU and I/O threads together; --pin none leaves placement to the
 # scheduler. scripts/bench-host.py places them and measures, for every run, the host CPU of
