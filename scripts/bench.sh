@@ -12,8 +12,8 @@
 #                    [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none]
 #                    [--local | --veth | --ab REV]
 #
-# Each repetition (default 5) runs TCP, the floor and then every stack, the stacks' order
-# rotated each time; every bandwidth run moves --volume MiB (default 256). The headline rows
+# Each repetition (default 5) runs TCP both ways, the floor and then every stack, the
+# stacks' order rotated each time; every bandwidth run moves --volume MiB (default 256). The headline rows
 # wait for completions (-e), as iperf3 sleeps: on a 2-core host a process spinning on its CQ
 # takes the core that QEMU's I/O threads need (qemu/bench-guest.sh says what runs).
 #
