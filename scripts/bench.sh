@@ -13,9 +13,10 @@
 #                    [--local | --veth | --ab REV]
 #
 # Each repetition (default 5) runs TCP both ways, the floor and then every stack, the
-# stacks' order rotated each time; every bandwidth run moves --volume MiB (default 256). The headline rows
-# wait for completions (-e), as iperf3 sleeps: on a 2-core host a process spinning on its CQ
-# takes the core that QEMU's I/O threads need (qemu/bench-guest.sh says what runs).
+# stacks' order rotated each time; every bandwidth run moves --volume MiB (default 256).
+# The headline rows wait for completions (-e), as iperf3 sleeps: on a 2-core host a
+# process spinning on its CQ takes the core that QEMU's I/O threads need
+# (qemu/bench-guest.sh says what runs).
 #
 # --profile adds, after the repetitions, a perf cpu-clock profile of both VMs during each
 # -e row at 64 KiB on rrxe and rdma_rxe; --reps 0 --profile runs the profile alone.
