@@ -497,6 +497,7 @@ impl Qp {
             attrs,
             sport,
             seen,
+            seen_acks,
             route,
             gid,
             held,
@@ -533,9 +534,11 @@ impl Qp {
 
         // 1. Timers.
         let fired = self.fired.swap(0, Ordering::AcqRel);
-        for id in 0..2 {
+        for id in 0..self.timers.len() {
             if fired & (1 << id) != 0 {
-                proto.on_timer(timer_kind(id), &mut sink);
+                if let Some(kind) = timer_kind(id) {
+                    proto.on_timer(kind, &mut sink);
+                }
             }
         }
 
@@ -786,6 +789,17 @@ impl Qp {
         }
         self.trace_run(proto, seen, &now, state_was, cwnd_was);
         *seen = now;
+        let acks = proto.responder().ack_stats();
+        for (counter, now, before) in [
+            (Counter::AcksDelayed, acks.held, seen_acks.held),
+            (Counter::AckDelayTimeouts, acks.expired, seen_acks.expired),
+        ] {
+            let n = now.wrapping_sub(before);
+            if n != 0 {
+                self.count(counter, n);
+            }
+        }
+        *seen_acks = acks;
 
         if proto.state() == proto::QpState::Error {
             let was = self.in_error.swap(true, Ordering::AcqRel);

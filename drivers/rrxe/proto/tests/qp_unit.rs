@@ -2131,3 +2131,165 @@ fn answer_nak_refuses_a_request_without_changing_the_responder() {
     assert!(!ub.answer_nak(&up, NakKind::PsnSeq.syndrome(), &mut Sink::default()));
     assert!(!a.answer_nak(&np, NakKind::PsnSeq.syndrome(), &mut Sink::default()));
 }
+
+/// An RC pair with the delayed ACK on both sides (`us`), and receives posted: `a` (QPN 1)
+/// has sent a SEND that `b` (QPN 2) acknowledged at once (`b` had sent nothing), and `b`
+/// has sent one back, so `a` is in ping-pong use and `b` too. Returns `a`, `b`, the
+/// environment and `b`'s SEND, not yet delivered to `a`.
+fn ping_pong(us: u32) -> (Q, Q, Env, TxPacket) {
+    let (mut a, mut b, mut env) = pair(QpType::Rc);
+    env.recvs = 10;
+    a.set_ack_delay(us);
+    b.set_ack_delay(us);
+    let mut s = Sink::default();
+    a.post_send(wqe(1, SEND, 4), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let ping = s.sent();
+    assert_eq!(ping.len(), 1);
+    let back = answers(&mut b, &mut env, &ping);
+    assert_eq!(back.len(), 1, "b has sent no request: its ACK goes at once");
+    assert!(matches!(aeth_of(&back[0]), AethKind::Ack { .. }));
+    let mut s = Sink::default();
+    let (_, p) = wire(&back[0], 0);
+    a.on_packet(&p, &mut env, &mut s);
+    assert_eq!(statuses(&s.completions()), vec![WcStatus::Success]);
+    let mut s = Sink::default();
+    b.post_send(wqe(2, SEND, 4), &mut s).unwrap();
+    b.poll_tx(100, &mut s);
+    let pong = s.sent();
+    assert_eq!(pong.len(), 1);
+    (a, b, env, pong[0])
+}
+
+/// The timers a sink saw armed, as (kind, microseconds), and cancelled.
+fn timer_actions(s: &Sink) -> (Vec<(TimerKind, u64)>, Vec<TimerKind>) {
+    let armed = s.pick(|a| match a {
+        Action::ArmTimer { kind, usecs } => Some((*kind, *usecs)),
+        _ => None,
+    });
+    let cancelled = s.pick(|a| match a {
+        Action::CancelTimer(k) => Some(*k),
+        _ => None,
+    });
+    (armed, cancelled)
+}
+
+#[test]
+fn a_held_ack_follows_the_next_request_out() {
+    let (mut a, _b, mut env, pong) = ping_pong(100);
+    // `a` sent a request since its last ACK: the ACK of `b`'s request waits.
+    let mut s = Sink::default();
+    let (_, p) = wire(&pong, 0);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::Ok);
+    assert!(
+        !a.poll_tx(100, &mut s),
+        "a held ACK is not work to poll for"
+    );
+    assert!(s.sent().is_empty());
+    assert_eq!(timer_actions(&s).0, vec![(TimerKind::Ack, 100)]);
+    assert_eq!(a.responder().ack_stats().held, 1);
+    // `a`'s next request goes first, its ACK right behind it, and the timer is cancelled.
+    let mut s = Sink::default();
+    a.post_send(wqe(3, SEND, 4), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let out = s.sent();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].hdrs.bth.opcode, Opcode::RC_SEND_ONLY);
+    assert_eq!(out[1].hdrs.bth.opcode, Opcode::RC_ACKNOWLEDGE);
+    assert_eq!(out[1].hdrs.bth.psn, pong.hdrs.bth.psn);
+    assert_eq!(timer_actions(&s).1, vec![TimerKind::Ack]);
+    // Its timer firing late (cancelled too late) sends nothing more.
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Ack, &mut s);
+    assert!(s.0.is_empty());
+    assert_eq!(a.responder().ack_stats().expired, 0);
+}
+
+#[test]
+fn a_held_ack_leaves_when_its_delay_ends_and_acks_go_at_once_until_the_qp_sends() {
+    let (mut a, mut b, mut env, pong) = ping_pong(100);
+    let mut s = Sink::default();
+    let (_, p) = wire(&pong, 0);
+    a.on_packet(&p, &mut env, &mut s);
+    a.poll_tx(100, &mut s);
+    assert!(s.sent().is_empty());
+    // No request of `a` follows: the ACK goes when the delay ends.
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Ack, &mut s);
+    let out = s.sent();
+    assert_eq!(out.len(), 1);
+    assert!(matches!(aeth_of(&out[0]), AethKind::Ack { .. }));
+    assert_eq!(out[0].hdrs.bth.psn, pong.hdrs.bth.psn);
+    assert_eq!(
+        a.responder().ack_stats(),
+        AckStats {
+            held: 1,
+            expired: 1
+        }
+    );
+    // The next request of `b` is acknowledged at once: `a` has sent nothing since.
+    let mut s = Sink::default();
+    b.post_send(wqe(4, SEND, 4), &mut s).unwrap();
+    b.poll_tx(100, &mut s);
+    let again = answers(&mut a, &mut env, &s.sent());
+    assert_eq!(again.len(), 1);
+    assert!(matches!(aeth_of(&again[0]), AethKind::Ack { .. }));
+    assert_eq!(a.responder().ack_stats().held, 1);
+}
+
+#[test]
+fn a_later_ack_replaces_a_held_one_and_a_nak_goes_at_once() {
+    let (mut a, mut b, mut env, pong) = ping_pong(100);
+    let mut s = Sink::default();
+    let (_, p) = wire(&pong, 0);
+    a.on_packet(&p, &mut env, &mut s);
+    // A second request of `b` while the first ACK is held: one ACK, one timer, the later
+    // PSN.
+    let mut sb = Sink::default();
+    b.post_send(wqe(5, SEND, 4), &mut sb).unwrap();
+    b.poll_tx(100, &mut sb);
+    let second = sb.sent();
+    assert_eq!(second.len(), 1);
+    let (_, p) = wire(&second[0], 0);
+    a.on_packet(&p, &mut env, &mut s);
+    a.poll_tx(100, &mut s);
+    assert!(s.sent().is_empty());
+    assert_eq!(timer_actions(&s).0, vec![(TimerKind::Ack, 100)]);
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Ack, &mut s);
+    let out = s.sent();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].hdrs.bth.psn, second[0].hdrs.bth.psn);
+
+    // Held again (a request of `a` first), then a gap: the NAK goes at once and stands for
+    // the held ACK, which the timer no longer sends.
+    let (mut a, _b, mut env, pong) = ping_pong(100);
+    let mut s = Sink::default();
+    let (_, p) = wire(&pong, 0);
+    a.on_packet(&p, &mut env, &mut s);
+    let mut gap = pong;
+    gap.hdrs.bth.psn = pong.hdrs.bth.psn.add(2);
+    let (_, p) = wire(&gap, 0);
+    assert_eq!(a.on_packet(&p, &mut env, &mut s), RxStatus::OutOfSequence);
+    let out = s.sent();
+    assert_eq!(out.len(), 1);
+    assert_eq!(aeth_of(&out[0]), AethKind::Nak(NakCode::PsnSeqError));
+    assert_eq!(out[0].hdrs.bth.psn, pong.hdrs.bth.psn.next());
+    let mut s = Sink::default();
+    a.on_timer(TimerKind::Ack, &mut s);
+    a.poll_tx(100, &mut s);
+    assert!(s.sent().is_empty());
+}
+
+#[test]
+fn without_a_delay_every_ack_goes_at_once() {
+    let (mut a, _b, mut env, pong) = ping_pong(0);
+    let mut s = Sink::default();
+    let (_, p) = wire(&pong, 0);
+    a.on_packet(&p, &mut env, &mut s);
+    let out = s.sent();
+    assert_eq!(out.len(), 1);
+    assert!(matches!(aeth_of(&out[0]), AethKind::Ack { .. }));
+    assert!(timer_actions(&s).0.is_empty());
+    assert_eq!(a.responder().ack_stats().held, 0);
+}
