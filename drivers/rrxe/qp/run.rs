@@ -770,9 +770,10 @@ impl Qp {
             }
         }
 
-        // The send queue's event counts since the last run go to the device's counters and
-        // the QP's.
+        // The send queue's and the responder's event counts since the last run go to the
+        // device's counters and the QP's.
         let now = proto.send_queue().stats();
+        let acks = proto.responder().ack_stats();
         for (counter, now, before) in [
             (Counter::Retransmits, now.retransmits, seen.retransmits),
             (Counter::RnrNaksRcvd, now.rnr_naks, seen.rnr_naks),
@@ -781,16 +782,6 @@ impl Qp {
             (Counter::CwndCuts, now.cwnd_cuts, seen.cwnd_cuts),
             (Counter::CwndUndos, now.cwnd_undos, seen.cwnd_undos),
             (Counter::OdpUnplaced, now.unplaced, seen.unplaced),
-        ] {
-            let n = now.wrapping_sub(before);
-            if n != 0 {
-                self.count(counter, n);
-            }
-        }
-        self.trace_run(proto, seen, &now, state_was, cwnd_was);
-        *seen = now;
-        let acks = proto.responder().ack_stats();
-        for (counter, now, before) in [
             (Counter::AcksDelayed, acks.held, seen_acks.held),
             (Counter::AckDelayTimeouts, acks.expired, seen_acks.expired),
         ] {
@@ -799,6 +790,8 @@ impl Qp {
                 self.count(counter, n);
             }
         }
+        self.trace_run(proto, seen, &now, state_was, cwnd_was);
+        *seen = now;
         *seen_acks = acks;
 
         if proto.state() == proto::QpState::Error {

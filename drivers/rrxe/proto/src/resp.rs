@@ -156,6 +156,15 @@ pub struct Responder<const R: usize> {
     pingpong: bool,
     /// `pending_ack` is held (not behind responses): its timer is armed.
     ack_held: bool,
+    /// When (µs, the sink's clock) the last ACK of a request was sent or held, until the
+    /// QP's next request takes it as a sample of `turn_us`.
+    ack_at: Option<u64>,
+    /// The QP's turnaround: from the ACK of a request to its own next request (µs, a
+    /// moving average of 1/8; 0 before the first sample or without a clock). An ACK is held
+    /// only while it is at most half the delay: a consumer slower to answer than that
+    /// (one woken by a completion event on a slow host) would only see its held ACKs
+    /// expire, each at the cost of a timer.
+    turn_us: u64,
     /// ACKs held, and held ACKs whose timer expired (no request followed in time).
     ack_stats: AckStats,
     /// XRC targets: the XRC SRQ the request being handled names (0 otherwise).
@@ -222,6 +231,8 @@ impl<const R: usize> Responder<R> {
             ack_delay_us: 0,
             pingpong: false,
             ack_held: false,
+            ack_at: None,
+            turn_us: 0,
             ack_stats: AckStats {
                 held: 0,
                 expired: 0,
@@ -246,6 +257,8 @@ impl<const R: usize> Responder<R> {
         self.pending_ack = None;
         self.pingpong = false;
         self.ack_held = false;
+        self.ack_at = None;
+        self.turn_us = 0;
         self.xrc_srqn = 0;
         self.error = false;
         self.started = false;
@@ -347,12 +360,14 @@ impl<const R: usize> Responder<R> {
     }
 
     /// The ACK an in-sequence request asked for (AckReq): sent at once, or behind queued
-    /// responses, or, with a delay set and the QP in ping-pong use, held until a request of
-    /// this QP goes out ([`Responder::request_sent`]) or the delay ends
-    /// ([`Responder::ack_timer`]), whichever comes first. A later ACK replaces a held one
-    /// and keeps its timer: no ACK waits longer than the delay.
+    /// responses, or, with a delay set, the QP in ping-pong use and its turnaround short
+    /// enough, held until a request of this QP goes out ([`Responder::request_sent`]) or
+    /// the delay ends ([`Responder::ack_timer`]), whichever comes first. A later ACK
+    /// replaces a held one and keeps its timer: no ACK waits longer than the delay.
     fn ack_request<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) {
-        if self.ack_delay_us == 0 || !self.pingpong || self.any_pending() {
+        self.ack_at = sink.now_us();
+        let delay = u64::from(self.ack_delay_us);
+        if delay == 0 || !self.pingpong || self.turn_us > delay / 2 || self.any_pending() {
             self.emit_ack(psn, AETH_ACK_UNLIMITED, sink);
             return;
         }
@@ -371,6 +386,14 @@ impl<const R: usize> Responder<R> {
     /// poll): the QP is in ping-pong use, and a held ACK goes now, right behind it.
     pub(crate) fn request_sent<A: ActionSink>(&mut self, left: &mut u32, sink: &mut A) {
         self.pingpong = true;
+        if let (Some(at), Some(now)) = (self.ack_at.take(), sink.now_us()) {
+            let t = now.saturating_sub(at);
+            self.turn_us = if self.turn_us == 0 {
+                t.max(1)
+            } else {
+                self.turn_us - self.turn_us / 8 + t / 8
+            };
+        }
         if !self.ack_held || *left == 0 || self.error || !self.started {
             return;
         }

@@ -5,7 +5,7 @@ use rrxe_proto::hdr::AETH_ACK_UNLIMITED;
 use rrxe_proto::*;
 
 mod support;
-use support::{to_rts, wqe, Env, Sink};
+use support::{set_clock, to_rts, wqe, Env, Sink};
 
 type Q = Qp<16, 4>;
 
@@ -2292,4 +2292,69 @@ fn without_a_delay_every_ack_goes_at_once() {
     assert!(matches!(aeth_of(&out[0]), AethKind::Ack { .. }));
     assert!(timer_actions(&s).0.is_empty());
     assert_eq!(a.responder().ack_stats().held, 0);
+}
+
+/// One round of [`ping_pong`]'s exchange at time `t` (µs): `b`'s SEND delivered to `a`,
+/// and `a` answering with a SEND `turn` µs later; returns what `a` sent on receipt and then
+/// with its answer, and `b`'s next SEND.
+fn round(
+    a: &mut Q,
+    b: &mut Q,
+    env: &mut Env,
+    pong: &TxPacket,
+    t: u64,
+    turn: u64,
+) -> (Vec<TxPacket>, Vec<TxPacket>, TxPacket) {
+    set_clock(Some(t));
+    let mut s = Sink::default();
+    let (_, p) = wire(pong, 0);
+    a.on_packet(&p, env, &mut s);
+    a.poll_tx(100, &mut s);
+    let on_receipt = s.sent();
+    set_clock(Some(t + turn));
+    let mut s = Sink::default();
+    a.post_send(wqe(t, SEND, 4), &mut s).unwrap();
+    a.poll_tx(100, &mut s);
+    let answer = s.sent();
+    // `b` takes `a`'s packets and sends its next SEND.
+    let mut sb = Sink::default();
+    for pkt in on_receipt.iter().chain(answer.iter()) {
+        let (_, p) = wire(pkt, 0);
+        b.on_packet(&p, env, &mut sb);
+    }
+    b.post_send(wqe(t + 1, SEND, 4), &mut sb).unwrap();
+    b.poll_tx(100, &mut sb);
+    let next = *sb
+        .sent()
+        .iter()
+        .find(|p| p.hdrs.bth.opcode == Opcode::RC_SEND_ONLY)
+        .unwrap();
+    set_clock(None);
+    (on_receipt, answer, next)
+}
+
+#[test]
+fn acks_are_held_only_while_the_qp_answers_within_half_the_delay() {
+    // A quick consumer (10 µs): every ACK is held and follows the answer.
+    let (mut a, mut b, mut env, mut pong) = ping_pong(100);
+    for i in 0..5 {
+        let (on_receipt, answer, next) = round(&mut a, &mut b, &mut env, &pong, 1000 * i, 10);
+        assert!(on_receipt.is_empty(), "round {i}: held");
+        assert_eq!(answer.len(), 2, "round {i}: the answer, then the ACK");
+        pong = next;
+    }
+    // A slow one (300 µs, more than half of 100): from its first measured answer on, the
+    // ACKs go at once.
+    let (mut a, mut b, mut env, mut pong) = ping_pong(100);
+    let mut at_once = 0;
+    for i in 0..5 {
+        let (on_receipt, answer, next) = round(&mut a, &mut b, &mut env, &pong, 1000 * i, 300);
+        if on_receipt.len() == 1 {
+            assert!(matches!(aeth_of(&on_receipt[0]), AethKind::Ack { .. }));
+            assert_eq!(answer.len(), 1, "round {i}: nothing held");
+            at_once += 1;
+        }
+        pong = next;
+    }
+    assert!(at_once >= 4, "{at_once} of 5 acknowledged at once");
 }
