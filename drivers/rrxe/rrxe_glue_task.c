@@ -136,13 +136,13 @@ void rrxe_glue_work_free(struct rrxe_work *w)
 }
 
 /*
- * How long an RC responder may hold an ACK for the QP's next request (the delayed ACK of
- * qp/mod.rs, read at each QP's creation; 0 turns it off).
+ * The longest an RC responder may hold an ACK for the QP's next request (the delayed ACK
+ * of qp/mod.rs, read at each QP's creation; 0 turns it off).
  */
-static unsigned int ack_delay_us = 100;
+static unsigned int ack_delay_us = 500;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us,
-		 "Microseconds an RC QP in ping-pong use may hold an ACK so that its next request leaves first (0: ACK at once, as rdma_rxe; at most 10000; default 100; held ACKs in acks_delayed, those sent when the delay ended in ack_delay_timeouts)");
+		 "Most microseconds an RC QP in ping-pong use may hold an ACK so that its next request leaves first: it holds one for twice its measured turnaround, and only while that is at most half of this (0: ACK at once, as rdma_rxe; at most 10000; default 500; held ACKs in acks_delayed, those sent when the hold ended in ack_delay_timeouts)");
 
 u32 rrxe_glue_ack_delay_us(void)
 {

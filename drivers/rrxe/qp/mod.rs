@@ -111,9 +111,10 @@ const TX_WAIT_US: u64 = 1;
 /// high-resolution one, as the delay is microseconds.
 ///
 /// The delayed ACK: an RC responder whose QP is in ping-pong use (it sent a request since a
-/// held ACK last waited in vain) holds the ACK a request asked for until the QP's next
-/// request has gone out, for at most the `ack_delay_us` module parameter (default 100 µs),
-/// so the request does not queue behind it. Measured on two TCG VMs, where every frame
+/// held ACK last waited in vain) and answers quickly holds the ACK a request asked for until
+/// the QP's next request has gone out, for twice the QP's measured turnaround (from an ACK
+/// to its next request), so the request does not queue behind it; only while that
+/// turnaround is at most half the `ack_delay_us` module parameter (default 500 µs). Measured on two TCG VMs, where every frame
 /// costs about what a UDP ping-pong's does, the ACK sent first made each 2-byte RC
 /// round trip half again slower than UC's (docs/performance.md).
 const ACK_TIMER: usize = 3;

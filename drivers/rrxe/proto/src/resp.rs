@@ -160,10 +160,11 @@ pub struct Responder<const R: usize> {
     /// QP's next request takes it as a sample of `turn_us`.
     ack_at: Option<u64>,
     /// The QP's turnaround: from the ACK of a request to its own next request (µs, a
-    /// moving average of 1/8; 0 before the first sample or without a clock). An ACK is held
-    /// only while it is at most half the delay: a consumer slower to answer than that
-    /// (one woken by a completion event on a slow host) would only see its held ACKs
-    /// expire, each at the cost of a timer.
+    /// moving average of 1/8; 0 before the first sample or without a clock). An ACK is
+    /// held only once it is measured and while it is at most half the delay (a consumer
+    /// slower to answer, such as one woken by completion events on a slow host, would only
+    /// see its held ACKs expire, each at the cost of a timer), and for twice the
+    /// turnaround: the QP's next request is due by then if it comes at all.
     turn_us: u64,
     /// ACKs held, and held ACKs whose timer expired (no request followed in time).
     ack_stats: AckStats,
@@ -172,6 +173,10 @@ pub struct Responder<const R: usize> {
     error: bool,
     started: bool,
 }
+
+/// The shortest hold of a delayed ACK (µs): below it a timer costs more than the frame
+/// it saves.
+pub const MIN_ACK_HOLD_US: u64 = 10;
 
 /// What the delayed ACK did ([`Responder::ack_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -350,11 +355,11 @@ impl<const R: usize> Responder<R> {
     }
 
     /// Lets the ACK of a request wait up to `us` microseconds (0, the default: never) when
-    /// the QP is in ping-pong use, so that the QP's next request leaves before it: on a
-    /// link where each frame costs a notification, an ACK sent first delays the request
-    /// that follows it by a frame. rdma_rxe acknowledges at once; the IBTA lets a
-    /// responder coalesce ACKs (one ACK acknowledges every earlier PSN) and bounds only
-    /// the requester's wait, by its Local ACK Timeout.
+    /// the QP is in ping-pong use and answers quickly (see `turn_us`), so that the QP's
+    /// next request leaves before it: on a link where each frame costs a notification, an
+    /// ACK sent first delays the request that follows it by a frame. rdma_rxe acknowledges
+    /// at once; the IBTA lets a responder coalesce ACKs (one ACK acknowledges every earlier
+    /// PSN) and bounds only the requester's wait, by its Local ACK Timeout.
     pub(crate) fn set_ack_delay(&mut self, us: u32) {
         self.ack_delay_us = us;
     }
@@ -365,9 +370,17 @@ impl<const R: usize> Responder<R> {
     /// the delay ends ([`Responder::ack_timer`]), whichever comes first. A later ACK
     /// replaces a held one and keeps its timer: no ACK waits longer than the delay.
     fn ack_request<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) {
-        self.ack_at = sink.now_us();
+        let now = sink.now_us();
+        self.ack_at = now;
         let delay = u64::from(self.ack_delay_us);
-        if delay == 0 || !self.pingpong || self.turn_us > delay / 2 || self.any_pending() {
+        // With a clock, only a measured turnaround; without one (tests), the whole delay.
+        let hold = match (now, self.turn_us) {
+            (None, _) => delay,
+            (Some(_), 0) => 0,
+            (Some(_), t) if t > delay / 2 => 0,
+            (Some(_), t) => t.saturating_mul(2).clamp(MIN_ACK_HOLD_US, delay),
+        };
+        if hold == 0 || !self.pingpong || self.any_pending() {
             self.emit_ack(psn, AETH_ACK_UNLIMITED, sink);
             return;
         }
@@ -377,7 +390,7 @@ impl<const R: usize> Responder<R> {
             self.ack_stats.held = self.ack_stats.held.wrapping_add(1);
             sink.push(Action::ArmTimer {
                 kind: TimerKind::Ack,
-                usecs: u64::from(self.ack_delay_us),
+                usecs: hold,
             });
         }
     }

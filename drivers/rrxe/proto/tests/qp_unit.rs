@@ -2294,23 +2294,25 @@ fn without_a_delay_every_ack_goes_at_once() {
     assert_eq!(a.responder().ack_stats().held, 0);
 }
 
+/// What [`round`] saw `a` send on receipt of `b`'s SEND (and the timers it armed), and
+/// with its answer; and `b`'s next SEND.
+struct Round {
+    on_receipt: Vec<TxPacket>,
+    armed: Vec<(TimerKind, u64)>,
+    answer: Vec<TxPacket>,
+    next: TxPacket,
+}
+
 /// One round of [`ping_pong`]'s exchange at time `t` (µs): `b`'s SEND delivered to `a`,
-/// and `a` answering with a SEND `turn` µs later; returns what `a` sent on receipt and then
-/// with its answer, and `b`'s next SEND.
-fn round(
-    a: &mut Q,
-    b: &mut Q,
-    env: &mut Env,
-    pong: &TxPacket,
-    t: u64,
-    turn: u64,
-) -> (Vec<TxPacket>, Vec<TxPacket>, TxPacket) {
+/// and `a` answering with a SEND `turn` µs later.
+fn round(a: &mut Q, b: &mut Q, env: &mut Env, pong: &TxPacket, t: u64, turn: u64) -> Round {
     set_clock(Some(t));
     let mut s = Sink::default();
     let (_, p) = wire(pong, 0);
     a.on_packet(&p, env, &mut s);
     a.poll_tx(100, &mut s);
     let on_receipt = s.sent();
+    let armed = timer_actions(&s).0;
     set_clock(Some(t + turn));
     let mut s = Sink::default();
     a.post_send(wqe(t, SEND, 4), &mut s).unwrap();
@@ -2330,31 +2332,40 @@ fn round(
         .find(|p| p.hdrs.bth.opcode == Opcode::RC_SEND_ONLY)
         .unwrap();
     set_clock(None);
-    (on_receipt, answer, next)
+    Round {
+        on_receipt,
+        armed,
+        answer,
+        next,
+    }
 }
 
 #[test]
 fn acks_are_held_only_while_the_qp_answers_within_half_the_delay() {
-    // A quick consumer (10 µs): every ACK is held and follows the answer.
+    // A quick consumer (15 µs): once its turnaround is measured (the first round, whose
+    // ACK goes at once), every ACK is held for twice it and follows the answer.
     let (mut a, mut b, mut env, mut pong) = ping_pong(100);
     for i in 0..5 {
-        let (on_receipt, answer, next) = round(&mut a, &mut b, &mut env, &pong, 1000 * i, 10);
-        assert!(on_receipt.is_empty(), "round {i}: held");
-        assert_eq!(answer.len(), 2, "round {i}: the answer, then the ACK");
-        pong = next;
-    }
-    // A slow one (300 µs, more than half of 100): from its first measured answer on, the
-    // ACKs go at once.
-    let (mut a, mut b, mut env, mut pong) = ping_pong(100);
-    let mut at_once = 0;
-    for i in 0..5 {
-        let (on_receipt, answer, next) = round(&mut a, &mut b, &mut env, &pong, 1000 * i, 300);
-        if on_receipt.len() == 1 {
-            assert!(matches!(aeth_of(&on_receipt[0]), AethKind::Ack { .. }));
-            assert_eq!(answer.len(), 1, "round {i}: nothing held");
-            at_once += 1;
+        let r = round(&mut a, &mut b, &mut env, &pong, 1000 * i, 15);
+        if i == 0 {
+            assert_eq!(r.on_receipt.len(), 1, "no turnaround measured yet: at once");
+            assert_eq!(r.answer.len(), 1);
+        } else {
+            assert!(r.on_receipt.is_empty(), "round {i}: held");
+            assert_eq!(r.armed, vec![(TimerKind::Ack, 30)], "round {i}");
+            assert_eq!(r.answer.len(), 2, "round {i}: the answer, then the ACK");
+            assert_eq!(r.answer[1].hdrs.bth.opcode, Opcode::RC_ACKNOWLEDGE);
         }
-        pong = next;
+        pong = r.next;
     }
-    assert!(at_once >= 4, "{at_once} of 5 acknowledged at once");
+    // A slow one (300 µs, more than half of 100): every ACK goes at once.
+    let (mut a, mut b, mut env, mut pong) = ping_pong(100);
+    for i in 0..5 {
+        let r = round(&mut a, &mut b, &mut env, &pong, 1000 * i, 300);
+        assert_eq!(r.on_receipt.len(), 1, "round {i}: at once");
+        assert!(matches!(aeth_of(&r.on_receipt[0]), AethKind::Ack { .. }));
+        assert_eq!(r.answer.len(), 1, "round {i}: nothing held");
+        pong = r.next;
+    }
+    assert_eq!(a.responder().ack_stats().held, 0);
 }
