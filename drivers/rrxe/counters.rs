@@ -140,12 +140,6 @@ counters! {
     CapturePkts = c"capture_pkts",
     /// Frames not handed to the capture netdev's taps: no memory for the copy.
     CaptureNoMem = c"capture_no_mem",
-    /// ACKs an RC responder in ping-pong use held so that its QP's next request left
-    /// first (the `ack_delay_us` module parameter; see `qp::ACK_TIMER`).
-    AcksDelayed = c"acks_delayed",
-    /// Held ACKs sent when their delay ended, no request of the QP having gone out: the
-    /// QP's ACKs go at once again until it sends a request.
-    AckDelayTimeouts = c"ack_delay_timeouts",
 }
 
 /// The number of counters.

@@ -233,11 +233,8 @@ void rrxe_glue_work_queue_bh(struct rrxe_work *w);
 unsigned int rrxe_glue_this_cpu(void);
 bool rrxe_glue_in_serving_softirq(void);
 void rrxe_glue_work_free(struct rrxe_work *w);
-u32 rrxe_glue_ack_delay_us(void);
 struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), void *ctx,
 				       unsigned long id);
-struct rrxe_timer *rrxe_glue_timer_new_hr(void (*fn)(void *ctx, unsigned long id), void *ctx,
-					  unsigned long id);
 void rrxe_glue_timer_arm(struct rrxe_timer *t, u64 usecs);
 void rrxe_glue_timer_cancel(struct rrxe_timer *t);
 void rrxe_glue_timer_free(struct rrxe_timer *t);

@@ -62,18 +62,6 @@ static inline struct dst_entry *rrxe_ip6_dst_lookup_flow(struct net *net, struct
 	from_timer(var, callback_timer, timer_fieldname)
 #endif
 
-/* A relative, softirq-expiring high-resolution timer (hrtimer_init was replaced). */
-static inline void rrxe_hrtimer_setup_soft(struct hrtimer *t,
-					   enum hrtimer_restart (*fn)(struct hrtimer *))
-{
-#ifdef RRXE_HAVE_HRTIMER_SETUP
-	hrtimer_setup(t, fn, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
-#else
-	hrtimer_init(t, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
-	t->function = fn;
-#endif
-}
-
 /* Pins [addr, addr + size) of the calling process (ib_umem_get was renamed). */
 static inline struct ib_umem *rrxe_ib_umem_get(struct ib_device *dev, unsigned long addr,
 					       size_t size, int access)

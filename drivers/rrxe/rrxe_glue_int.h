@@ -22,7 +22,6 @@
 #include <linux/highmem.h>
 #include <linux/workqueue.h>
 #include <linux/timer.h>
-#include <linux/hrtimer.h>
 #include <linux/random.h>
 #include <net/ip.h>
 #include <net/ipv6.h>

@@ -13,20 +13,8 @@ struct rrxe_work {
 	void *ctx;
 };
 
-/*
- * A timer_list (jiffy resolution), or, made by rrxe_glue_timer_new_hr, a high-resolution
- * timer that also expires in softirq context (HRTIMER_MODE_REL_SOFT). An hrtimer cannot be
- * shut down as timer_shutdown_sync shuts a timer_list down: `dead` does it, under `lock`,
- * which rrxe_glue_timer_arm holds while it starts the timer (bottom halves off: arms come
- * from process context and softirqs, never with interrupts off; nothing nests in it but
- * hrtimer_start).
- */
 struct rrxe_timer {
 	struct timer_list timer;
-	struct hrtimer hrt;
-	spinlock_t lock;
-	bool hr;
-	bool dead;
 	void (*fn)(void *ctx, unsigned long id);
 	void *ctx;
 	unsigned long id;
@@ -44,14 +32,6 @@ static void rrxe_timer_fn(struct timer_list *t)
 	struct rrxe_timer *rt = timer_container_of(rt, t, timer);
 
 	rt->fn(rt->ctx, rt->id);
-}
-
-static enum hrtimer_restart rrxe_hrtimer_fn(struct hrtimer *h)
-{
-	struct rrxe_timer *rt = container_of(h, struct rrxe_timer, hrt);
-
-	rt->fn(rt->ctx, rt->id);
-	return HRTIMER_NORESTART;
 }
 
 static struct rrxe_work *rrxe_work_alloc(void (*fn)(void *ctx), void *ctx)
@@ -135,20 +115,6 @@ void rrxe_glue_work_free(struct rrxe_work *w)
 	kfree(w);
 }
 
-/*
- * The longest an RC responder may hold an ACK for the QP's next request (the delayed ACK
- * of qp/mod.rs, read at each QP's creation; 0 turns it off).
- */
-static unsigned int ack_delay_us = 500;
-module_param(ack_delay_us, uint, 0644);
-MODULE_PARM_DESC(ack_delay_us,
-		 "Most microseconds an RC QP in ping-pong use may hold an ACK so that its next request leaves first: it holds one for twice its measured turnaround, and only while that is at most half of this (0: ACK at once, as rdma_rxe; at most 10000; default 500; held ACKs in acks_delayed, those sent when the hold ended in ack_delay_timeouts)");
-
-u32 rrxe_glue_ack_delay_us(void)
-{
-	return min(READ_ONCE(ack_delay_us), 10000U);
-}
-
 struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), void *ctx,
 				       unsigned long id)
 {
@@ -163,41 +129,13 @@ struct rrxe_timer *rrxe_glue_timer_new(void (*fn)(void *ctx, unsigned long id), 
 	return t;
 }
 
-/* A timer of microsecond resolution (an hrtimer), otherwise as rrxe_glue_timer_new's. */
-struct rrxe_timer *rrxe_glue_timer_new_hr(void (*fn)(void *ctx, unsigned long id), void *ctx,
-					  unsigned long id)
-{
-	struct rrxe_timer *t = rrxe_glue_timer_new(fn, ctx, id);
-
-	if (!t)
-		return NULL;
-	t->hr = true;
-	spin_lock_init(&t->lock);
-	rrxe_hrtimer_setup_soft(&t->hrt, rrxe_hrtimer_fn);
-	return t;
-}
-
 void rrxe_glue_timer_arm(struct rrxe_timer *t, u64 usecs)
 {
-	if (t->hr) {
-		/* At most a second: the caller's delays are microseconds. */
-		ktime_t d = ns_to_ktime(min_t(u64, usecs, USEC_PER_SEC) * NSEC_PER_USEC);
-
-		spin_lock_bh(&t->lock);
-		if (!t->dead)
-			hrtimer_start(&t->hrt, d, HRTIMER_MODE_REL_SOFT);
-		spin_unlock_bh(&t->lock);
-		return;
-	}
 	mod_timer(&t->timer, jiffies + max(1UL, usecs_to_jiffies(usecs)));
 }
 
 void rrxe_glue_timer_cancel(struct rrxe_timer *t)
 {
-	if (t->hr) {
-		hrtimer_try_to_cancel(&t->hrt);
-		return;
-	}
 	timer_delete(&t->timer);
 }
 
@@ -208,19 +146,11 @@ void rrxe_glue_work_cancel_sync(struct rrxe_work *w)
 
 void rrxe_glue_timer_shutdown(struct rrxe_timer *t)
 {
-	if (t->hr) {
-		spin_lock_bh(&t->lock);
-		t->dead = true;
-		spin_unlock_bh(&t->lock);
-		/* No arm starts it again; waits for a running callback. */
-		hrtimer_cancel(&t->hrt);
-		return;
-	}
 	timer_shutdown_sync(&t->timer);
 }
 
 void rrxe_glue_timer_free(struct rrxe_timer *t)
 {
-	rrxe_glue_timer_shutdown(t);
+	timer_shutdown_sync(&t->timer);
 	kfree(t);
 }

@@ -44,7 +44,7 @@ pub(crate) use net::{
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 pub(crate) use stats::{set_hw_stats, NlDriverAttrs, RdmaCounter, StatDescs};
-pub(crate) use task::{ack_delay_us, in_softirq, this_cpu};
+pub(crate) use task::{in_softirq, this_cpu};
 
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Deferred work (a `work_struct` on the high-priority workqueue, or on the bottom-half one)
-//! and timers (`timer_list`, or an `hrtimer` for microsecond delays), each calling a method
-//! of a context object.
+//! and timers (`timer_list`), each calling a method of a context object.
 //!
 //! Lifetime rule, enforced by construction: a [`Work`] or [`Timer`] is created unbound (it
 //! runs nothing) and bound by [`new_arc_bound`] to the `Arc`-held context `T` it is a field
@@ -34,13 +33,6 @@ pub(crate) fn this_cpu() -> u32 {
 pub(crate) fn in_softirq() -> bool {
     // SAFETY: no precondition; reads this CPU's preempt count.
     unsafe { bindings::rrxe_glue_in_serving_softirq() }
-}
-
-/// The `ack_delay_us` module parameter (at most 10000): how long an RC responder may hold
-/// an ACK for its QP's next request, 0 for never.
-pub(crate) fn ack_delay_us() -> u32 {
-    // SAFETY: no precondition; reads a module parameter.
-    unsafe { bindings::rrxe_glue_ack_delay_us() }
 }
 
 /// What a [`Work`] runs.
@@ -200,30 +192,13 @@ impl<T: TimerTarget> Timer<T> {
     /// An unbound timer running `ctx.run_timer(id)` once [`new_arc_bound`] binds it; until
     /// then its expiry runs nothing.
     pub(crate) fn new(id: usize) -> Result<Self> {
-        Self::make(id, false)
-    }
-
-    /// As [`Timer::new`], of microsecond resolution (a high-resolution timer, expiring in
-    /// softirq context as the others); [`Timer::new`]'s rounds up to a jiffy.
-    pub(crate) fn new_hr(id: usize) -> Result<Self> {
-        Self::make(id, true)
-    }
-
-    fn make(id: usize, hr: bool) -> Result<Self> {
         let target = new_target()?;
         let p = core::ptr::from_ref::<AtomicPtr<c_void>>(&target)
             .cast_mut()
             .cast();
-        let f = Some(timer_trampoline::<T> as unsafe extern "C" fn(_, _));
         // SAFETY: plain allocation; the trampoline matches T and its argument, the target,
         // lives as long as the timer.
-        let t = unsafe {
-            if hr {
-                bindings::rrxe_glue_timer_new_hr(f, p, id as _)
-            } else {
-                bindings::rrxe_glue_timer_new(f, p, id as _)
-            }
-        };
+        let t = unsafe { bindings::rrxe_glue_timer_new(Some(timer_trampoline::<T>), p, id as _) };
         let raw = NonNull::new(t).ok_or(ENOMEM)?;
         Ok(Timer {
             raw,
@@ -234,7 +209,7 @@ impl<T: TimerTarget> Timer<T> {
 }
 
 impl<T> Timer<T> {
-    /// (Re)arms the timer `usecs` from now (a high-resolution one: at most a second).
+    /// (Re)arms the timer `usecs` from now.
     pub(crate) fn arm(&self, usecs: u64) {
         // SAFETY: live timer.
         unsafe { bindings::rrxe_glue_timer_arm(self.raw.as_ptr(), usecs) };

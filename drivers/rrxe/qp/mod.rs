@@ -107,17 +107,6 @@ const TX_WAIT_TIMER: usize = 2;
 /// How long a QP that found the device's queues half full waits before it transmits again:
 /// the shortest timer there is (one jiffy).
 const TX_WAIT_US: u64 = 1;
-/// The QP's timer that ends a held ACK's delay (proto's `TimerKind::Ack`): a
-/// high-resolution one, as the delay is microseconds.
-///
-/// The delayed ACK: an RC responder whose QP is in ping-pong use (it sent a request since a
-/// held ACK last waited in vain) and answers quickly holds the ACK a request asked for until
-/// the QP's next request has gone out, for twice the QP's measured turnaround (from an ACK
-/// to its next request), so the request does not queue behind it; only while that
-/// turnaround is at most half the `ack_delay_us` module parameter (default 500 µs). Measured on two TCG VMs, where every frame
-/// costs about what a UDP ping-pong's does, the ACK sent first made each 2-byte RC
-/// round trip half again slower than UC's (docs/performance.md).
-const ACK_TIMER: usize = 3;
 /// QPN of the GSI QP.
 pub(crate) const GSI_QPN: u32 = 1;
 /// The GSI Q_Key.
@@ -174,8 +163,6 @@ struct Engine {
     proto: KBox<ProtoQp>,
     /// proto's send-queue counts already added to the device's and the QP's counters.
     seen: proto::SqStats,
-    /// The responder's delayed-ACK counts already added, likewise.
-    seen_acks: proto::AckStats,
     attrs: QpAttrs,
     /// UDP source port (flow entropy).
     sport: u16,
@@ -266,8 +253,8 @@ pub(crate) struct Qp {
     /// The run of the packets the receive softirq queued ([`Qp::run_soon`]), a bottom-half
     /// work item.
     rx_work: Work<Qp>,
-    /// proto's retransmit and RNR timers, then [`TX_WAIT_TIMER`] and [`ACK_TIMER`].
-    timers: [Timer<Qp>; 4],
+    /// proto's retransmit and RNR timers, then [`TX_WAIT_TIMER`].
+    timers: [Timer<Qp>; 3],
     work: Work<Qp>,
     /// QP number.
     pub(crate) qpn: u32,
@@ -342,13 +329,11 @@ pub(crate) struct Qp {
     engine: BhSpinLock<Engine>,
 }
 
-/// proto's timer of QP timer `id` (`None`: the transmit wait, the driver's own).
-fn timer_kind(id: usize) -> Option<proto::TimerKind> {
-    match id {
-        0 => Some(proto::TimerKind::Retransmit),
-        1 => Some(proto::TimerKind::Rnr),
-        ACK_TIMER => Some(proto::TimerKind::Ack),
-        _ => None,
+fn timer_kind(id: usize) -> proto::TimerKind {
+    if id == 0 {
+        proto::TimerKind::Retransmit
+    } else {
+        proto::TimerKind::Rnr
     }
 }
 
@@ -356,7 +341,6 @@ fn timer_idx(k: proto::TimerKind) -> usize {
     match k {
         proto::TimerKind::Retransmit => 0,
         proto::TimerKind::Rnr => 1,
-        proto::TimerKind::Ack => ACK_TIMER,
     }
 }
 
@@ -413,11 +397,9 @@ impl Engine {
         // slot and initialise it there, never on the kernel stack.
         let mut proto_qp = crate::glue::mem::boxed_copy(&EMPTY_QP)?;
         proto_qp.reset(cfg);
-        proto_qp.set_ack_delay(crate::glue::ack_delay_us());
         Ok(Engine {
             proto: proto_qp,
             seen: proto::SqStats::default(),
-            seen_acks: proto::AckStats::default(),
             attrs: QpAttrs {
                 qkey: cfg.qkey,
                 sq_psn: cfg.sq_psn.get(),
@@ -473,7 +455,6 @@ impl Qp {
                 Timer::new(0)?,
                 Timer::new(1)?,
                 Timer::new(TX_WAIT_TIMER)?,
-                Timer::new_hr(ACK_TIMER)?,
             ],
             work: Work::new()?,
             qpn: init.qpn,
@@ -609,14 +590,9 @@ impl WorkTarget for Qp {
 
 impl TimerTarget for Qp {
     fn run_timer(&self, id: usize) {
-        // A bit a timer (the transmit wait's, bit 2, only needs the run).
+        // Bits 0 and 1 are proto's timers; the transmit wait (bit 2) only needs the run.
         self.fired
-            .fetch_or(1 << id.min(ACK_TIMER), Ordering::AcqRel);
-        if id == ACK_TIMER {
-            // A held ACK goes from this softirq's bottom-half run, not a worker's.
-            self.run_soon();
-        } else {
-            self.kick();
-        }
+            .fetch_or(1 << id.min(TX_WAIT_TIMER), Ordering::AcqRel);
+        self.kick();
     }
 }

@@ -497,7 +497,6 @@ impl Qp {
             attrs,
             sport,
             seen,
-            seen_acks,
             route,
             gid,
             held,
@@ -534,11 +533,9 @@ impl Qp {
 
         // 1. Timers.
         let fired = self.fired.swap(0, Ordering::AcqRel);
-        for id in 0..self.timers.len() {
+        for id in 0..2 {
             if fired & (1 << id) != 0 {
-                if let Some(kind) = timer_kind(id) {
-                    proto.on_timer(kind, &mut sink);
-                }
+                proto.on_timer(timer_kind(id), &mut sink);
             }
         }
 
@@ -770,10 +767,9 @@ impl Qp {
             }
         }
 
-        // The send queue's and the responder's event counts since the last run go to the
-        // device's counters and the QP's.
+        // The send queue's event counts since the last run go to the device's counters and
+        // the QP's.
         let now = proto.send_queue().stats();
-        let acks = proto.responder().ack_stats();
         for (counter, now, before) in [
             (Counter::Retransmits, now.retransmits, seen.retransmits),
             (Counter::RnrNaksRcvd, now.rnr_naks, seen.rnr_naks),
@@ -782,8 +778,6 @@ impl Qp {
             (Counter::CwndCuts, now.cwnd_cuts, seen.cwnd_cuts),
             (Counter::CwndUndos, now.cwnd_undos, seen.cwnd_undos),
             (Counter::OdpUnplaced, now.unplaced, seen.unplaced),
-            (Counter::AcksDelayed, acks.held, seen_acks.held),
-            (Counter::AckDelayTimeouts, acks.expired, seen_acks.expired),
         ] {
             let n = now.wrapping_sub(before);
             if n != 0 {
@@ -792,7 +786,6 @@ impl Qp {
         }
         self.trace_run(proto, seen, &now, state_was, cwnd_was);
         *seen = now;
-        *seen_acks = acks;
 
         if proto.state() == proto::QpState::Error {
             let was = self.in_error.swap(true, Ordering::AcqRel);

@@ -174,10 +174,10 @@ pub fn responder(data: &[u8]) {
                 }
             }
             4 => {
-                let kind = match (cmd >> 4) % 3 {
-                    0 => TimerKind::Retransmit,
-                    1 => TimerKind::Rnr,
-                    _ => TimerKind::Ack,
+                let kind = if cmd & 0x10 == 0 {
+                    TimerKind::Retransmit
+                } else {
+                    TimerKind::Rnr
                 };
                 qp.on_timer(kind, &mut sink);
             }

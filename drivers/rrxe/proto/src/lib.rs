@@ -64,7 +64,6 @@ pub use qp::{
     TimerKind, TxPacket, UdDest, WcStatus, WqeId,
 };
 pub use req::SqStats;
-pub use resp::AckStats;
 pub use ring::RingIndex;
 pub use seg::{Mtu, Segment, Segments};
 

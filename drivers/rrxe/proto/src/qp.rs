@@ -294,13 +294,6 @@ impl<const S: usize, const R: usize> Qp<S, R> {
         self.sq.fault_done();
     }
 
-    /// Lets the responder hold an ACK up to `us` microseconds for this QP's next request
-    /// when the QP is in ping-pong use (0, the default: never; see
-    /// [`Responder::set_ack_delay`]). Kept across [`Qp::reset`].
-    pub fn set_ack_delay(&mut self, us: u32) {
-        self.rq.set_ack_delay(us);
-    }
-
     /// Requester/completer half (read-only, for diagnostics).
     pub const fn send_queue(&self) -> &SendQueue<S> {
         &self.sq
@@ -578,12 +571,6 @@ impl<const S: usize, const R: usize> Qp<S, R> {
 
     /// Handles a timer expiry.
     pub fn on_timer<A: ActionSink>(&mut self, t: TimerKind, sink: &mut A) {
-        if t == TimerKind::Ack {
-            if matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
-                self.rq.ack_timer(sink);
-            }
-            return;
-        }
         if !matches!(self.state, QpState::Rts | QpState::Sqd) {
             return;
         }
@@ -592,8 +579,7 @@ impl<const S: usize, const R: usize> Qp<S, R> {
     }
 
     /// Emits up to `budget` packets: queued READ / atomic responses first, then
-    /// requests, then an ACK the responder held for them. Returns `true` if more work is
-    /// pending (call again).
+    /// requests. Returns `true` if more work is pending (call again).
     pub fn poll_tx<A: ActionSink>(&mut self, budget: u32, sink: &mut A) -> bool {
         let mut left = budget;
         let mut more = false;
@@ -606,13 +592,8 @@ impl<const S: usize, const R: usize> Qp<S, R> {
             }
         }
         if matches!(self.state, QpState::Rts | QpState::Sqd) {
-            let before = left;
             more |= self.sq.poll_tx(&mut left, sink);
             self.after_sq(sink);
-            if left < before {
-                // A held ACK follows the request out.
-                self.rq.request_sent(&mut left, sink);
-            }
         }
         more
     }

@@ -81,8 +81,7 @@ use super::opcode::{OpKind, Opcode, Position};
 use super::psn::Psn;
 use super::qp::{
     Access, AccessError, Action, ActionSink, AtomicOp, Payload, PktRange, PlaceError, QpConfig,
-    QpEvent, QpType, RecvCompletion, RecvKind, ResponderEnv, RxStatus, TimerKind, TxPacket,
-    WcStatus,
+    QpEvent, QpType, RecvCompletion, RecvKind, ResponderEnv, RxStatus, TxPacket, WcStatus,
 };
 use super::req::MAX_MSG_LEN;
 use super::seg::Segments;
@@ -148,43 +147,10 @@ pub struct Responder<const R: usize> {
     replies: [Option<Reply>; R],
     seq: u64,
     pending_ack: Option<(Psn, u8)>,
-    /// Delayed ACK ([`Responder::set_ack_delay`]): how long the ACK of a request may wait
-    /// for a request of this QP to go out first (0: it never waits).
-    ack_delay_us: u32,
-    /// The QP is in ping-pong use: its requester sent a request since a held ACK last
-    /// waited in vain (its timer expired). Only then does an ACK wait.
-    pingpong: bool,
-    /// `pending_ack` is held (not behind responses): its timer is armed.
-    ack_held: bool,
-    /// When (µs, the sink's clock) the last ACK of a request was sent or held, until the
-    /// QP's next request takes it as a sample of `turn_us`.
-    ack_at: Option<u64>,
-    /// The QP's turnaround: from the ACK of a request to its own next request (µs, a
-    /// moving average of 1/8; 0 before the first sample or without a clock). An ACK is
-    /// held only once it is measured and while it is at most half the delay (a consumer
-    /// slower to answer, such as one woken by completion events on a slow host, would only
-    /// see its held ACKs expire, each at the cost of a timer), and for twice the
-    /// turnaround: the QP's next request is due by then if it comes at all.
-    turn_us: u64,
-    /// ACKs held, and held ACKs whose timer expired (no request followed in time).
-    ack_stats: AckStats,
     /// XRC targets: the XRC SRQ the request being handled names (0 otherwise).
     xrc_srqn: u32,
     error: bool,
     started: bool,
-}
-
-/// The shortest hold of a delayed ACK (µs): below it a timer costs more than the frame
-/// it saves.
-pub const MIN_ACK_HOLD_US: u64 = 10;
-
-/// What the delayed ACK did ([`Responder::ack_stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AckStats {
-    /// ACKs held for a request to go first.
-    pub held: u64,
-    /// Held ACKs sent when their delay ended, no request having gone out.
-    pub expired: u64,
 }
 
 fn range(p: &Packet) -> PktRange {
@@ -233,15 +199,6 @@ impl<const R: usize> Responder<R> {
             replies: [None; R],
             seq: 0,
             pending_ack: None,
-            ack_delay_us: 0,
-            pingpong: false,
-            ack_held: false,
-            ack_at: None,
-            turn_us: 0,
-            ack_stats: AckStats {
-                held: 0,
-                expired: 0,
-            },
             xrc_srqn: 0,
             error: false,
             started: false,
@@ -260,10 +217,6 @@ impl<const R: usize> Responder<R> {
         self.nak_sent = false;
         self.seq = 0;
         self.pending_ack = None;
-        self.pingpong = false;
-        self.ack_held = false;
-        self.ack_at = None;
-        self.turn_us = 0;
         self.xrc_srqn = 0;
         self.error = false;
         self.started = false;
@@ -335,110 +288,12 @@ impl<const R: usize> Responder<R> {
         sink.push(Action::Send(self.ack_packet(psn, syndrome)));
     }
 
-    /// Sends the ACK or NAK `syndrome` for `psn`, now or behind queued responses. It
-    /// replaces a held ACK: its PSN is that one's or a later one, and an ACK or NAK
-    /// acknowledges every request before its PSN (the IBTA's coalesced ACKs).
     fn emit_ack<A: ActionSink>(&mut self, psn: Psn, syndrome: u8, sink: &mut A) {
-        self.ack_held = false;
         if self.any_pending() {
             self.pending_ack = Some((psn, syndrome));
         } else {
-            self.pending_ack = None;
             sink.push(Action::Send(self.ack_packet(psn, syndrome)));
         }
-    }
-
-    /// A response about to go out implies every ACK before it: none is pending any more.
-    fn drop_pending_ack(&mut self) {
-        self.pending_ack = None;
-        self.ack_held = false;
-    }
-
-    /// Lets the ACK of a request wait up to `us` microseconds (0, the default: never) when
-    /// the QP is in ping-pong use and answers quickly (see `turn_us`), so that the QP's
-    /// next request leaves before it: on a link where each frame costs a notification, an
-    /// ACK sent first delays the request that follows it by a frame. rdma_rxe acknowledges
-    /// at once; the IBTA lets a responder coalesce ACKs (one ACK acknowledges every earlier
-    /// PSN) and bounds only the requester's wait, by its Local ACK Timeout.
-    pub(crate) fn set_ack_delay(&mut self, us: u32) {
-        self.ack_delay_us = us;
-    }
-
-    /// The ACK an in-sequence request asked for (AckReq): sent at once, or behind queued
-    /// responses, or, with a delay set, the QP in ping-pong use and its turnaround short
-    /// enough, held until a request of this QP goes out ([`Responder::request_sent`]) or
-    /// the delay ends ([`Responder::ack_timer`]), whichever comes first. A later ACK
-    /// replaces a held one and keeps its timer: no ACK waits longer than the delay.
-    fn ack_request<A: ActionSink>(&mut self, psn: Psn, sink: &mut A) {
-        let now = sink.now_us();
-        self.ack_at = now;
-        let delay = u64::from(self.ack_delay_us);
-        // With a clock, only a measured turnaround; without one (tests), the whole delay.
-        let hold = match (now, self.turn_us) {
-            (None, _) => delay,
-            (Some(_), 0) => 0,
-            (Some(_), t) if t > delay / 2 => 0,
-            (Some(_), t) => t.saturating_mul(2).clamp(MIN_ACK_HOLD_US, delay),
-        };
-        if hold == 0 || !self.pingpong || self.any_pending() {
-            self.emit_ack(psn, AETH_ACK_UNLIMITED, sink);
-            return;
-        }
-        self.pending_ack = Some((psn, AETH_ACK_UNLIMITED));
-        if !self.ack_held {
-            self.ack_held = true;
-            self.ack_stats.held = self.ack_stats.held.wrapping_add(1);
-            sink.push(Action::ArmTimer {
-                kind: TimerKind::Ack,
-                usecs: hold,
-            });
-        }
-    }
-
-    /// The QP's requester sent a request (and `*left` more packets may go out in this
-    /// poll): the QP is in ping-pong use, and a held ACK goes now, right behind it.
-    pub(crate) fn request_sent<A: ActionSink>(&mut self, left: &mut u32, sink: &mut A) {
-        self.pingpong = true;
-        if let (Some(at), Some(now)) = (self.ack_at.take(), sink.now_us()) {
-            let t = now.saturating_sub(at);
-            self.turn_us = if self.turn_us == 0 {
-                t.max(1)
-            } else {
-                self.turn_us - self.turn_us / 8 + t / 8
-            };
-        }
-        if !self.ack_held || *left == 0 || self.error || !self.started {
-            return;
-        }
-        self.ack_held = false;
-        sink.push(Action::CancelTimer(TimerKind::Ack));
-        if let Some((psn, syn)) = self.pending_ack.take() {
-            sink.push(Action::Send(self.ack_packet(psn, syn)));
-            *left -= 1;
-        }
-    }
-
-    /// The held ACK's timer expired: no request followed in time. The ACK goes now, and
-    /// ACKs stop waiting until the requester sends again.
-    pub(crate) fn ack_timer<A: ActionSink>(&mut self, sink: &mut A) {
-        if !self.ack_held {
-            return;
-        }
-        self.ack_held = false;
-        self.pingpong = false;
-        self.ack_stats.expired = self.ack_stats.expired.wrapping_add(1);
-        if self.error || !self.started || self.any_pending() {
-            // In error nothing is sent; behind responses it goes with them (`poll_tx`).
-            return;
-        }
-        if let Some((psn, syn)) = self.pending_ack.take() {
-            sink.push(Action::Send(self.ack_packet(psn, syn)));
-        }
-    }
-
-    /// ACKs held so far and held ACKs whose delay ended.
-    pub const fn ack_stats(&self) -> AckStats {
-        self.ack_stats
     }
 
     /// The NAK for a failed access check: the QP not enabling the operation is an
@@ -687,13 +542,12 @@ impl<const R: usize> Responder<R> {
                 x.orig_done |= done;
             }
         }
-        if *left > 0 && !self.any_pending() && !self.ack_held {
+        if *left > 0 && !self.any_pending() {
             if let Some((psn, syn)) = self.pending_ack.take() {
                 sink.push(Action::Send(self.ack_packet(psn, syn)));
                 *left -= 1;
             }
         }
-        // A held ACK is not work to poll for: its request or its timer sends it.
-        self.any_pending() || (self.pending_ack.is_some() && !self.ack_held)
+        self.any_pending() || self.pending_ack.is_some()
     }
 }

@@ -76,9 +76,6 @@ pub enum TimerKind {
     Retransmit,
     /// RNR NAK back-off.
     Rnr,
-    /// The end of a held ACK's delay (the responder's delayed ACK; microseconds, where
-    /// the others may be rounded up to the driver's timer tick).
-    Ack,
 }
 
 /// Opaque driver handle of a send WQE (returned in actions).

@@ -538,8 +538,6 @@ impl<const S: usize> SendQueue<S> {
             TimerKind::Rnr => {
                 self.rnr_wait = false;
             }
-            // The responder's (`Qp::on_timer` hands it there).
-            TimerKind::Ack => {}
         }
     }
 }

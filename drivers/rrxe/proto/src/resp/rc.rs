@@ -206,7 +206,7 @@ impl<const R: usize> Responder<R> {
                 self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
                 self.epsn = psn.add(n);
                 self.nak_sent = false;
-                self.drop_pending_ack();
+                self.pending_ack = None;
                 return RxStatus::Ok;
             }
             OpKind::CompareSwap | OpKind::FetchAdd | OpKind::AtomicWrite | OpKind::Flush => {
@@ -276,7 +276,7 @@ impl<const R: usize> Responder<R> {
                 self.msn = self.msn.wrapping_add(1) & 0x00ff_ffff;
                 self.epsn = psn.next();
                 self.nak_sent = false;
-                self.drop_pending_ack();
+                self.pending_ack = None;
                 return RxStatus::Ok;
             }
             _ => return self.fatal(psn, NakCode::InvalidRequest, sink),
@@ -284,7 +284,7 @@ impl<const R: usize> Responder<R> {
         self.epsn = psn.next();
         self.nak_sent = false;
         if p.hdrs.bth.ack_req {
-            self.ack_request(psn, sink);
+            self.emit_ack(psn, AETH_ACK_UNLIMITED, sink);
         }
         RxStatus::Ok
     }
