@@ -4,14 +4,18 @@
 # ib_read_bw at 64 KiB between two processes of this VM, over the stack's own loopback (the
 # packets never reach the link): the server pinned to the first CPU, the client to the last
 # (the same CPU in a one-CPU VM). All the work is guest CPU, so this is where a stack that
-# spreads its work over CPUs shows it on a 2-core host. Prints, per run,
+# spreads its work over CPUs shows it on a 2-core host. As the two-VM headline rows, with
+# completion events: -Q 1 -N, and both processes sleep on their CQs through the shim
+# SLEEP_CQ (qemu/perftest-sleep-cq.c, see qemu/bench-guest.sh); polling, two processes on
+# one CPU would take turns spinning. Prints, per run,
 #   LOCAL <stack> <test> <MB/s> <bytes moved> <kernel ticks on cpu0> [<cpu1> ...]
 # (system + irq + softirq time of each CPU in USER_HZ ticks over the client's run) and
 #   NCPU vm0 <cpus>
-# Arguments: REPS VOLUME(MiB per run) STACKS
+# Arguments: REPS VOLUME(MiB per run) STACKS SLEEP_CQ
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/qemu/bench-lib.sh"
-REPS=${1:-3} VOLUME=${2:-256} STACKS=${3:-"rrxe rxe siw"}
+REPS=${1:-3} VOLUME=${2:-256} STACKS=${3:-"rrxe rxe siw"} SLEEP_CQ=${4:-}
+pre=(env ${SLEEP_CQ:+"LD_PRELOAD=$SLEEP_CQ"})
 pcpu() { awk '$1 ~ /^cpu[0-9]/ {printf "%d ", $4 + $7 + $8}' /proc/stat; }
 last=$(( $(nproc) - 1 ))
 echo "NCPU vm0 $(nproc)"
@@ -23,11 +27,12 @@ for stack in $STACKS; do
   for r in $(seq "$REPS"); do
     for t in ib_write_bw ib_send_bw ib_read_bw; do
       port=$((port + 1))
-      timeout 300 taskset -c 0 "$t" -d "$DEV" "${CONN[@]}" -p "$port" -s 65536 -n "$n" -F > /dev/null 2>&1 &
+      c=(-d "$DEV" "${CONN[@]}" -p "$port" -s 65536 -n "$n" -F -Q 1 -N)
+      timeout 300 taskset -c 0 "${pre[@]}" "$t" "${c[@]}" > /dev/null 2>&1 &
       sleep 0.5
       # The ticks cover the client's whole run (its setup too: about a second).
       read -r -a c0 <<< "$(pcpu)"
-      out=$(retry 30 1 timeout 300 taskset -c "$last" "$t" -d "$DEV" "${CONN[@]}" -p "$port" -s 65536 -n "$n" -F "$RRXE_MY_IP" 2>&1)
+      out=$(retry 30 1 timeout 300 taskset -c "$last" "${pre[@]}" "$t" "${c[@]}" "$RRXE_MY_IP" 2>&1)
       read -r -a c1 <<< "$(pcpu)"
       wait
       v=$(echo "$out" | awk '$1 == 65536 && NF >= 4 && $4 + 0 > 0 {print $4}' | tail -n 1)

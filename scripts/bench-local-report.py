@@ -18,7 +18,7 @@ if len(sys.argv) not in (7, 8) or (len(sys.argv) == 8 and sys.argv[7] not in ("l
 TESTS = ["ib_write_bw", "ib_send_bw", "ib_read_bw"]
 TITLES = {
     "local": "Two processes of one TCG VM ({cpus}; the server on CPU 0, the client on the last),"
-             " each stack over its own loopback at 64 KiB",
+             " each stack over its own loopback, ib_*_bw at 64 KiB with completion events",
     "veth": "One TCG VM ({cpus}), two network namespaces over a veth pair with its offloads off"
             " (the server in one on CPU 0, the client in the other on the last CPU), TCP"
             " (iperf3) and each stack's ib_*_bw at 64 KiB with completion events",

@@ -40,9 +40,10 @@
 # shows whether the stacks' work spreads over CPUs. This machine has 2 cores for both VMs.
 #
 # --local runs one VM instead: each stack between two processes of that VM, over its own
-# loopback (qemu/bench-local-guest.sh), the server on the first CPU and the client on the
-# last. All the work is guest CPU: with --smp 2 it shows whether a stack's work spreads over
-# two CPUs, which the two-VM run cannot on a 2-core host. Report: bench-local.md.
+# loopback (qemu/bench-local-guest.sh), with completion events, the server on the first CPU
+# and the client on the last. All the work is guest CPU: with --smp 2 it shows whether a
+# stack's work spreads over two CPUs, which the two-VM run cannot on a 2-core host.
+# Report: bench-local.md.
 #
 # --veth runs one VM too: two network namespaces over a veth pair with its offloads off,
 # TCP and rrxe between them (qemu/bench-veth-guest.sh): each stack's kernel CPU per
@@ -62,7 +63,7 @@ KERNEL=nodebug LINUX=6.12 MTU=1500 SMP=1 LOCAL=0 PIN=split AB=
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '3,54s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,55s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --reps) REPS=$2; shift 2 ;;
     --volume) VOLUME=$2; shift 2 ;;
     --stacks) STACKS=$2; shift 2 ;;
@@ -165,7 +166,7 @@ if [ "$LOCAL" = 1 ]; then
   echo "bench: --local, $REPS repetition(s), ${VOLUME} MiB per run, $SMP CPU(s), over: $STACKS (timeout ${timeout}s)"
   start=$(date +%s)
   qemu/run-vms --vms 1 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name local qemu/bench-local-guest.sh \
-    "$REPS" "$VOLUME" "$STACKS" || echo "bench: the VM run reported a problem (see $OUT/local-vm0.out)"
+    "$REPS" "$VOLUME" "$STACKS" "$OUT/perftest-sleep-cq.so" || echo "bench: the VM run reported a problem (see $OUT/local-vm0.out)"
   tr -d '\r' < "$OUT"/local-vm0.out | grep -aE '^(LOCAL|NCPU) ' > "$OUT/results-local.txt" || true
   grep -ahE '^# vm0: FAILED' "$OUT"/local-vm0.out || true
   exec /usr/bin/python3 scripts/bench-local-report.py "$OUT/results-local.txt" "$OUT" "$REPS" \
