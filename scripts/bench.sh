@@ -63,7 +63,7 @@ KERNEL=nodebug LINUX=6.12 MTU=1500 SMP=1 LOCAL=0 PIN=split AB=
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '3,55s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR >= 3 && !/^#/ {exit} NR >= 3 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
     --reps) REPS=$2; shift 2 ;;
     --volume) VOLUME=$2; shift 2 ;;
     --stacks) STACKS=$2; shift 2 ;;
