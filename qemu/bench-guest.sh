@@ -36,14 +36,16 @@
 #   PROFILE <stack>:<test> vm<N> <percent> <symbol>   (PROFILE=1: cpu-clock, during each
 #     -e row at 64 KiB)
 #   NCPU vm<N> <cpus>
-# Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU SLEEP_CQ [AB_KO]
+#   TRACE <test> vm<N> <finding>   (TRACE="TESTS": scripts/bench-trace.py's summary of 1 s of
+#     each test's trace events on rrxe, both VMs)
+# Arguments: REPS VOLUME(MiB per bandwidth run) STACKS SIZES PROFILE MTU SLEEP_CQ [AB_KO [TRACE]]
 # AB_KO (an A/B run, scripts/bench.sh --ab): the other build's rrxe.ko, the stack rrxe-b.
 # Each repetition then runs only the rows an A/B compares: the four -e rows at 64 KiB and
 # the three latencies, after TCP and the floor.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/qemu/bench-lib.sh"
 REPS=${1:-5} VOLUME=${2:-256} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024 4096 16384 65536 262144 1048576"} PROFILE=${5:-0} MTU=${6:-1500}
-SLEEP_CQ=${7:-} AB_KO=${8:-}
+SLEEP_CQ=${7:-} AB_KO=${8:-} TRACE=${9:-}
 # Kernel CPU time so far (system + irq + softirq of /proc/stat, USER_HZ ticks).
 kcpu() { awk '$1 == "cpu" {print $4 + $7 + $8}' /proc/stat; }
 port=19000
@@ -195,6 +197,29 @@ profile() {
   "$PERF" report -i /run/tmp/perf.data --stdio --sort sym --percent-limit 1 2>/dev/null |
     awk -v s="$stack:$test" -v vm="vm$RRXE_VM" '/^ +[0-9.]+%/ {p=$1; $1=""; $2=""; sub(/^ +/, ""); print "PROFILE", s, vm, p, $0}' | head -n 25
 }
+# trace STACK TEST: 1 s of trace events, from 3 s into TEST (a bandwidth test: 64 KiB with
+# completion events, as profile; a latency test: 2 bytes over RC, 20000 iterations), on both
+# VMs: rrxe's packets, the frames the driver took and gave, virtio's interrupts and the
+# scheduler's switches; scripts/bench-trace.py summarises each VM's in the guest -> TRACE.
+trace() {
+  local stack=$1 test=$2 T=/sys/kernel/tracing c=() pre=() e
+  mountpoint -q $T || mount -t tracefs nodev $T 2>/dev/null
+  [ -d "$T/events/rrxe" ] || { say "no rrxe trace events in this kernel: trace skipped"; return 0; }
+  echo 0 > $T/tracing_on; : > $T/trace; echo 65536 > $T/buffer_size_kb
+  for e in rrxe/rrxe_pkt_tx rrxe/rrxe_pkt_rx net/net_dev_xmit net/netif_receive_skb irq/irq_handler_entry sched/sched_switch; do
+    echo 1 > "$T/events/$e/enable"
+  done
+  case "$test" in
+    *_lat) c=(-d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 20000 -F) ;;
+    *) c=(-d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -n 12288 -F -Q 1 -N); pre=(env ${SLEEP_CQ:+"LD_PRELOAD=$SLEEP_CQ"}) ;;
+  esac
+  (sleep 3; echo 1 > $T/tracing_on; sleep 1; echo 0 > $T/tracing_on) &
+  run - 300 -- "${pre[@]}" "$test" "${c[@]}" -- "${pre[@]}" "$test" "${c[@]}" "$RRXE_PEER_IP" > /dev/null
+  wait
+  echo 0 > $T/events/enable
+  python3 "$RRXE_ROOT/scripts/bench-trace.py" "$test" < $T/trace | sed "s/^/TRACE $test vm$RRXE_VM /"
+  : > $T/trace
+}
 
 # Both guests' link MTU, before anything runs (TCP too): a RoCE port's active MTU follows
 # it (4096 from about 4200 bytes up), and perftest takes that as the path MTU.
@@ -246,5 +271,9 @@ if [ "$PROFILE" = 1 ]; then
     for t in ib_write_bw ib_send_bw ib_read_bw; do profile "$stack" "$t"; done
     teardown_stack "$stack"
   done
+fi
+if [ -n "$TRACE" ] && setup_stack rrxe; then
+  for t in $TRACE; do trace rrxe "$t"; done
+  teardown_stack rrxe
 fi
 exit 0

@@ -10,7 +10,7 @@
 #   scripts/bench.sh [--reps N] [--volume MiB] [--stacks "rrxe rxe siw"]
 #                    [--sizes "1024 4096 ..."] [--profile] [--out DIR] [--kernel nodebug|debug]
 #                    [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none]
-#                    [--local | --veth | --ab REV]
+#                    [--trace "TESTS"] [--local | --veth | --ab REV]
 #
 # Each repetition (default 5) runs TCP both ways, the floor and then every stack, the
 # stacks' order rotated each time; every bandwidth run moves --volume MiB (default 256).
@@ -20,6 +20,12 @@
 #
 # --profile adds, after the repetitions, a perf cpu-clock profile of both VMs during each
 # -e row at 64 KiB on rrxe and rdma_rxe; --reps 0 --profile runs the profile alone.
+#
+# --trace "ib_read_bw ib_write_lat ..." adds, after the repetitions, one run of each test on
+# rrxe (a bandwidth test at 64 KiB with -e, a latency test at 2 bytes) with 1 s of trace
+# events recorded in both VMs (rrxe's packets, the driver's frames, interrupts, scheduler
+# switches), summarised by scripts/bench-trace.py: where a packet waits, how much a READ
+# keeps in flight, a ping-pong's median cycle. Report: trace.txt (--reps 0 --trace: alone).
 #
 # --pin split (the default) runs each VM's QEMU threads on a host CPU of its own (VM 0 on
 # CPU 0, VM 1 on CPU 1), vCPU and I/O threads together; --pin none leaves placement to the
@@ -59,7 +65,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=5 VOLUME=256 STACKS="rrxe rxe siw" SIZES="1024 4096 16384 65536 262144 1048576" PROFILE=0 OUT=bench-out
-KERNEL=nodebug LINUX=6.12 MTU=1500 SMP=1 LOCAL=0 PIN=split AB=
+KERNEL=nodebug LINUX=6.12 MTU=1500 SMP=1 LOCAL=0 PIN=split AB= TRACE=
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -69,6 +75,7 @@ while [ $# -gt 0 ]; do
     --stacks) STACKS=$2; shift 2 ;;
     --sizes) SIZES=$2; shift 2 ;;
     --profile) PROFILE=1; shift ;;
+    --trace) [ $# -ge 2 ] || { echo "bench: --trace takes a list of perftest tests" >&2; exit 2; }; TRACE=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --kernel) KERNEL=$2; shift 2 ;;
     --linux) LINUX=$2; shift 2 ;;
@@ -78,16 +85,21 @@ while [ $# -gt 0 ]; do
     --local) LOCAL=1; shift ;;
     --veth) LOCAL=veth; shift ;;
     --ab) [ $# -ge 2 ] || { echo "bench: --ab takes a revision" >&2; exit 2; }; AB=$2; shift 2 ;;
-    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel nodebug|debug] [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none] [--local | --veth | --ab REV]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--reps N] [--volume MiB] [--stacks LIST] [--sizes LIST] [--profile] [--out DIR] [--kernel nodebug|debug] [--linux 6.12|7.3] [--mtu BYTES] [--smp CPUS] [--pin split|none] [--trace TESTS] [--local | --veth | --ab REV]" >&2; exit 2 ;;
   esac
 done
 case "$KERNEL" in debug|nodebug) ;; *) echo "bench: --kernel nodebug or debug" >&2; exit 2 ;; esac
 case "$PIN" in split|none) ;; *) echo "bench: --pin split or none" >&2; exit 2 ;; esac
 case "$REPS" in ''|*[!0-9]*) echo "bench: --reps takes a number of repetitions" >&2; exit 2 ;; esac
-# No repetition: the profile alone (--reps 0 --profile).
-if [ "$REPS" = 0 ] && [ "$PROFILE" != 1 ]; then
-  echo "bench: --reps 0 runs nothing without --profile" >&2; exit 2
+# No repetition: the profile or the traces alone (--reps 0 --profile, --reps 0 --trace).
+if [ "$REPS" = 0 ] && [ "$PROFILE" != 1 ] && [ -z "$TRACE" ]; then
+  echo "bench: --reps 0 runs nothing without --profile or --trace" >&2; exit 2
 fi
+for t in $TRACE; do
+  case "$t" in ib_write_bw|ib_send_bw|ib_read_bw|ib_write_lat|ib_send_lat|ib_read_lat) ;;
+    *) echo "bench: --trace: '$t' is not one of ib_write_bw ib_send_bw ib_read_bw ib_write_lat ib_send_lat ib_read_lat" >&2; exit 2 ;;
+  esac
+done
 case "$VOLUME" in ''|*[!0-9]*|0) echo "bench: --volume takes a number of MiB (1 or more)" >&2; exit 2 ;; esac
 export RRXE_KERNEL=$LINUX
 case "$MTU" in ''|*[!0-9]*) echo "bench: --mtu takes a number of bytes" >&2; exit 2 ;; esac
@@ -184,12 +196,17 @@ rm -f "$OUT"/bench-vm*.pid
 /usr/bin/python3 scripts/bench-host.py "$OUT" bench 2 "$PIN" > "$OUT/host.txt" &
 host=$!
 qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench qemu/bench-guest.sh \
-  "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" "$OUT/perftest-sleep-cq.so" "$ab_ko" ||
+  "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" "$OUT/perftest-sleep-cq.so" "$ab_ko" "$TRACE" ||
   echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
 wait "$host" || echo "bench: the host side failed (see $OUT/host.txt)"
 { cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU|STUCK|COUNTERS|COUNTERS_B) '
   grep -aE '^(HOST|PIN) ' "$OUT/host.txt"; } > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED' "$OUT"/bench-vm*.out || true
+if [ -n "$TRACE" ]; then
+  cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^TRACE ' | sort -s -k2,2 > "$OUT/trace.txt" || true
+  echo "bench: trace summaries in $OUT/trace.txt"
+  [ "$REPS" != 0 ] || [ "$PROFILE" = 1 ] || exit 0
+fi
 if [ -n "$AB" ]; then
   exec /usr/bin/python3 scripts/bench-ab-report.py "$OUT/results.txt" "$OUT" "$RRXE_BENCH_A_REV" "$RRXE_BENCH_AB_REV" \
     "$(( $(date +%s) - start ))" "$KERNEL" "$MTU" "$LINUX"
