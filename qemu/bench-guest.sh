@@ -174,14 +174,21 @@ tcp() {
 }
 # floor REP: the link's latency floor, a UDP ping-pong of sockperf's smallest datagram (14
 # bytes; a 2-byte RoCE SEND is a 20-byte UDP payload, a WRITE 36) for 3 s: the median of
-# half the round trips, as perftest's t_typical -> BENCH udp sockperf.
+# half the round trips, as perftest's t_typical -> BENCH udp sockperf (blocking receives).
+# Then the same with both sides spinning on a non-blocking socket (-F r --nonblocked: a
+# recvfrom loop) as perftest's latency tests spin on memory or their CQ: a spinning vCPU
+# is a busy host thread beside its VM's QEMU I/O thread -> BENCH udp sockperf-spin.
 floor() {
-  local r=$1 out v
-  out=$(run - 30 -- sockperf sr -i "$RRXE_MY_IP" -p @PORT -- sockperf pp -i "$RRXE_PEER_IP" -p @PORT -m 14 -t 3)
-  [ "$RRXE_VM" = 1 ] || return 0
-  v=$(echo "$out" | awk '/percentile 50.000 =/ {print $NF}' | tail -n 1)
-  if [ -n "$v" ] && [ "${v%%.*}" -gt 0 ] 2>/dev/null; then echo "BENCH udp sockperf 14 1 $v usec $r"
-  else say "FAILED: sockperf ping-pong"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
+  local r=$1 out v spin t
+  for spin in "" --nonblocked; do
+    t=sockperf${spin:+-spin}
+    out=$(run - 30 -- sockperf sr -i "$RRXE_MY_IP" -p @PORT ${spin:+-F r $spin} -- \
+      sockperf pp -i "$RRXE_PEER_IP" -p @PORT -m 14 -t 3 ${spin:+-F r $spin})
+    [ "$RRXE_VM" = 1 ] || continue
+    v=$(echo "$out" | awk '/percentile 50.000 =/ {print $NF}' | tail -n 1)
+    if [ -n "$v" ] && [ "${v%%.*}" -gt 0 ] 2>/dev/null; then echo "BENCH udp $t 14 1 $v usec $r"
+    else say "FAILED: sockperf ping-pong ${spin}"; echo "$out" | tail -n 5 | sed 's/^/#   /'; fi
+  done
 }
 # profile STACK TEST: a cpu-clock profile of both VMs, 5 s from 3 s into TEST 64 KiB with
 # completion events (the headline row's way), 12288 messages (768 MiB: about 9 s at
@@ -273,6 +280,8 @@ if [ "$PROFILE" = 1 ]; then
   done
 fi
 if [ -n "$TRACE" ] && setup_stack rrxe; then
+  # Alone (no repetition): the floors too, to read the latency cycles against (repetition 0).
+  [ "$REPS" = 0 ] && floor 0
   for t in $TRACE; do trace rrxe "$t"; done
   teardown_stack rrxe
 fi

@@ -86,6 +86,10 @@ def main():
     out += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
     out.append(f"| UDP ping-pong, 14 B (floor) | µs | {cell(res, 'udp', 'sockperf', 14, unit='usec')}"
                + " |" * len(stacks) + " | |")
+    spin = m("udp", "sockperf-spin", 14)
+    if spin is not None:
+        out.append(f"| UDP ping-pong, 14 B, both sides spinning | µs | {cell(res, 'udp', 'sockperf-spin', 14, unit='usec')}"
+                   + " |" * len(stacks) + f" | {ratio(spin, floor)} | |")
     for name, test, _, rtt in LATENCY:
         base = floor * rtt if floor else None
         label = f"{name} (t_typical{', a round trip' if rtt == 2 else ''})"
@@ -100,7 +104,9 @@ def main():
     out.append("\nThe floor and ib_write_lat and ib_send_lat are half a round trip; ib_read_lat is a "
                "whole one, as perftest prints it, so its ratio is to twice the floor. An RC WRITE "
                "or SEND puts two frames each way on the link (the request, the ACK of the "
-               "other side's), UC and the floor one.")
+               "other side's), UC and the floor one. perftest's latency tests spin (on memory "
+               "or their CQ); the floor's processes sleep in their receives, the spinning "
+               "floor's poll a non-blocking socket (its rrxe/floor column: its ratio to the floor).")
 
     out.append("\nSecondary rows (polling: both processes spin on their CQs; -q 8 with events):\n")
     hdr = "| test | " + " | ".join(stacks) + " | rrxe/rxe |"

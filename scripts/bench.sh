@@ -203,7 +203,7 @@ wait "$host" || echo "bench: the host side failed (see $OUT/host.txt)"
   grep -aE '^(HOST|PIN) ' "$OUT/host.txt"; } > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED' "$OUT"/bench-vm*.out || true
 if [ -n "$TRACE" ]; then
-  cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^TRACE ' | sort -s -k2,2 > "$OUT/trace.txt" || true
+  cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(TRACE|BENCH udp) ' | sort -s -k2,2 > "$OUT/trace.txt" || true
   echo "bench: trace summaries in $OUT/trace.txt"
   [ "$REPS" != 0 ] || [ "$PROFILE" = 1 ] || exit 0
 fi
