@@ -9,7 +9,7 @@ use crate::glue::bindings as b;
 use crate::glue::capture::Capture;
 use crate::glue::debugfs::DebugDir;
 use crate::glue::odp::OdpBudget;
-use crate::glue::{GidGeneration, IbDev, IbDevRef, NetDev, Udata};
+use crate::glue::{DgidCache, GidGeneration, IbDev, IbDevRef, NetDev, Udata};
 use crate::limits::{Limits, Obj};
 use crate::mcast::McastTable;
 use crate::mr::MrTable;
@@ -26,7 +26,8 @@ use kernel::sync::Arc;
 /// [`XrcSrqTable`], [`CounterSets`], a mutex with nothing nested in it, [`McastTable`]); the
 /// QP locks are in [`crate::qp::Qp`]'s `# Locking` section, the CQ's and SRQ's on their
 /// fields. Across objects, outermost first: a QP's `engine` (bottom halves off) → the MR
-/// table's window → region → `staged`, or the QP table → another QP's `rx`, or a QP ring
+/// table's window → region → `staged`, or a QP's `rx` (the QP table's lookup takes no
+/// lock, RCU), or a QP ring
 /// lock → the AH table or an SRQ's ring, or a CQ's lock, or (an XRC target QP, possibly in
 /// its `claim`) the XRC table → an SRQ's ring or a CQ's lock; the multicast table's `ctl` →
 /// its `groups` (never held across another lock).
@@ -73,6 +74,9 @@ pub(crate) struct DeviceData {
     /// ([`gid_changed`]), read by each transmit to know whether the source netdev it kept
     /// is still that of its GID (`glue::IbDev::with_gid_netdev`). Atomic, no lock.
     pub(crate) gid_gen: GidGeneration,
+    /// The destination GIDs received packets were found to have, kept under `gid_gen`
+    /// (`glue::IbDev::has_roce_gid_kept`). Lock-free.
+    pub(crate) dgids: DgidCache,
 }
 
 /// Entries in the port's GID table (the core fills them from the netdev's addresses).
@@ -154,6 +158,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDev) -> Result<impl PinInit<DeviceD
         xrc_srqs <- xrc_srqs,
         mcast <- mcast,
         gid_gen: GidGeneration::new(),
+        dgids: DgidCache::new(),
     }))
 }
 

@@ -82,7 +82,9 @@ fn recv(mut skb: SkBuff, arrival: Arrival) {
     if arrival == Arrival::Local {
         count_rcvd(counters, &skb);
     }
-    if addr::check_dgid(&from, loopback, |gid| dev.has_roce_gid(gid, &ndev)).is_err() {
+    let kept = &dev.data().dgids;
+    let ours = |gid: &[u8; 16]| dev.has_roce_gid_kept(kept, gid, &ndev);
+    if addr::check_dgid(&from, loopback, ours).is_err() {
         counters.inc(Counter::RxDropDgid);
         return;
     }

@@ -39,8 +39,8 @@ pub(crate) mod wr;
 pub(crate) use verbs::{Advice, MadResult, Verbs, MAD_SIZE};
 
 pub(crate) use net::{
-    current_netns, open_sockets, Arrival, GidGeneration, GidNetdevCache, KernelCrc32, NdevId,
-    NetnsId, Receiver, RouteCache, SkBuff, TxSkb,
+    current_netns, open_sockets, Arrival, DgidCache, GidGeneration, GidNetdevCache, KernelCrc32,
+    NdevId, NetnsId, Receiver, RouteCache, SkBuff, TxSkb,
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 pub(crate) use stats::{set_hw_stats, NlDriverAttrs, RdmaCounter, StatDescs};

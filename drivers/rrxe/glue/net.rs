@@ -5,7 +5,7 @@ use super::{bindings, IbDev, IbDevRef, NetDev, NetDevRef};
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// The IANA port of RoCEv2.
@@ -302,6 +302,147 @@ impl IbDev {
         // reference its lookup takes.
         unsafe { bindings::rrxe_glue_has_roce_gid(self.as_ptr(), gid.as_ptr(), ndev.as_ptr()) }
     }
+
+    /// [`Self::has_roce_gid`] for a received packet, answered from `cache` while the
+    /// device's [`GidGeneration`] has not moved since the same GID was found on the same
+    /// netdev: a few loads instead of the GID table's read lock, a walk of its entries and
+    /// a reference on the one found (rdma_rxe looks it up for every packet). A GID found
+    /// in generation g stays in the table until a `del_gid`, which moves the generation
+    /// first (`crate::device::gid_changed`); a netdev that goes away has its GIDs deleted.
+    /// Only found GIDs are kept: a packet to an address that is not ours is looked up
+    /// each time (and dropped).
+    pub(crate) fn has_roce_gid_kept(
+        &self,
+        cache: &DgidCache,
+        gid: &[u8; 16],
+        ndev: &NetDev,
+    ) -> bool {
+        // Read before the lookup: a GID added or deleted meanwhile leaves the entry stale.
+        let g = self.data().gid_gen.get();
+        let id = ndev.id();
+        let slot = cache.slot(id);
+        let want = DgidKey::new(gid, id);
+        let seen = slot.seq.load(Ordering::Acquire);
+        if seen & 1 == 0 {
+            let key = slot.key();
+            let gen = slot.gen.load(Ordering::Relaxed);
+            // Orders the loads above before the second read of the count (a seqlock's
+            // read side): a count unchanged means no writer touched the slot meanwhile.
+            fence(Ordering::Acquire);
+            if slot.seq.load(Ordering::Relaxed) == seen && gen == g && key == want {
+                return true;
+            }
+        }
+        if !self.has_roce_gid(gid, ndev) {
+            return false;
+        }
+        // One writer at a time: the one that makes the count odd; a CPU that finds it odd
+        // (another writing) or moved leaves the slot as it is.
+        if seen & 1 == 0
+            && slot
+                .seq
+                .compare_exchange(
+                    seen,
+                    seen.wrapping_add(1),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            // Orders the odd count before the stores below (a seqlock's write side).
+            fence(Ordering::Release);
+            slot.set(&want, g);
+            slot.seq.store(seen.wrapping_add(2), Ordering::Release);
+        }
+        true
+    }
+}
+
+/// How many destination GIDs [`DgidCache`] keeps: one per slot, a netdev's slot picked by
+/// its ifindex (in shared mode each pod's netdev has its own, up to this many).
+const DGID_SLOTS: usize = 8;
+
+/// The destination GIDs the receive path found in a device's GID table, each with the
+/// netdev it was found on and the table's generation then ([`IbDev::has_roce_gid_kept`]).
+/// Lock-free: a slot is a sequence count (odd while one writer stores) and its fields; a
+/// reader takes the fields only if the count was even and unchanged around its loads.
+pub(crate) struct DgidCache {
+    slots: [DgidSlot; DGID_SLOTS],
+}
+
+struct DgidSlot {
+    seq: AtomicU32,
+    /// The generation the GID was found in; `u64::MAX` (never reached) while empty.
+    gen: AtomicU64,
+    gid: [AtomicU64; 2],
+    net: AtomicU64,
+    ifindex: AtomicU32,
+}
+
+#[derive(PartialEq, Eq)]
+struct DgidKey {
+    gid: [u64; 2],
+    net: u64,
+    ifindex: u32,
+}
+
+impl DgidKey {
+    fn new(gid: &[u8; 16], id: NdevId) -> Self {
+        let half = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&gid[i * 8..i * 8 + 8]);
+            u64::from_ne_bytes(b)
+        };
+        DgidKey {
+            gid: [half(0), half(1)],
+            net: id.net.0,
+            ifindex: id.ifindex as u32,
+        }
+    }
+}
+
+impl DgidSlot {
+    const fn new() -> Self {
+        DgidSlot {
+            seq: AtomicU32::new(0),
+            gen: AtomicU64::new(u64::MAX),
+            gid: [AtomicU64::new(0), AtomicU64::new(0)],
+            net: AtomicU64::new(0),
+            ifindex: AtomicU32::new(0),
+        }
+    }
+
+    fn key(&self) -> DgidKey {
+        DgidKey {
+            gid: [
+                self.gid[0].load(Ordering::Relaxed),
+                self.gid[1].load(Ordering::Relaxed),
+            ],
+            net: self.net.load(Ordering::Relaxed),
+            ifindex: self.ifindex.load(Ordering::Relaxed),
+        }
+    }
+
+    fn set(&self, k: &DgidKey, gen: u64) {
+        self.gid[0].store(k.gid[0], Ordering::Relaxed);
+        self.gid[1].store(k.gid[1], Ordering::Relaxed);
+        self.net.store(k.net, Ordering::Relaxed);
+        self.ifindex.store(k.ifindex, Ordering::Relaxed);
+        self.gen.store(gen, Ordering::Relaxed);
+    }
+}
+
+impl DgidCache {
+    /// An empty cache.
+    pub(crate) const fn new() -> Self {
+        DgidCache {
+            slots: [const { DgidSlot::new() }; DGID_SLOTS],
+        }
+    }
+
+    fn slot(&self, id: NdevId) -> &DgidSlot {
+        &self.slots[id.ifindex.unsigned_abs() as usize % DGID_SLOTS]
+    }
 }
 
 /// One sender's source-GID netdev, kept between its packets by
@@ -362,10 +503,10 @@ impl GidGeneration {
 
 /// An RCU read-side critical section, ended on drop (on the same CPU and in the same
 /// context: not `Send`).
-struct RcuRead(PhantomData<*mut ()>);
+pub(crate) struct RcuRead(PhantomData<*mut ()>);
 
 impl RcuRead {
-    fn lock() -> Self {
+    pub(crate) fn lock() -> Self {
         // SAFETY: rcu_read_lock may be called in any context; the section is ended by Drop.
         unsafe { bindings::rrxe_glue_rcu_read_lock() };
         RcuRead(PhantomData)
