@@ -196,9 +196,10 @@ pub(crate) fn shut_down(dev: &IbDev, h: &QpHandle) -> Result {
     let table_ref = dev.data().qps.remove(h.qp.qpn);
     h.qp.shutdown();
     dev.data().mrs.unbind_qp(h.qp.qpn);
-    // The receive softirq may still hold a reference taken before the removal: it drops
-    // it before bottom halves come back on, so after this grace period ours are the last.
-    crate::glue::sync::synchronize_rcu();
+    // The receive softirq may still hold a reference taken before the removal (or be
+    // taking one from the table's slot): it drops it before bottom halves come back on, so
+    // after this grace period ours are the last.
+    let table_ref = table_ref.wait();
     h.qp.cancel_rx_run();
     drop(table_ref);
     h.qp.flush_cq_events();

@@ -2,18 +2,19 @@
 //! A device's QPs by number.
 
 use super::{Qp, GSI_QPN};
-use crate::glue::sync::{new_irq_spinlock, IrqSpinLock};
+use crate::glue::sync::{new_irq_spinlock, IrqSpinLock, RcuArc, Retired};
 use crate::glue::SkBuff;
 use crate::proto;
 use crate::proto::ids::RandomIds;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// A slot of the QP table.
+/// What a QP number is in the table (its QP, if any, is in [`QpTable::qps`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Slot {
     Free,
     Reserved,
-    Used(Arc<Qp>),
+    Used,
 }
 
 /// Most QPs per device.
@@ -36,12 +37,15 @@ struct Slots {
 /// them out cyclically, `xa_alloc_cyclic` from 16: predictable).
 #[pin_data]
 pub(crate) struct QpTable {
-    /// The slots and the free numbers. IRQs off: create and destroy (process context) and
-    /// `deliver` (the receive softirq, or a sending QP's run under its `engine` for a
-    /// packet to a QP of this host), which queues the packet on the QP's `rx` inside it.
-    /// Every section is O(1). Nothing else nests in it.
+    /// The slots and the free numbers, and the writers of `qps`: taken by create and
+    /// destroy (process context; IRQs off, as before the receive path stopped taking it).
+    /// Every section is O(1). `qps`' writers nest in it; nothing else does.
     #[pin]
     inner: IrqSpinLock<Slots>,
+    /// Each number's QP, read by `deliver` without a lock (the receive softirq, or a
+    /// sending QP's run for a packet to a QP of this host): an RCU lookup, where an
+    /// interrupts-off table lock was taken for every packet. Written under `inner`.
+    qps: KVec<RcuArc<Qp>>,
 }
 
 impl QpTable {
@@ -56,8 +60,13 @@ impl QpTable {
         let mut pos = KVec::with_capacity(MAX_QP, GFP_KERNEL)?;
         pos.extend_with(MAX_QP, 0u32, GFP_KERNEL)?;
         let ids = RandomIds::new(order, pos, FIRST_QPN).ok_or(EINVAL)?;
+        let mut qps = KVec::with_capacity(MAX_QP, GFP_KERNEL)?;
+        for _ in 0..MAX_QP {
+            qps.push(RcuArc::new(), GFP_KERNEL)?;
+        }
         Ok(pin_init!(QpTable {
             inner <- new_irq_spinlock!(Slots { slots, ids }, "rrxe_qp_table"),
+            qps,
         }))
     }
 
@@ -87,25 +96,30 @@ impl QpTable {
 
     /// Makes a reserved QPN reachable.
     pub(crate) fn publish(&self, qpn: u32, qp: Arc<Qp>) {
-        if let Some(s) = self.inner.lock().slots.get_mut(qpn as usize) {
-            *s = Slot::Used(qp);
+        let mut t = self.inner.lock();
+        if let (Some(s @ Slot::Reserved), Some(slot)) =
+            (t.slots.get_mut(qpn as usize), self.qps.get(qpn as usize))
+        {
+            *s = Slot::Used;
+            // A reserved number's slot is empty: nothing retired.
+            let _none = slot.publish(qp);
         }
     }
 
-    /// Frees a QPN; returns the QP that was there, to be dropped by the caller (process
-    /// context).
-    pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
+    /// Frees a QPN; returns the QP that was there, which receive paths that found it before
+    /// may still be taking a reference to: [`Retired::wait`] (or its drop) waits for them.
+    /// Process context.
+    pub(crate) fn remove(&self, qpn: u32) -> Retired<Qp> {
         let mut t = self.inner.lock();
-        let s = t.slots.get_mut(qpn as usize)?;
-        let old = core::mem::replace(s, Slot::Free);
-        if !matches!(old, Slot::Free) {
+        let (Some(s), Some(slot)) = (t.slots.get_mut(qpn as usize), self.qps.get(qpn as usize))
+        else {
+            return RcuArc::new().take();
+        };
+        if core::mem::replace(s, Slot::Free) != Slot::Free {
             // GSI_QPN is not one of `ids`' numbers: refused there, as it should be.
             t.ids.release(qpn);
         }
-        match old {
-            Slot::Used(qp) => Some(qp),
-            _ => None,
-        }
+        slot.take()
     }
 
     /// Queues a received packet for QP `qpn` (bottom halves off) and returns the QP, which
@@ -114,8 +128,8 @@ impl QpTable {
     /// caller outside the table lock.
     ///
     /// The returned reference must be dropped with bottom halves still off: `destroy_qp`
-    /// waits for such sections to end (`synchronize_rcu`) so that the last reference to a
-    /// QP is always dropped in process context.
+    /// waits for such sections to end (a grace period, [`Retired::wait`]) so that the last
+    /// reference to a QP is always dropped in process context.
     pub(crate) fn deliver(
         &self,
         qpn: u32,
@@ -125,12 +139,12 @@ impl QpTable {
         pkey: u16,
         on: crate::glue::NdevId,
     ) -> Result<Arc<Qp>, (Refused, SkBuff)> {
-        let t = self.inner.lock();
-        match t.slots.get(qpn as usize) {
-            Some(Slot::Used(qp)) => qp
-                .enqueue_rx(skb, icrc, from, pkey, on)
-                .map(|()| qp.clone()),
-            _ => Err((Refused::NoQp, skb)),
+        match self.qps.get(qpn as usize).and_then(RcuArc::get) {
+            Some(qp) => match qp.enqueue_rx(skb, icrc, from, pkey, on) {
+                Ok(()) => Ok(qp),
+                Err(e) => Err(e),
+            },
+            None => Err((Refused::NoQp, skb)),
         }
     }
 }
