@@ -175,15 +175,16 @@ tcp() {
 # floor REP: the link's latency floor, a UDP ping-pong of sockperf's smallest datagram (14
 # bytes; a 2-byte RoCE SEND is a 20-byte UDP payload, a WRITE 36) for 3 s: the median of
 # half the round trips, as perftest's t_typical -> BENCH udp sockperf (blocking receives).
-# Then the same with both sides spinning on a non-blocking socket (-F r --nonblocked: a
-# recvfrom loop) as perftest's latency tests spin on memory or their CQ: a spinning vCPU
-# is a busy host thread beside its VM's QEMU I/O thread -> BENCH udp sockperf-spin.
+# Then the same with both sides spinning on a non-blocking socket (--nonblocked: the
+# server's receive loop never sleeps), as perftest's latency tests spin on memory or their
+# CQ: a spinning vCPU is a busy host thread beside its VM's QEMU I/O thread
+# -> BENCH udp sockperf-spin.
 floor() {
   local r=$1 out v spin t
   for spin in "" --nonblocked; do
     t=sockperf${spin:+-spin}
-    out=$(run - 30 -- sockperf sr -i "$RRXE_MY_IP" -p @PORT ${spin:+-F r $spin} -- \
-      sockperf pp -i "$RRXE_PEER_IP" -p @PORT -m 14 -t 3 ${spin:+-F r $spin})
+    out=$(run - 30 -- sockperf sr -i "$RRXE_MY_IP" -p @PORT $spin -- \
+      sockperf pp -i "$RRXE_PEER_IP" -p @PORT -m 14 -t 3 $spin)
     [ "$RRXE_VM" = 1 ] || continue
     v=$(echo "$out" | awk '/percentile 50.000 =/ {print $NF}' | tail -n 1)
     if [ -n "$v" ] && [ "${v%%.*}" -gt 0 ] 2>/dev/null; then echo "BENCH udp $t 14 1 $v usec $r"
@@ -204,23 +205,33 @@ profile() {
   "$PERF" report -i /run/tmp/perf.data --stdio --sort sym --percent-limit 1 2>/dev/null |
     awk -v s="$stack:$test" -v vm="vm$RRXE_VM" '/^ +[0-9.]+%/ {p=$1; $1=""; $2=""; sub(/^ +/, ""); print "PROFILE", s, vm, p, $0}' | head -n 25
 }
-# trace STACK TEST: 1 s of trace events, from 3 s into TEST (a bandwidth test: 64 KiB with
+# trace STACK TEST: 1 s of trace events, from 1 s after TEST's packets start (a bandwidth test: 64 KiB with
 # completion events, as profile; a latency test: 2 bytes over RC, 20000 iterations), on both
-# VMs: rrxe's packets, the frames the driver took and gave, virtio's interrupts and the
-# scheduler's switches; scripts/bench-trace.py summarises each VM's in the guest -> TRACE.
+# VMs: rrxe's packets, the frames handed to the device layer (net_dev_queue), to the
+# driver (net_dev_start_xmit) and back from it (net_dev_xmit), the frames received,
+# virtio's interrupts and the scheduler's switches; scripts/bench-trace.py summarises each VM's in the guest -> TRACE.
 trace() {
   local stack=$1 test=$2 T=/sys/kernel/tracing c=() pre=() e
   mountpoint -q $T || mount -t tracefs nodev $T 2>/dev/null
   [ -d "$T/events/rrxe" ] || { say "no rrxe trace events in this kernel: trace skipped"; return 0; }
   echo 0 > $T/tracing_on; : > $T/trace; echo 65536 > $T/buffer_size_kb
-  for e in rrxe/rrxe_pkt_tx rrxe/rrxe_pkt_rx net/net_dev_xmit net/netif_receive_skb irq/irq_handler_entry sched/sched_switch; do
+  for e in rrxe/rrxe_pkt_tx rrxe/rrxe_pkt_rx net/net_dev_queue net/net_dev_start_xmit net/net_dev_xmit \
+           net/netif_receive_skb irq/irq_handler_entry sched/sched_switch; do
     echo 1 > "$T/events/$e/enable"
   done
   case "$test" in
     *_lat) c=(-d "$DEV" "${CONN[@]}" -p @PORT -s 2 -n 20000 -F) ;;
     *) c=(-d "$DEV" "${CONN[@]}" -p @PORT -s 65536 -n 12288 -F -Q 1 -N); pre=(env ${SLEEP_CQ:+"LD_PRELOAD=$SLEEP_CQ"}) ;;
   esac
-  (sleep 3; echo 1 > $T/tracing_on; sleep 1; echo 0 > $T/tracing_on) &
+  # The window opens 1 s after the link starts carrying the test's packets (at least 100 in
+  # 0.2 s; perftest's start under TCG takes seconds, and differently in the two VMs).
+  (for _ in $(seq 600); do
+     a=$(( $(cat /sys/class/net/eth0/statistics/rx_packets) + $(cat /sys/class/net/eth0/statistics/tx_packets) ))
+     sleep 0.2
+     b=$(( $(cat /sys/class/net/eth0/statistics/rx_packets) + $(cat /sys/class/net/eth0/statistics/tx_packets) ))
+     [ $((b - a)) -ge 100 ] && break
+   done
+   sleep 1; echo 1 > $T/tracing_on; sleep 1; echo 0 > $T/tracing_on) &
   run - 300 -- "${pre[@]}" "$test" "${c[@]}" -- "${pre[@]}" "$test" "${c[@]}" "$RRXE_PEER_IP" > /dev/null
   wait
   echo 0 > $T/events/enable

@@ -5,12 +5,14 @@
     bench-trace.py TEST < /sys/kernel/tracing/trace
 
 The trace holds rrxe's packet events (rrxe_pkt_tx after a packet was handed to the IP
-layer, rrxe_pkt_rx when its QP's run took it), the device's (net_dev_xmit: the driver took
-a frame; netif_receive_skb: a frame came up from the driver), the virtio interrupts and the
+layer, rrxe_pkt_rx when its QP's run took it), the device layer's (net_dev_queue: a frame
+handed to it; net_dev_start_xmit, net_dev_xmit: the driver given a frame and done with
+it; netif_receive_skb: a frame came up from the driver), the virtio interrupts and the
 scheduler's switches, for about a second of TEST. Every line printed is one finding:
   window <ms> events <n> idle <percent>
   count <event>[:<opcode>] <n>
-  queue <n matched> p50 <us> p90 <us>        rrxe_pkt_tx -> the frame's net_dev_xmit
+  qdisc <n> p50 <us> p90 <us> p99 <us>      a frame handed down -> given to the driver
+  driver <n> p50 <us> p90 <us> p99 <us>     given to the driver -> the driver returned
   flow <what> pkts <n> rate <Gb/s of payload> gap_p50 <us> gap_p99 <us> stalls <n> stalled <percent>
       data frames' departures or arrivals; a stall: a gap of more than 200 us
   read_out avg <pkts> p50 <pkts> max <pkts> (npkts <n per request>)   a READ requester
@@ -63,7 +65,8 @@ def label(name, f):
         return 'run:' + n
     if name == 'irq_handler_entry':
         return 'irq:' + f.get('name', '?')
-    return {'net_dev_xmit': 'xmit', 'netif_receive_skb': 'recv'}.get(name, name)
+    return {'net_dev_queue': 'queue', 'net_dev_start_xmit': 'start_xmit', 'net_dev_xmit': 'xmit',
+            'netif_receive_skb': 'recv'}.get(name, name)
 
 
 def flow(what, times, sizes, window):
@@ -105,11 +108,17 @@ def main():
     rx = [(t, f) for t, n, f, _ in ev if n == 'rrxe_pkt_rx']
     xmit = [(t, int(f.get('len', 0))) for t, n, f, _ in ev if n == 'net_dev_xmit']
     recv = [(t, int(f.get('len', 0))) for t, n, f, _ in ev if n == 'netif_receive_skb']
-    # The k-th rrxe packet handed down is the k-th frame the driver took, while nothing
-    # else is sent (the VM sends only rrxe's packets during a run): matched only then.
-    if tx and xmit and abs(len(tx) - len(xmit)) <= max(2, len(tx) // 100):
-        d = [x[0] - t[0] for t, x in zip(tx, xmit)]
-        print('queue %d p50 %.1f p90 %.1f' % (len(d), pct(d, 50), pct(d, 90)))
+    # The k-th frame handed to the device layer is the k-th the driver is given and the
+    # k-th it returns, while nothing else is sent (the VM sends only rrxe's packets during
+    # a run): matched in order only then. qdisc: handed down -> given to the driver;
+    # driver: given -> returned (virtio-net's start_xmit, its notification of the device
+    # included).
+    queued = [t for t, n, f, _ in ev if n == 'net_dev_queue']
+    started = [t for t, n, f, _ in ev if n == 'net_dev_start_xmit']
+    for what, a, b in (('qdisc', queued, started), ('driver', started, [t for t, _ in xmit])):
+        if a and b and abs(len(a) - len(b)) <= max(2, len(a) // 100):
+            d = [y - x for x, y in zip(a, b)]
+            print('%s %d p50 %.1f p90 %.1f p99 %.1f' % (what, len(d), pct(d, 50), pct(d, 90), pct(d, 99)))
     data = 256
     flow('tx-rrxe', [t for t, f in tx if int(f.get('len', 0)) >= data],
          [int(f['len']) for t, f in tx if int(f.get('len', 0)) >= data], window)
