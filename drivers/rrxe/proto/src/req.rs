@@ -147,7 +147,7 @@ pub const ACK_EVERY: u32 = 64;
 /// window: its responses come back as a burst the responder does not pace, and eight QPs
 /// with 1024 response packets each overflowed a responder's transmit queue (ib_read_bw
 /// -q 8 ended in RETRY_EXC), where SENDs and WRITEs are paced by the requester's ACKs.
-pub const MAX_READ_INFLIGHT: u32 = 1024;
+pub const MAX_READ_INFLIGHT: u32 = 256;
 /// The congestion window never shrinks below this many packets.
 pub const MIN_CWND: u32 = 8;
 /// Largest message length.

@@ -11,7 +11,7 @@ use super::Psn;
 /// How far past its base the map reaches, in PSNs: [`super::MAX_READ_INFLIGHT`], the most a
 /// READ keeps outstanding beyond `una` when it starts (a response further ahead is simply
 /// not kept).
-pub(crate) const SPAN: u32 = 1024;
+pub(crate) const SPAN: u32 = 256;
 const WORDS: usize = (SPAN / 64) as usize;
 
 /// A bitmap of PSNs `base + 1 .. base + SPAN`: bit `d` set means the READ response at
