@@ -172,11 +172,11 @@ impl<T> RcuArc<T> {
         if p.is_null() {
             return None;
         }
-        // SAFETY: p came from Arc::into_raw (INVARIANT) and its reference is still counted:
-        // the slot owns it, or a Retired that `take` made since, and a Retired drops it only
-        // after a grace period that began after the pointer left the slot, so after this
-        // read-side section (begun before our load saw the pointer) ends. The borrow lives
-        // only until the clone below.
+        // p's reference is still counted: the slot owns it, or a Retired that `take` made
+        // since, and a Retired drops it only after a grace period that began after the
+        // pointer left the slot, so after this read-side section (begun before our load).
+        // SAFETY: p came from Arc::into_raw (INVARIANT) and is counted (above); the borrow
+        // lives only until the clone below.
         let b = unsafe { ArcBorrow::from_raw(p) };
         Some(b.into())
     }

@@ -96,14 +96,19 @@ impl QpTable {
 
     /// Makes a reserved QPN reachable.
     pub(crate) fn publish(&self, qpn: u32, qp: Arc<Qp>) {
-        let mut t = self.inner.lock();
-        if let (Some(s @ Slot::Reserved), Some(slot)) =
-            (t.slots.get_mut(qpn as usize), self.qps.get(qpn as usize))
-        {
-            *s = Slot::Used;
-            // A reserved number's slot is empty: nothing retired.
-            let _none = slot.publish(qp);
-        }
+        let old = {
+            let mut t = self.inner.lock();
+            match (t.slots.get_mut(qpn as usize), self.qps.get(qpn as usize)) {
+                (Some(s @ Slot::Reserved), Some(slot)) => {
+                    *s = Slot::Used;
+                    Some(slot.publish(qp))
+                }
+                _ => None,
+            }
+        };
+        // A reserved number's slot is empty (`remove` emptied it): nothing was retired. A
+        // `Retired` may wait for a grace period when dropped, so never under the lock.
+        drop(old);
     }
 
     /// Frees a QPN; returns the QP that was there, which receive paths that found it before
