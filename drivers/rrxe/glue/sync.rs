@@ -219,6 +219,14 @@ impl<T> Retired<T> {
         Retired { ptr: p }
     }
 
+    /// Nothing retired.
+    pub(crate) const fn none() -> Self {
+        // INVARIANT: null.
+        Retired {
+            ptr: core::ptr::null(),
+        }
+    }
+
     /// Waits for a grace period (always, even if nothing was retired: no reader that began
     /// before the removal is still running afterwards), then hands out the reference.
     /// Process context only.

@@ -118,7 +118,7 @@ impl QpTable {
         let mut t = self.inner.lock();
         let (Some(s), Some(slot)) = (t.slots.get_mut(qpn as usize), self.qps.get(qpn as usize))
         else {
-            return RcuArc::new().take();
+            return Retired::none();
         };
         if core::mem::replace(s, Slot::Free) != Slot::Free {
             // GSI_QPN is not one of `ids`' numbers: refused there, as it should be.
