@@ -35,6 +35,12 @@
 #     COUNTERS_B: those of the other build in an A/B run)
 #   PROFILE <stack>:<test> vm<N> <percent> <symbol>   (PROFILE=1: cpu-clock, during each
 #     -e row at 64 KiB)
+#   NOTIFY <stack> <test> <bytes> <qps> vm<N> <sent> <tx kicks> <received> <rx kicks> <tx irqs>
+#     <rx irqs> <rep>
+#     the link's frames and virtio notifications over a bandwidth run, on each VM: the frames
+#     eth0 sent and received, the kicks virtio-net gave QEMU on its transmit queue (frames to
+#     send) and its receive queue (buffers to fill), and the interrupts QEMU raised on each
+#     ("-" where this kernel's virtio-net counts no kicks)
 #   NCPU vm<N> <cpus>
 #   TRACE <test> vm<N> <finding>   (TRACE="TESTS": scripts/bench-trace.py's summary of 1 s of
 #     each test's trace events on rrxe, both VMs)
@@ -48,6 +54,30 @@ REPS=${1:-5} VOLUME=${2:-256} DUR=5 STACKS=${3:-"rrxe rxe siw"} SIZES=${4:-"1024
 SLEEP_CQ=${7:-} AB_KO=${8:-} TRACE=${9:-}
 # Kernel CPU time so far (system + irq + softirq of /proc/stat, USER_HZ ticks).
 kcpu() { awk '$1 == "cpu" {print $4 + $7 + $8}' /proc/stat; }
+# The link's virtio device (virtio1: virtio0 is the 9p share) for its interrupt lines.
+VDEV=$(basename "$(readlink -f /sys/class/net/eth0/device)")
+# vstat: eth0's frames and notifications so far: sent, transmit kicks, received, receive
+# kicks (ethtool's virtio-net counters; "-" without them), transmit and receive interrupts
+# (/proc/interrupts, summed over the CPUs).
+vstat() {
+  local st=/sys/class/net/eth0/statistics k
+  k=$(ethtool -S eth0 2>/dev/null | awk '$1 == "tx_kicks:" {t = $2} $1 == "rx_kicks:" {r = $2}
+        END {print (t == "" ? "-" : t), (r == "" ? "-" : r)}')
+  set -- $k
+  echo "$(cat $st/tx_packets) $1 $(cat $st/rx_packets) $2 $(awk -v d="$VDEV" '
+    NR == 1 {n = NF; next}
+    {c = 0; for (i = 2; i <= n + 1; i++) c += $i}
+    $NF == d "-output.0" {o = c} $NF == d "-input.0" {in_ = c}
+    END {print o + 0, in_ + 0}' /proc/interrupts)"
+}
+# vdelta BEFORE AFTER: what each of vstat's six numbers moved ("-" stays "-").
+vdelta() {
+  local a=($1) b=($2) i out=()
+  for i in 0 1 2 3 4 5; do
+    if [ "${a[$i]}" = - ] || [ "${b[$i]}" = - ]; then out+=(-); else out+=($(( b[i] - a[i] ))); fi
+  done
+  echo "${out[*]}"
+}
 port=19000
 PERF=$(command -v perf || true)
 RUN_TICKS=0
@@ -123,7 +153,7 @@ pt() {
 # bw STACK TEST BYTES QPS REP [-e]: the average bandwidth of a run moving VOLUME MiB
 # (perftest's duration mode reports 0 here) -> BENCH; TEST is reported as TEST-e with -e.
 bw() {
-  local stack=$1 test=$2 size=$3 q=$4 r=$5 ev=${6:-} out v n id
+  local stack=$1 test=$2 size=$3 q=$4 r=$5 ev=${6:-} out v n id ns
   n=$(( VOLUME * 1048576 / size / q )); n=$(( n < 20 ? 20 : n ))
   id="$stack:$test$ev:$size:$q:$r"
   # The kernel and host CPU of everything but the transfer (process start, device open,
@@ -133,7 +163,9 @@ bw() {
     pt "$id:fixed" "$test" 2 "$q" 20 "$ev" > /dev/null
     echo "CPU0 $stack $test$ev $size $q vm$RRXE_VM $RUN_TICKS $r"
   fi
+  ns=$(vstat)
   pt "$id" "$test" "$size" "$q" "$n" "$ev" > /run/tmp/pt.out
+  echo "NOTIFY $stack $test$ev $size $q vm$RRXE_VM $(vdelta "$ns" "$(vstat)") $r"
   out=$(cat /run/tmp/pt.out)
   echo "CPU $stack $test$ev $size $q vm$RRXE_VM $RUN_TICKS $(( n * size * q )) $r"
   [ "$RRXE_VM" = 1 ] || return 0
@@ -161,9 +193,11 @@ lat() {
 # (test iperf3-R), the direction of a READ's data, where the client sends a WRITE's and a
 # SEND's.
 tcp() {
-  local r=$1 rev=${2:-} out v bytes t=iperf3
+  local r=$1 rev=${2:-} out v bytes t=iperf3 ns
   [ -n "$rev" ] && t=iperf3-R
+  ns=$(vstat)
   run "tcp:$t:131072:1:$r" $((DUR + 30)) -- iperf3 -s -1 -p @PORT -- iperf3 -c "$RRXE_PEER_IP" -p @PORT -t "$DUR" -f g $rev > /run/tmp/tcp.out
+  echo "NOTIFY tcp $t 131072 1 vm$RRXE_VM $(vdelta "$ns" "$(vstat)") $r"
   out=$(cat /run/tmp/tcp.out)
   [ "$RRXE_VM" = 1 ] || { echo "CPU tcp $t 131072 1 vm0 $RUN_TICKS - $r"; return 0; }
   v=$(echo "$out" | awk '/receiver/ {for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i - 1)}' | tail -n 1)

@@ -151,6 +151,28 @@ def main():
             out.append(f"| {name} | | " + " | ".join(hcells(s, test) for s in stacks)
                        + f" | {ratio(sum(a) if a else None, sum(b) if b else None)} |")
 
+    # Virtio notifications: under TCG a kick (the guest telling QEMU a queue has work) and
+    # an interrupt (QEMU telling the guest) each stop the vCPU, and a kick wakes QEMU's
+    # I/O thread, which shares the VM's host core.
+    if res.notify:
+        def ncells(stack, test, vm, size=KIB64):
+            r = res.notify_rates(stack, test, size, 1, vm)
+            if all(v is None for v in r):
+                return "–"
+            f = lambda v: "–" if v is None else f"{v:.0f}"  # noqa: E731
+            return f"{f(r[0])} / {f(r[1])} · {f(r[2])} / {f(r[3])}"
+        out.append("\nVirtio notifications per 1000 frames (medians), each VM: kicks / interrupts "
+                   "of the transmit queue per 1000 frames sent · kicks / interrupts of the "
+                   "receive queue per 1000 frames received:\n")
+        out += ["| test | VM | " + " | ".join(["tcp"] + stacks) + " |", "|" + "---|" * (len(stacks) + 3)]
+        for vm, who in (("vm1", "client"), ("vm0", "server")):
+            out.append(f"| iperf3 | {who} | " + ncells("tcp", "iperf3", vm, 131072) + " |" + " |" * len(stacks))
+            if tcp_r is not None:
+                out.append(f"| iperf3 -R | {who} | " + ncells("tcp", "iperf3-R", vm, 131072) + " |"
+                           + " |" * len(stacks))
+            for name, test in HEADLINE:
+                out.append(f"| {name} | {who} | | " + " | ".join(ncells(s, test, vm) for s in stacks) + " |")
+
     # The targets (docs/performance.md): None when the run has no number for it.
     def target(desc, ok):
         return f"- {desc}: " + ("–" if ok is None else ("met" if ok else "MISSED"))

@@ -29,6 +29,9 @@ class Results:
         self.counters_b = defaultdict(dict)  # the same, of an A/B run's other build
         self.profiles = defaultdict(list)
         self.ncpu = {}
+        # (stack, test, size, q, vm) -> {rep: [sent, tx kicks, received, rx kicks, tx irqs,
+        # rx irqs]} (None: not counted)
+        self.notify = defaultdict(dict)
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 self.parse(line.split())
@@ -57,6 +60,9 @@ class Results:
             into = self.counters if w[0] == "COUNTERS" else self.counters_b
             into[(w[1], rep(2))] = {
                 names[i]: int(names[i + 1]) for i in range(0, len(names) - 1, 2) if names[i + 1].isdigit()}
+        elif w[0] == "NOTIFY" and len(w) >= 13:
+            self.notify[(w[1], w[2], int(w[3]), int(w[4]), w[5])][rep(12)] = [
+                int(x) if x.isdigit() else None for x in w[6:12]]
         elif w[0] == "NCPU" and len(w) >= 3:
             self.ncpu[w[1]] = w[2]
         elif w[0] == "PROFILE" and len(w) >= 5:
@@ -97,6 +103,18 @@ class Results:
         if not per:
             return None
         return (statistics.median(p[0] for p in per), statistics.median(p[1] for p in per))
+
+
+    def notify_rates(self, stack, test, size, q, vm):
+        """Median notifications per 1000 frames of a row on one VM: (transmit kicks and
+        interrupts per 1000 frames sent, receive kicks and interrupts per 1000 received),
+        each None where not counted or no frame moved."""
+        cols = ([], [], [], [])
+        for sent, tk, recv, rk, ti, ri in self.notify.get((stack, test, size, q, vm), {}).values():
+            for col, n, d in ((0, tk, sent), (1, ti, sent), (2, rk, recv), (3, ri, recv)):
+                if n is not None and d:
+                    cols[col].append(1000 * n / d)
+        return tuple(statistics.median(c) if c else None for c in cols)
 
 
 def fmt(v, unit="Gb/s"):
