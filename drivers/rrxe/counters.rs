@@ -101,6 +101,9 @@ counters! {
     /// Runs that left packets for later because the device's transmit queues were half
     /// full (the QP's transmit-wait timer resumes it).
     TxWaits = c"tx_waits",
+    /// Chains of two or more packets of one flow sent as one skb (`net::TxBatch`): the
+    /// device driver took each as one burst.
+    TxChains = c"tx_chains",
     /// Work-request lists a process handed to a user QP or SRQ through the kernel's
     /// post_send/post_recv/post_srq_recv commands: refused (EINVAL), nothing read.
     UserWrRefused = c"user_wr_refused",

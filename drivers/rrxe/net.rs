@@ -265,10 +265,28 @@ fn build_and_send(
     ndev: &crate::glue::NetDev,
     av: &crate::ah::Av,
     sport: u16,
-    (hdrs, payload_len, corrupt_icrc): (&proto::Headers, u32, bool),
+    ib: (&proto::Headers, u32, bool),
     route: Option<&crate::glue::RouteCache>,
     fill: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<u32, TxError> {
+    let (skb, sent) = build(dev, ndev, av, sport, ib, 0, fill)?;
+    let dip = crate::ah::dip(av);
+    skb.send(av.ipv6 != 0, &av.sip, &dip, route)
+        .map_err(|_| TxError::Route)?;
+    Ok(sent)
+}
+
+/// Builds one packet for [`build_and_send`] or a chain ([`TxBatch`]), its IPv4 header with
+/// the identification `ip_id`: the skb and the length of its IP datagram.
+fn build(
+    dev: &crate::glue::IbDev,
+    ndev: &crate::glue::NetDev,
+    av: &crate::ah::Av,
+    sport: u16,
+    (hdrs, payload_len, corrupt_icrc): (&proto::Headers, u32, bool),
+    ip_id: u16,
+    fill: impl FnOnce(&mut [u8]) -> bool,
+) -> Result<(crate::glue::TxSkb, u32), TxError> {
     let v6 = av.ipv6 != 0;
     let dip = crate::ah::dip(av);
     let l3 = if v6 { IPV6_HDR } else { IPV4_HDR };
@@ -293,7 +311,12 @@ fn build_and_send(
         let mut d = [0u8; 4];
         s.copy_from_slice(&av.sip[..4]);
         d.copy_from_slice(&dip[..4]);
-        proto::net::write_ipv4_udp(buf, s, d, av.traffic_class, 64, sport, ib_len)
+        proto::net::write_ipv4_udp(buf, s, d, av.traffic_class, 64, sport, ib_len).and_then(|n| {
+            match ip_id {
+                0 => Some(n),
+                id => proto::net::set_ipv4_id(buf, id).map(|()| n),
+            }
+        })
     };
     if ok.is_none() {
         return Err(TxError::Build);
@@ -316,7 +339,143 @@ fn build_and_send(
     // The capture sees the packet as it leaves, the ICRC (even a corrupted one) written;
     // one to a QP of this host too, which never reaches a netdev.
     count_capture(dev, dev.data().capture.tx(&skb));
-    skb.send(v6, &av.sip, &dip, route)
-        .map_err(|_| TxError::Route)?;
-    Ok(sent)
+    Ok((skb, sent))
+}
+
+/// Most IB bytes (UDP payloads) one chain carries: with its headers, under the 64 KiB of an
+/// IP datagram, which the chain is to the IP layer until it is split.
+const CHAIN_BYTES: usize = 60_000;
+/// Most packets in one chain.
+const CHAIN_SEGS: u16 = 64;
+
+/// The packets a QP's run sends in one go ([`transmit_batched`]), held until the run ends
+/// and then sent as one skb (`glue::TxChain`): consecutive packets of one flow (netdev,
+/// addresses, UDP ports and kept route), none longer than the first (the stack checks the
+/// first against the path MTU; a message's FIRST packet, with its RETH or AETH, is its
+/// longest), at most [`CHAIN_SEGS`] and [`CHAIN_BYTES`]. The device driver gets them as one burst: one
+/// notification of the device for the chain where each packet made one (under QEMU, a kick
+/// that stops the vCPU and wakes the VM's I/O thread), as TCP's segments of one GSO skb. A
+/// packet that does not fit sends what is held first, so the order of a QP's packets stays.
+pub(crate) struct TxBatch<'a> {
+    open: Option<OpenChain<'a>>,
+    /// Packets lost when a chain was sent (no route, a full qdisc), for the caller to count.
+    pub(crate) lost: u32,
+    /// Chains of two or more packets sent, for the caller to count.
+    pub(crate) chains: u32,
+}
+
+struct OpenChain<'a> {
+    chain: crate::glue::TxChain,
+    /// The chain's netdev, which its skbs name (and must outlive them until sent).
+    ndev: crate::glue::NetDevRef,
+    v6: bool,
+    sip: [u8; 16],
+    dip: [u8; 16],
+    sport: u16,
+    route: Option<&'a crate::glue::RouteCache>,
+    /// The head's IB length: no packet after it is longer.
+    ib_len: usize,
+    bytes: usize,
+}
+
+impl<'a> TxBatch<'a> {
+    /// Nothing held.
+    pub(crate) const fn new() -> Self {
+        TxBatch {
+            open: None,
+            lost: 0,
+            chains: 0,
+        }
+    }
+
+    /// Sends what is held (nothing: nothing happens).
+    pub(crate) fn flush(&mut self) {
+        if let Some(o) = self.open.take() {
+            let n = u32::from(o.chain.segs());
+            if o.chain.send(o.v6, &o.sip, &o.dip, o.route).is_err() {
+                self.lost = self.lost.saturating_add(n);
+            } else if n > 1 {
+                self.chains = self.chains.saturating_add(1);
+            }
+            drop(o.ndev);
+        }
+    }
+}
+
+impl Drop for TxBatch<'_> {
+    fn drop(&mut self) {
+        // Held packets are sent, never lost with their holder; their count is the
+        // holder's to take before (`Sink::flush`).
+        self.flush();
+    }
+}
+
+/// [`transmit`] into `batch`: the packet joins the chain held there, or sends that chain
+/// and starts one. Returns what [`transmit`] does; a chain lost when it is sent is counted in
+/// `batch.lost`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn transmit_batched<'a>(
+    dev: &crate::glue::IbDev,
+    av: &crate::ah::Av,
+    sport: u16,
+    hdrs: &proto::Headers,
+    payload_len: u32,
+    kept: Kept<'a>,
+    corrupt_icrc: bool,
+    fill: impl FnOnce(&mut [u8]) -> bool,
+    batch: &mut TxBatch<'a>,
+) -> Result<u32, TxError> {
+    let v6 = av.ipv6 != 0;
+    let src = crate::glue::NdevId::of_av(av);
+    let dip = crate::ah::dip(av);
+    let ib_len = proto::hdr::packet_len(hdrs.bth.opcode, payload_len).ok_or(TxError::Build)?;
+    dev.with_gid_netdev(kept.gid, av.sgid_index, v6, &av.sip, src, |ndev| {
+        let joins = batch.open.as_ref().is_some_and(|o| {
+            o.ndev.id() == ndev.id()
+                && o.v6 == v6
+                && o.sip == av.sip
+                && o.dip == dip
+                && o.sport == sport
+                && same_route(o.route, kept.route)
+                && ib_len <= o.ib_len
+                && o.chain.segs() < CHAIN_SEGS
+                && o.bytes.saturating_add(ib_len) <= CHAIN_BYTES
+        });
+        if !joins {
+            batch.flush();
+        }
+        let index = batch.open.as_ref().map_or(0, |o| o.chain.segs());
+        let ib = (hdrs, payload_len, corrupt_icrc);
+        let (skb, sent) = build(dev, ndev, av, sport, ib, index, fill)?;
+        match batch.open.as_mut() {
+            Some(o) => {
+                o.chain.push(skb);
+                o.bytes = o.bytes.saturating_add(ib_len);
+            }
+            None => {
+                batch.open = Some(OpenChain {
+                    chain: crate::glue::TxChain::new(skb),
+                    ndev: ndev.hold(),
+                    v6,
+                    sip: av.sip,
+                    dip,
+                    sport,
+                    route: kept.route,
+                    ib_len,
+                    bytes: ib_len,
+                });
+            }
+        }
+        Ok(sent)
+    })
+    .ok_or(TxError::Route)?
+}
+
+/// Whether two kept routes are the same one (or both none).
+fn same_route(a: Option<&crate::glue::RouteCache>, b: Option<&crate::glue::RouteCache>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => core::ptr::eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
 }

@@ -84,20 +84,26 @@ unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev)
 /*
  * How many more packets ndev's transmit queues should be given now: they count as full at
  * half of tx_queue_len (beyond tx_queue_len a qdisc drops what it is given). A device
- * without a queue (noqueue: macvlan, ipvlan, loopback) has room for all.
+ * without a queue (noqueue: macvlan, ipvlan, loopback) has room for all. A queue's packets
+ * are its skbs or, if more, its bytes in full-sized packets: one skb may carry a chain of
+ * packets (rrxe_glue_tx_chain).
  */
 unsigned int rrxe_glue_netdev_tx_room(struct net_device *ndev)
 {
 	unsigned int limit = READ_ONCE(ndev->tx_queue_len) / 2, queued = 0, i;
+	unsigned int mtu = max(READ_ONCE(ndev->mtu), 68U);
 
 	if (!limit)
 		return UINT_MAX;
 	rcu_read_lock_bh();
 	for (i = 0; i < ndev->real_num_tx_queues; i++) {
 		struct Qdisc *q = rcu_dereference_bh(netdev_get_tx_queue(ndev, i)->qdisc);
+		__u32 qlen, backlog;
 
-		if (q)
-			queued += qdisc_qlen_sum(q);
+		if (!q)
+			continue;
+		qdisc_qstats_qlen_backlog(q, &qlen, &backlog);
+		queued += max(qlen, backlog / mtu);
 	}
 	rcu_read_unlock_bh();
 	return queued < limit ? limit - queued : 0;

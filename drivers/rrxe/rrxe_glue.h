@@ -251,6 +251,8 @@ void rrxe_glue_route_reset(struct rrxe_route *r);
 void rrxe_glue_route_free(struct rrxe_route *r);
 int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *dip,
 		      struct rrxe_route *route);
+void rrxe_glue_tx_chain(struct sk_buff *head, struct sk_buff **tail, struct sk_buff *seg);
+void rrxe_glue_tx_chain_seal(struct sk_buff *head, u16 segs);
 
 void rrxe_glue_decode_send_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);
 void rrxe_glue_decode_ud_wr(const struct ib_send_wr *wr, struct rrxe_kwr *out);

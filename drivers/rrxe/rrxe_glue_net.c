@@ -693,7 +693,82 @@ static void rrxe_route_set6(struct rrxe_route *r, struct dst_entry *dst,
 #endif
 
 /*
- * Routes and sends a fully built IP packet (headers and ICRC written by the caller).
+ * Packets of one flow sent as one skb: a UDP GSO skb of the fraglist kind (SKB_GSO_UDP_L4 |
+ * SKB_GSO_FRAGLIST, what UDP GRO builds for forwarding). The head is the first packet, the
+ * others hang on its frag_list in order; each was built whole, headers and ICRC, as if sent
+ * alone. Where the device cannot take it (every device here but veth, macvlan and ipvlan,
+ * which pass it on), validate_xmit_skb splits it back into those packets
+ * (skb_segment_list: no copy, no checksum; the head's UDP length set back to its own) and
+ * the driver gets them as one burst (xmit_more on all but the last: virtio-net notifies the
+ * device once). inet_gso_segment rewrites each IPv4 packet's tot_len, checksum and id: the
+ * id becomes the head's plus the packet's index, which the caller wrote already (the ICRC
+ * covers the id). A receiver that gets it whole (over veth) splits it the same way in
+ * udp_rcv_segment.
+ *
+ * rrxe_glue_tx_chain hangs seg after *tail (NULL: the first) and accounts for it in head.
+ */
+void rrxe_glue_tx_chain(struct sk_buff *head, struct sk_buff **tail, struct sk_buff *seg)
+{
+	if (*tail)
+		(*tail)->next = seg;
+	else
+		skb_shinfo(head)->frag_list = seg;
+	seg->next = NULL;
+	*tail = seg;
+	head->len += seg->len;
+	head->data_len += seg->len;
+	head->truesize += seg->truesize;
+}
+
+/*
+ * Makes head, with segs packets in all (2 or more, chained by rrxe_glue_tx_chain), a GSO
+ * skb. gso_size is the head's own UDP payload, as skb_segment_list's geometry check wants;
+ * the UDP length becomes the whole one, as GRO leaves it, so that a receiver that takes it
+ * whole does not trim it to the head. CHECKSUM_UNNECESSARY: no checksum to fill (RoCEv2's
+ * UDP checksum is 0; on transmit it means CHECKSUM_NONE, which the GSO layer would warn of).
+ */
+void rrxe_glue_tx_chain_seal(struct sk_buff *head, u16 segs)
+{
+	struct skb_shared_info *sh = skb_shinfo(head);
+	unsigned int thoff = skb_transport_offset(head);
+
+	sh->gso_size = skb_headlen(head) - thoff - sizeof(struct udphdr);
+	sh->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+	sh->gso_segs = segs;
+	udp_hdr(head)->len = htons(head->len - thoff);
+	head->ip_summed = CHECKSUM_UNNECESSARY;
+}
+
+/*
+ * A chained skb (rrxe_glue_tx_chain) to a destination on this host: its packets one by one
+ * to our receive path, each as rrxe_glue_tx_send gives a single one (bottom halves off).
+ */
+static void rrxe_tx_local_chain(struct sk_buff *head)
+{
+	struct sk_buff *seg = skb_shinfo(head)->frag_list, *next;
+	unsigned int thoff = skb_transport_offset(head);
+
+	skb_shinfo(head)->frag_list = NULL;
+	for (next = seg; next; next = next->next)
+		head->truesize -= next->truesize;
+	head->len = skb_headlen(head);
+	head->data_len = 0;
+	skb_gso_reset(head);
+	udp_hdr(head)->len = htons(head->len - thoff);
+	head->ip_summed = CHECKSUM_NONE;
+	head->pkt_type = PACKET_HOST;
+	rrxe_rx_local(head);
+	for (; seg; seg = next) {
+		next = seg->next;
+		seg->next = NULL;
+		seg->pkt_type = PACKET_HOST;
+		rrxe_rx_local(seg);
+	}
+}
+
+/*
+ * Routes and sends a fully built IP packet (headers and ICRC written by the caller), or a
+ * chain of them (rrxe_glue_tx_chain_seal).
  * Consumes the skb. Returns 0 or a negative errno (no route, ...). route: the QP's route
  * cache (connected QPs, with the QP's engine lock held), or NULL.
  */
@@ -765,9 +840,13 @@ int rrxe_glue_tx_send(struct sk_buff *skb, bool ipv6, const u8 *sip, const u8 *d
 		 * device). Receive runs with bottom halves off, as in softirq.
 		 */
 		dst_release(dst);
-		skb->pkt_type = PACKET_HOST;
 		local_bh_disable();
-		rrxe_rx_local(skb);
+		if (skb_has_frag_list(skb)) {
+			rrxe_tx_local_chain(skb);
+		} else {
+			skb->pkt_type = PACKET_HOST;
+			rrxe_rx_local(skb);
+		}
 		local_bh_enable();
 		return 0;
 	}

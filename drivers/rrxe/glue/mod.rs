@@ -40,7 +40,7 @@ pub(crate) use verbs::{Advice, MadResult, Verbs, MAD_SIZE};
 
 pub(crate) use net::{
     current_netns, open_sockets, Arrival, DgidCache, GidGeneration, GidNetdevCache, KernelCrc32,
-    NdevId, NetnsId, Receiver, RouteCache, SkBuff, TxSkb,
+    NdevId, NetnsId, Receiver, RouteCache, SkBuff, TxChain, TxSkb,
 };
 pub(crate) use queue::{Queue, UContext, MAX_SLOT};
 pub(crate) use stats::{set_hw_stats, NlDriverAttrs, RdmaCounter, StatDescs};

@@ -680,6 +680,64 @@ impl Drop for TxSkb {
     }
 }
 
+/// Built packets of one flow that leave as one skb, the first the head and the others on its
+/// frag_list (`rrxe_glue_tx_chain`: the stack splits them back before the driver, which
+/// then takes them as one burst). Dropping it frees them all.
+pub(crate) struct TxChain {
+    head: TxSkb,
+    /// The last packet chained, owned by `head` (null: none yet).
+    tail: *mut bindings::sk_buff,
+    segs: u16,
+}
+
+// SAFETY: every skb of the chain is owned by `head`, which may move between threads.
+unsafe impl Send for TxChain {}
+
+impl TxChain {
+    /// A chain of one packet.
+    pub(crate) fn new(head: TxSkb) -> Self {
+        TxChain {
+            head,
+            tail: core::ptr::null_mut(),
+            segs: 1,
+        }
+    }
+
+    /// Packets in the chain.
+    pub(crate) fn segs(&self) -> u16 {
+        self.segs
+    }
+
+    /// Hangs `seg` at the end. The caller built it for the same netdev, addresses and UDP
+    /// ports as the head, at most as long as the head (the stack checks only the head
+    /// against the path MTU), with the head's IPv4 id plus its index ([`TxChain::segs`]
+    /// before the call).
+    pub(crate) fn push(&mut self, seg: TxSkb) {
+        let s = seg.skb.as_ptr();
+        core::mem::forget(seg);
+        // SAFETY: head is ours and not sent; `tail` is null or the last skb chained to it
+        // (ours through head); `s` is an unsent skb whose ownership moves into head's
+        // frag_list (freed with head).
+        unsafe { bindings::rrxe_glue_tx_chain(self.head.raw(), &mut self.tail, s) };
+        self.segs = self.segs.saturating_add(1);
+    }
+
+    /// Routes and sends the chain (as [`TxSkb::send`]; one packet goes as it is).
+    pub(crate) fn send(
+        self,
+        ipv6: bool,
+        sip: &[u8; 16],
+        dip: &[u8; 16],
+        route: Option<&RouteCache>,
+    ) -> Result {
+        if self.segs > 1 {
+            // SAFETY: head is ours, with segs - 1 packets chained by rrxe_glue_tx_chain.
+            unsafe { bindings::rrxe_glue_tx_chain_seal(self.head.raw(), self.segs) };
+        }
+        self.head.send(ipv6, sip, dip, route)
+    }
+}
+
 /// A connected QP's route to its peer, kept between packets (the kernel's `dst_cache`: one
 /// entry per CPU, each checked against route changes when used; IPv4 or IPv6). Without the
 /// memory for one, sends look their route up each time.

@@ -186,6 +186,7 @@ impl Qp {
             // The address vector may be changing here: no kept route (nor source netdev:
             // it would be right, but this is no datapath).
             kept: Default::default(),
+            batch: None,
         };
         proto.modify(&pm, &mut sink).map_err(|_| EINVAL)?;
         eng.attrs = attrs;

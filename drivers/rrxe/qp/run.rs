@@ -505,6 +505,8 @@ impl Qp {
         // What the run may move, for the trace events at its end (two loads).
         let state_was = proto.state();
         let cwnd_was = proto.send_queue().cwnd();
+        // Dropped after the sink (it sends what it holds when dropped; the sink flushes it).
+        let mut batch = crate::net::TxBatch::new();
         let mut sink = Sink {
             qp: self,
             av: attrs.av,
@@ -515,6 +517,7 @@ impl Qp {
                 route: route.as_ref(),
                 gid: gid.as_deref(),
             },
+            batch: Some(&mut batch),
         };
 
         // 0. What a user process posted.
@@ -538,6 +541,10 @@ impl Qp {
                 proto.on_timer(timer_kind(id), &mut sink);
             }
         }
+
+        // What the timers sent leaves before anything a received packet makes (a
+        // retransmission the ACK below asks for must not pass the ones held here).
+        sink.flush();
 
         // 2. Received packets.
         let mut env = Env {
@@ -593,6 +600,7 @@ impl Qp {
                     smac,
                 }),
                 kept: sink.kept,
+                batch: None,
             };
             // Fault injection: one relaxed load without a rule.
             let faults = &self.dev.get().data().faults;
@@ -759,6 +767,10 @@ impl Qp {
         // made went out unpaced; READ responses and deferred ACKs wait here with requests.
         let room = ndev.map_or(TX_BUDGET, |n| n.tx_room().min(TX_BUDGET));
         let more = proto.poll_tx(room, &mut sink);
+        // The run's packets leave, one chain a flow (net::TxBatch).
+        sink.flush();
+        drop(sink);
+        drop(batch);
         let tx_wait = more && room < TX_BUDGET;
         if tx_wait {
             counters.inc(Counter::TxWaits);

@@ -26,7 +26,7 @@ pub(super) struct RxCtx<'a> {
 }
 
 /// Applies proto's actions as they come.
-pub(super) struct Sink<'a> {
+pub(super) struct Sink<'a, 'b> {
     pub(super) qp: &'a Qp,
     pub(super) av: Option<Av>,
     pub(super) sport: u16,
@@ -35,9 +35,35 @@ pub(super) struct Sink<'a> {
     /// What the engine keeps between packets (the route of a connected QP sending to `av`,
     /// the source netdev), each part if it may be used.
     pub(super) kept: crate::net::Kept<'a>,
+    /// Where a run's packets wait to leave as one chain ([`crate::net::TxBatch`], owned by
+    /// the run, which sends what it holds when dropped); `None`: each packet leaves at once.
+    pub(super) batch: Option<&'b mut crate::net::TxBatch<'a>>,
 }
 
-impl Sink<'_> {
+impl Sink<'_, '_> {
+    /// Sends the packets the batch holds; those lost on the way are counted as
+    /// `tx_drops`.
+    pub(super) fn flush(&mut self) {
+        if let Some(b) = self.batch.as_mut() {
+            b.flush();
+        }
+        self.count_batch();
+    }
+
+    /// Counts what the batch reports of the chains it sent.
+    fn count_batch(&mut self) {
+        if let Some(b) = self.batch.as_mut() {
+            let lost = core::mem::take(&mut b.lost);
+            if lost != 0 {
+                self.qp.count(Counter::TxDrops, u64::from(lost));
+            }
+            let chains = core::mem::take(&mut b.chains);
+            if chains != 0 {
+                self.qp.count(Counter::TxChains, u64::from(chains));
+            }
+        }
+    }
+
     fn pkt_bytes(&self, r: proto::PktRange) -> Option<&[u8]> {
         let p = self.pkt?;
         p.ib.get(r.off as usize..(r.off as usize).checked_add(r.len as usize)?)
@@ -122,20 +148,29 @@ impl Sink<'_> {
         let mut fill = fill;
         let corrupt = fault == Some(FaultAction::Icrc);
         let dev = qp.dev.get();
-        let mut sent = crate::net::transmit(
-            dev, &av, self.sport, &tx.hdrs, len, kept, corrupt, &mut fill,
-        );
+        // A connected QP's packets may wait in the run's batch; a UD packet, whose
+        // destination is its WQE's, leaves at once.
+        let mut batch = self.batch.as_deref_mut().filter(|_| tx.ud_wqe.is_none());
+        let sport = self.sport;
+        let mut send_one =
+            |corrupt: bool, fill: &mut dyn FnMut(&mut [u8]) -> bool| match batch.as_mut() {
+                Some(b) => crate::net::transmit_batched(
+                    dev, &av, sport, &tx.hdrs, len, kept, corrupt, fill, b,
+                ),
+                None => crate::net::transmit(dev, &av, sport, &tx.hdrs, len, kept, corrupt, fill),
+            };
+        let mut sent = send_one(corrupt, &mut fill);
         if fault == Some(FaultAction::Dup) {
             if let Ok(bytes) = sent {
                 // The first copy counted here, the duplicate below like any packet.
                 qp.count(Counter::SentPkts, 1);
                 qp.count(Counter::SentBytes, u64::from(bytes));
                 super::trace_pkt(dev, qp.qpn, true, &tx.hdrs, len);
-                sent = crate::net::transmit(
-                    dev, &av, self.sport, &tx.hdrs, len, kept, false, &mut fill,
-                );
+                sent = send_one(false, &mut fill);
             }
         }
+        // A chain this packet sent when it started the next one.
+        self.count_batch();
         gather?;
         match sent {
             Ok(bytes) => {
@@ -301,7 +336,7 @@ impl Sink<'_> {
     }
 }
 
-impl ActionSink for Sink<'_> {
+impl ActionSink for Sink<'_, '_> {
     fn place(&mut self, a: Action) -> Result<(), proto::PlaceError> {
         self.place_action(&a)
     }

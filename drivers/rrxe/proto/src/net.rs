@@ -164,6 +164,19 @@ pub fn write_ipv4_udp(
     Some(IPV4_HDR_LEN + UDP_HDR_LEN)
 }
 
+/// Sets the identification of the IPv4 header at `out[..20]` to `id` and its checksum to
+/// match. A packet sent as the `id`-th of a chain (Linux's fraglist GSO) gets the head's id
+/// plus its index from the stack (`inet_gso_segment`); the ICRC covers the id, so each
+/// packet is built with it. `None` if `out` is shorter than the header.
+pub fn set_ipv4_id(out: &mut [u8], id: u16) -> Option<()> {
+    let h = out.get_mut(..IPV4_HDR_LEN)?;
+    h.get_mut(4..6)?.copy_from_slice(&id.to_be_bytes());
+    h.get_mut(10..12)?.copy_from_slice(&[0, 0]);
+    let cs = inet_checksum(h).to_be_bytes();
+    h.get_mut(10..12)?.copy_from_slice(&cs);
+    Some(())
+}
+
 /// Writes a 40-byte IPv6 header + 8-byte UDP header for an IB packet of
 /// `ib_len` bytes into `out[..48]` (UDP checksum 0).
 #[allow(clippy::too_many_arguments)]
@@ -238,6 +251,16 @@ mod tests {
         c[23] = 1;
         assert_eq!(locate_ib(&c), Err(NetError::NotRoce));
         assert_eq!(locate_ib(&b[..27]), Err(NetError::BadLength));
+    }
+
+    #[test]
+    fn v4_id() {
+        let mut b = [0u8; 28 + 16];
+        write_ipv4_udp(&mut b, [10, 0, 0, 1], [10, 0, 0, 2], 0, 64, 0xc000, 16).unwrap();
+        set_ipv4_id(&mut b, 0x1234).unwrap();
+        assert_eq!(&b[4..6], &[0x12, 0x34]);
+        assert_eq!(inet_checksum(&b[..20]), 0);
+        assert_eq!(set_ipv4_id(&mut b[..19], 1), None);
     }
 
     #[test]
