@@ -34,7 +34,7 @@ ROWS = [("ib_write_bw 64 KiB -e", "ib_write_bw-e", KIB64, 1),
         ("ib_read_lat 2 B", "ib_read_lat", 2, 1)]
 # The counters summed over the run (both VMs), for each build.
 COUNTERS = ("sent_pkts", "rcvd_pkts", "retransmits", "retransmit_timeouts", "cwnd_cuts",
-            "cwnd_undos", "tx_waits", "tx_drops", "duplicate_request")
+            "cwnd_undos", "tx_waits", "tx_drops", "tx_chains", "duplicate_request")
 
 
 def main():
@@ -77,6 +77,22 @@ def main():
     for n in COUNTERS:
         if n in counters["rrxe"] or n in counters["rrxe-b"]:
             out.append(f"| {n} | {counters['rrxe'].get(n, 0)} | {counters['rrxe-b'].get(n, 0)} |")
+    if res.notify:
+        out += ["", "Virtio notifications per 1000 frames (medians), each VM: kicks / interrupts "
+                "of the transmit queue per 1000 frames sent · kicks / interrupts of the receive "
+                "queue per 1000 frames received:", "",
+                "| row | VM | HEAD | REV |", "|---|---|---|---|"]
+        for name, test, size, q in ROWS:
+            if test.endswith("_lat"):
+                continue
+            for vm, who in (("vm1", "client"), ("vm0", "server")):
+                cells = []
+                for build in ("rrxe", "rrxe-b"):
+                    r = res.notify_rates(build, test, size, q, vm)
+                    f = lambda v: "–" if v is None else f"{v:.0f}"  # noqa: E731
+                    cells.append("–" if all(v is None for v in r)
+                                 else f"{f(r[0])} / {f(r[1])} · {f(r[2])} / {f(r[3])}")
+                out.append(f"| {name} | {who} | {cells[0]} | {cells[1]} |")
     text = "\n".join(out) + "\n"
     with open(f"{outdir}/bench-ab.md", "w", encoding="utf-8") as f:
         f.write(text)
