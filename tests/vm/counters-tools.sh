@@ -9,7 +9,8 @@
 # from the other VM (tests/vm/lib/pma-wire.py), answered from the port's counters with the
 # right statuses. After an ib_write_bw of 200 x 64 KiB: the port's byte and packet counters
 # in hw_counters/ and in the PerfMgt agent's counters/ (equal, and at least the bytes
-# written). And perfquery, which cannot address a RoCE port.
+# written), and the writer's packets sent in chains (tx_chains). And perfquery, which
+# cannot address a RoCE port.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -208,10 +209,10 @@ check "automatic per-QP counters again" rdma statistic qp set link "$DEV"/1 auto
 snap() {
   local i a b
   for ((i = 0; i < 50; i++)); do
-    a=$(cd "$P/hw_counters" && grep -H . sent_pkts rcvd_pkts sent_bytes rcvd_bytes)
+    a=$(cd "$P/hw_counters" && grep -H . sent_pkts rcvd_pkts sent_bytes rcvd_bytes tx_chains)
     b=$(cd "$P/counters" && grep -H . port_xmit_data port_rcv_data port_xmit_packets \
         port_rcv_packets unicast_xmit_packets unicast_rcv_packets multicast_xmit_packets)
-    if [ "$a" = "$(cd "$P/hw_counters" && grep -H . sent_pkts rcvd_pkts sent_bytes rcvd_bytes)" ]; then
+    if [ "$a" = "$(cd "$P/hw_counters" && grep -H . sent_pkts rcvd_pkts sent_bytes rcvd_bytes tx_chains)" ]; then
       printf '%s\n%s\n' "$a" "$b" | tr : = > "$T/$1"
       return 0
     fi
@@ -249,6 +250,15 @@ if [ "$bytes" -ge "$payload" ] && [ "$pkts" -ge 200 ]; then
   ok "${dir}_bytes grew by $bytes >= $payload written, ${dir}_pkts by $pkts"
 else
   not_ok "${dir}_bytes grew by $bytes (>= $payload written?), ${dir}_pkts by $pkts"
+fi
+# The writer's packets leave in chains (net::TxBatch): at least one, each of two or more.
+if [ "$RRXE_VM" = 1 ]; then
+  chains=$(($(get after tx_chains) - $(get before tx_chains)))
+  if [ "$chains" -ge 1 ] && [ $((2 * chains)) -le "$pkts" ]; then
+    ok "tx_chains grew by $chains for the $pkts packets sent (1 to $((pkts / 2)))"
+  else
+    not_ok "tx_chains grew by $chains for the $pkts packets sent (1 to $((pkts / 2))?)"
+  fi
 fi
 link=$(port_stat ${dir}_bytes)
 if [ "$link" = "$(get after ${dir}_bytes)" ]; then ok "rdma statistic shows the same ${dir}_bytes ($link)"
