@@ -694,16 +694,22 @@ static void rrxe_route_set6(struct rrxe_route *r, struct dst_entry *dst,
 
 /*
  * Packets of one flow sent as one skb: a UDP GSO skb of the fraglist kind (SKB_GSO_UDP_L4 |
- * SKB_GSO_FRAGLIST, what UDP GRO builds for forwarding). The head is the first packet, the
- * others hang on its frag_list in order; each was built whole, headers and ICRC, as if sent
- * alone. Where the device cannot take it (every device here but veth, macvlan and ipvlan,
- * which pass it on), validate_xmit_skb splits it back into those packets
- * (skb_segment_list: no copy, no checksum; the head's UDP length set back to its own) and
- * the driver gets them as one burst (xmit_more on all but the last: virtio-net notifies the
- * device once). inet_gso_segment rewrites each IPv4 packet's tot_len, checksum and id: the
- * id becomes the head's plus the packet's index, which the caller wrote already (the ICRC
- * covers the id). A receiver that gets it whole (over veth) splits it the same way in
- * udp_rcv_segment.
+ * SKB_GSO_FRAGLIST). The head is the first packet, the others hang on its frag_list in
+ * order; each was built whole, headers and ICRC, as if sent alone. The first device's
+ * validate_xmit_skb splits it back into those packets (skb_segment_list: no copy, no
+ * checksum; the head's UDP length set back to its own), and its driver gets them as one
+ * burst (xmit_more on all but the last: virtio-net notifies the device once).
+ * inet_gso_segment rewrites each IPv4 packet's tot_len, checksum and id: the id becomes the
+ * head's plus the packet's index, which the caller wrote already (the ICRC covers the id).
+ *
+ * The chain never leaves the first device whole (rrxe_glue_tx_chain_seal): its members keep
+ * their own IP and UDP headers where GRO's keep only their payload, so anything that read
+ * it as one datagram (generic XDP or a tc program that linearises it, which sends it to
+ * skb_segment's cut every gso_size bytes; a packet socket on a veth) would see other bytes
+ * than the packets. Before the split the IP layer sees the chain as one datagram with the
+ * head's headers: netfilter's OUTPUT and POSTROUTING rules that rewrite headers (TTL, DSCP)
+ * change the head's alone (the ICRC masks both), and length or rate matches count the
+ * chain as one packet; a tc egress program on the first device runs before the split too.
  *
  * rrxe_glue_tx_chain hangs seg after *tail (NULL: the first) and accounts for it in head.
  */
@@ -723,9 +729,11 @@ void rrxe_glue_tx_chain(struct sk_buff *head, struct sk_buff **tail, struct sk_b
 /*
  * Makes head, with segs packets in all (2 or more, chained by rrxe_glue_tx_chain), a GSO
  * skb. gso_size is the head's own UDP payload, as skb_segment_list's geometry check wants;
- * the UDP length becomes the whole one, as GRO leaves it, so that a receiver that takes it
- * whole does not trim it to the head. CHECKSUM_UNNECESSARY: no checksum to fill (RoCEv2's
- * UDP checksum is 0; on transmit it means CHECKSUM_NONE, which the GSO layer would warn of).
+ * the UDP length becomes the whole one, as GRO leaves it (the IP layer's view until the
+ * split). CHECKSUM_NONE, the truth (RoCEv2's UDP checksum is 0): netif_needs_gso then
+ * has every device split the chain, even one that takes fraglist GSO skbs whole (veth,
+ * macvlan, ipvlan, a bridge: see above). __skb_gso_segment's bad-offload warning is for a
+ * CHECKSUM_NONE skb cut into new ones; skb_segment_list returns the head itself.
  */
 void rrxe_glue_tx_chain_seal(struct sk_buff *head, u16 segs)
 {
@@ -736,7 +744,7 @@ void rrxe_glue_tx_chain_seal(struct sk_buff *head, u16 segs)
 	sh->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
 	sh->gso_segs = segs;
 	udp_hdr(head)->len = htons(head->len - thoff);
-	head->ip_summed = CHECKSUM_UNNECESSARY;
+	head->ip_summed = CHECKSUM_NONE;
 }
 
 /*

@@ -9,6 +9,8 @@
 # address is local (through lo), so the packet takes rrxe's local path, and it must reach the
 # QPs of the device owning the destination (QP numbers are per device: both may hand out
 # the same ones). (Over IPv4 the route bound to the sending device crosses the veth instead.)
+# Then two devices on a veth pair whose far end is in another namespace, over IPv4: the
+# packets an ib_write_bw sends in chains cross the veth one frame each.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -55,5 +57,39 @@ else not_ok "both devices received their side's packets ($d1, $d2)"; fi
 for d in rrxe1 rrxe2; do rdma statistic show link $d/1 | sed 's/^/# /'; done
 check "rdma link delete rrxe1, rrxe2; the veth pair goes" sh -c \
   'rdma link delete rrxe1 && rdma link delete rrxe2 && ip link del rrv0'
+
+# Across a veth into another namespace, over IPv4: rrxe hands a run's consecutive packets of
+# one flow to the IP layer as one skb (a chain, tx_chains), which a veth would take whole
+# (it has NETIF_F_FRAGLIST and fraglist GSO); rrxe has the first device split it, so the
+# far end sees one frame per packet (a packet socket there, or an XDP or tc program that
+# reads the frame), never one longer than the link's MTU.
+check "a veth pair rrv2 (10.88.0.1) / rrv3 (10.88.0.2, namespace rrvns)" sh -c 'ip netns add rrvns &&
+  ip link add rrv2 type veth peer name rrv3 netns rrvns && ip addr add 10.88.0.1/24 dev rrv2 &&
+  ip link set rrv2 up && ip -n rrvns addr add 10.88.0.2/24 dev rrv3 &&
+  ip -n rrvns link set rrv3 up && ip -n rrvns link set lo up'
+check "rdma link add rrxe3 (rrv2), rrxe4 (rrv3, from rrvns)" sh -c \
+  'rdma link add rrxe3 type rrxe netdev rrv2 && ip netns exec rrvns rdma link add rrxe4 type rrxe netdev rrv3'
+G3=$(retry 20 0.3 gid_index_v4 rrxe3 10.88.0.1) || G3=1
+G4=$(ip netns exec rrvns bash -c '. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"; retry 20 0.3 gid_index_v4 rrxe4 10.88.0.2') || G4=1
+VCAP=$(mktemp)
+ip netns exec rrvns python3 "$RRXE_ROOT/tests/vm/lib/roce-capture.py" rrv3 >"$VCAP" 2>"$VCAP.err" &
+vcid=$!
+retry 50 0.2 grep -q listening "$VCAP.err"
+c0=$(rdma statistic show link rrxe3/1 | tr ' ' '\n' | awk 'f {print; exit} $0 == "tx_chains" {f=1}')
+both "across the veth: ib_write_bw rrxe3 -> rrxe4 64 KiB x100" -- \
+  ip netns exec rrvns ib_write_bw -d rrxe4 -x "$G4" -p 18609 -s 65536 -n 100 -F -- \
+  ib_write_bw -d rrxe3 -x "$G3" -p 18609 -s 65536 -n 100 -F 10.88.0.2
+c1=$(rdma statistic show link rrxe3/1 | tr ' ' '\n' | awk 'f {print; exit} $0 == "tx_chains" {f=1}')
+kill -TERM "$vcid"; wait "$vcid"
+vmax=$(sed -n 's/^max_frame=//p' "$VCAP.err")
+vn=$(awk '{ sub(/^n=/, "", $NF); n += $NF } END { print n + 0 }' "$VCAP")
+if [ $((c1 - c0)) -gt 0 ] && [ "$vn" -ge 6400 ] && [ -n "$vmax" ] && [ "$vmax" -le 1514 ]; then
+  ok "rrv3 got the chained packets one frame each ($((c1 - c0)) chains, $vn frames, the longest $vmax bytes)"
+else
+  not_ok "rrv3 got the chained packets one frame each ($((c1 - c0)) chains, $vn frames, the longest ${vmax:-?} bytes, at most 1514)"
+fi
+rm -f "$VCAP" "$VCAP.err"
+check "rdma link delete rrxe3, rrxe4; the veth pair and rrvns go" sh -c \
+  'rdma link delete rrxe3 && rdma link delete rrxe4 && ip link del rrv2 && ip netns del rrvns'
 user_teardown
 tap_done

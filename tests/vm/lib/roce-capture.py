@@ -10,6 +10,9 @@ With --addrs, one line per (source MAC, source IP, destination IP) instead:
 
     smac=52:54:00:77:10:02 src=10.77.0.12 dst=10.77.0.11 n=812
 
+At the end, on standard error: max_frame=N, the longest RoCEv2 frame seen (Ethernet header
+included): one longer than the link's MTU allows is several packets passed on as one skb.
+
 Usage: roce-capture.py [--addrs] IFACE
 """
 import collections
@@ -23,6 +26,7 @@ SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 SO_RCVBUFFORCE = 33
 counts = collections.Counter()
+max_frame = 0
 stop = False
 ADDRS = "--addrs" in sys.argv[1:]
 IFACE = [a for a in sys.argv[1:] if a != "--addrs"][0]
@@ -64,11 +68,13 @@ def parse(frame):
 
 
 def count(frame, addr):
+    global max_frame
     if addr[2] == socket.PACKET_OUTGOING:
         return
     k = parse(frame)
     if k:
         counts[k] += 1
+        max_frame = max(max_frame, len(frame))
 
 
 def main():
@@ -103,6 +109,7 @@ def main():
         else:
             ver, tc, sport, dqp = k
             print(f"{ver} tc={tc} ecn={tc & 3} sport={sport} dqp={dqp} n={n}")
+    print(f"max_frame={max_frame}", file=sys.stderr, flush=True)
 
 
 main()
