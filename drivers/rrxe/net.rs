@@ -360,6 +360,10 @@ pub(crate) struct TxBatch<'a> {
     open: Option<OpenChain<'a>>,
     /// Packets lost when a chain was sent (no route, a full qdisc), for the caller to count.
     pub(crate) lost: u32,
+    /// Packets handed to the IP layer in chains sent whole, and their IP bytes, for the
+    /// caller to count: a held packet counts as sent only once its chain is.
+    pub(crate) sent_pkts: u32,
+    pub(crate) sent_bytes: u64,
     /// Chains of two or more packets sent, for the caller to count.
     pub(crate) chains: u32,
 }
@@ -375,7 +379,10 @@ struct OpenChain<'a> {
     route: Option<&'a crate::glue::RouteCache>,
     /// The head's IB length: no packet after it is longer.
     ib_len: usize,
+    /// IB bytes held (against [`CHAIN_BYTES`]).
     bytes: usize,
+    /// IP bytes held (`sent_bytes` once sent).
+    ip_bytes: u64,
 }
 
 impl<'a> TxBatch<'a> {
@@ -384,6 +391,8 @@ impl<'a> TxBatch<'a> {
         TxBatch {
             open: None,
             lost: 0,
+            sent_pkts: 0,
+            sent_bytes: 0,
             chains: 0,
         }
     }
@@ -394,8 +403,12 @@ impl<'a> TxBatch<'a> {
             let n = u32::from(o.chain.segs());
             if o.chain.send(o.v6, &o.sip, &o.dip, o.route).is_err() {
                 self.lost = self.lost.saturating_add(n);
-            } else if n > 1 {
-                self.chains = self.chains.saturating_add(1);
+            } else {
+                self.sent_pkts = self.sent_pkts.saturating_add(n);
+                self.sent_bytes = self.sent_bytes.saturating_add(o.ip_bytes);
+                if n > 1 {
+                    self.chains = self.chains.saturating_add(1);
+                }
             }
             drop(o.ndev);
         }
@@ -411,8 +424,8 @@ impl Drop for TxBatch<'_> {
 }
 
 /// [`transmit`] into `batch`: the packet joins the chain held there, or sends that chain
-/// and starts one. Returns what [`transmit`] does; a chain lost when it is sent is counted in
-/// `batch.lost`.
+/// and starts one. Returns what [`transmit`] does, for a packet built and held; whether it
+/// was sent is known when its chain is: `batch.sent_pkts` or `batch.lost`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn transmit_batched<'a>(
     dev: &crate::glue::IbDev,
@@ -451,6 +464,7 @@ pub(crate) fn transmit_batched<'a>(
             Some(o) => {
                 o.chain.push(skb);
                 o.bytes = o.bytes.saturating_add(ib_len);
+                o.ip_bytes = o.ip_bytes.saturating_add(u64::from(sent));
             }
             None => {
                 batch.open = Some(OpenChain {
@@ -463,6 +477,7 @@ pub(crate) fn transmit_batched<'a>(
                     route: kept.route,
                     ib_len,
                     bytes: ib_len,
+                    ip_bytes: u64::from(sent),
                 });
             }
         }

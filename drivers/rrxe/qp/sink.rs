@@ -50,12 +50,19 @@ impl Sink<'_, '_> {
         self.count_batch();
     }
 
-    /// Counts what the batch reports of the chains it sent.
+    /// Counts what the batch reports of the chains it sent: the packets held count as sent
+    /// once their chain is, as lost if it was not.
     fn count_batch(&mut self) {
         if let Some(b) = self.batch.as_mut() {
             let lost = core::mem::take(&mut b.lost);
             if lost != 0 {
                 self.qp.count(Counter::TxDrops, u64::from(lost));
+            }
+            let sent = core::mem::take(&mut b.sent_pkts);
+            if sent != 0 {
+                self.qp.count(Counter::SentPkts, u64::from(sent));
+                self.qp
+                    .count(Counter::SentBytes, core::mem::take(&mut b.sent_bytes));
             }
             let chains = core::mem::take(&mut b.chains);
             if chains != 0 {
@@ -151,6 +158,8 @@ impl Sink<'_, '_> {
         // A connected QP's packets may wait in the run's batch; a UD packet, whose
         // destination is its WQE's, leaves at once.
         let mut batch = self.batch.as_deref_mut().filter(|_| tx.ud_wqe.is_none());
+        // A batched packet counts as sent when its chain is (`count_batch`).
+        let batched = batch.is_some();
         let sport = self.sport;
         let mut send_one =
             |corrupt: bool, fill: &mut dyn FnMut(&mut [u8]) -> bool| match batch.as_mut() {
@@ -163,8 +172,10 @@ impl Sink<'_, '_> {
         if fault == Some(FaultAction::Dup) {
             if let Ok(bytes) = sent {
                 // The first copy counted here, the duplicate below like any packet.
-                qp.count(Counter::SentPkts, 1);
-                qp.count(Counter::SentBytes, u64::from(bytes));
+                if !batched {
+                    qp.count(Counter::SentPkts, 1);
+                    qp.count(Counter::SentBytes, u64::from(bytes));
+                }
                 super::trace_pkt(dev, qp.qpn, true, &tx.hdrs, len);
                 sent = send_one(false, &mut fill);
             }
@@ -174,8 +185,10 @@ impl Sink<'_, '_> {
         gather?;
         match sent {
             Ok(bytes) => {
-                qp.count(Counter::SentPkts, 1);
-                qp.count(Counter::SentBytes, u64::from(bytes));
+                if !batched {
+                    qp.count(Counter::SentPkts, 1);
+                    qp.count(Counter::SentBytes, u64::from(bytes));
+                }
                 super::trace_pkt(dev, qp.qpn, true, &tx.hdrs, len);
             }
             Err(e) => {
