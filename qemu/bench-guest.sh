@@ -101,7 +101,8 @@ listening() {
 # port every call (@PORT in the arguments); the client's output goes to stdout. VM 0 tells
 # VM 1 once its server listens, so that the client starts once (it still retries, 30 times,
 # if its connection fails) and the MARK lines VM 1 prints around it, for the host's CPU
-# measure, hold the client's run alone. Then VM 1 tells VM 0 that its client is done; VM 0
+# measure, hold the client's run alone. Then VM 1 tells VM 0 that its client is done (VM 0
+# waits for that word as long as VM 1's tries may take, so the two stay on the same run); VM 0
 # gives its server 10 s more to exit on its own, then kills it (STUCK), so that a server that
 # misses its client's end (seen with siw's -e servers) costs 10 s, not TIMEOUT. Sets
 # RUN_TICKS: this VM's kernel CPU (kcpu) while the client ran (on VM 0: from its word to VM 1
@@ -117,7 +118,11 @@ run() {
   if [ "$RRXE_VM" = 0 ]; then
     timeout "$t" "${srv[@]}" > /dev/null 2>&1 &
     sp=$!
-    peer_wait $((port + 10000)) "$t" &
+    # As long as VM 1 may take (its wait for this word, 30 tries of at most TIMEOUT): a
+    # VM 0 that stopped waiting first would start its next server while VM 1 still tried
+    # this one, and from then on every word would come a step late (one siw client
+    # crashing in librdmacm cost a whole run's rest that way).
+    peer_wait $((port + 10000)) $((60 + 30 * (t + 1))) &
     wp=$!
     listening "$port" 30 || say "no server on port $port after 30 s: ${srv[*]}"
     peer_signal $((port + 20000))

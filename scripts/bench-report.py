@@ -89,7 +89,7 @@ def main():
     spin = m("udp", "sockperf-spin", 14)
     if spin is not None:
         out.append(f"| UDP ping-pong, 14 B, both sides spinning | µs | {cell(res, 'udp', 'sockperf-spin', 14, unit='usec')}"
-                   + " |" * len(stacks) + f" | {ratio(spin, floor)} | |")
+                   + " |" * len(stacks) + f" {ratio(spin, floor)} | |")
     for name, test, _, rtt in LATENCY:
         base = floor * rtt if floor else None
         label = f"{name} (t_typical{', a round trip' if rtt == 2 else ''})"
