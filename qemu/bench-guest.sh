@@ -120,8 +120,8 @@ run() {
     sp=$!
     # As long as VM 1 may take (its wait for this word, 30 tries of at most TIMEOUT): a
     # VM 0 that stopped waiting first would start its next server while VM 1 still tried
-    # this one, and from then on every word would come a step late (one siw client
-    # crashing in librdmacm cost a whole run's rest that way).
+    # this one, and from then on every word would come a step late (a run lost the rest of
+    # its tests after a siw client crashed in librdmacm, this way as far as its logs show).
     peer_wait $((port + 10000)) $((60 + 30 * (t + 1))) &
     wp=$!
     listening "$port" 30 || say "no server on port $port after 30 s: ${srv[*]}"
