@@ -43,7 +43,7 @@ check "rdma link add rrxe1 (rrv0), rrxe2 (rrv1)" sh -c \
   'rdma link add rrxe1 type rrxe netdev rrv0 && rdma link add rrxe2 type rrxe netdev rrv1'
 G1=$(retry 20 0.3 gid_index_v6 rrxe1 fd88::1) || G1=0
 G2=$(retry 20 0.3 gid_index_v6 rrxe2 fd88::2) || G2=0
-rcvd() { rdma statistic show link "$1"/1 | tr ' ' '\n' | awk 'f {print; exit} $0 == "rcvd_pkts" {f=1}'; }
+rcvd() { dev_counter rcvd_pkts "$1"; }
 r1=$(rcvd rrxe1) r2=$(rcvd rrxe2)
 both "two devices: ibv_rc_pingpong rrxe1 -> rrxe2 4 KiB x100, checked" -- \
   ibv_rc_pingpong -d rrxe2 -g "$G2" -p 18607 -n 100 -s 4096 -c -- \
@@ -72,17 +72,14 @@ check "rdma link add rrxe3 (rrv2), rrxe4 (rrv3, from rrvns)" sh -c \
 G3=$(retry 20 0.3 gid_index_v4 rrxe3 10.88.0.1) || G3=1
 G4=$(ip netns exec rrvns bash -c '. "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"; retry 20 0.3 gid_index_v4 rrxe4 10.88.0.2') || G4=1
 VCAP=$(mktemp)
-ip netns exec rrvns python3 "$RRXE_ROOT/tests/vm/lib/roce-capture.py" rrv3 >"$VCAP" 2>"$VCAP.err" &
-vcid=$!
-retry 50 0.2 grep -q listening "$VCAP.err"
-c0=$(rdma statistic show link rrxe3/1 | tr ' ' '\n' | awk 'f {print; exit} $0 == "tx_chains" {f=1}')
+frames_start rrvns rrv3 "$VCAP"
+c0=$(dev_counter tx_chains rrxe3)
 both "across the veth: ib_write_bw rrxe3 -> rrxe4 64 KiB x100" -- \
   ip netns exec rrvns ib_write_bw -d rrxe4 -x "$G4" -p 18609 -s 65536 -n 100 -F -- \
   ib_write_bw -d rrxe3 -x "$G3" -p 18609 -s 65536 -n 100 -F 10.88.0.2
-c1=$(rdma statistic show link rrxe3/1 | tr ' ' '\n' | awk 'f {print; exit} $0 == "tx_chains" {f=1}')
-kill -TERM "$vcid"; wait "$vcid"
-vmax=$(sed -n 's/^max_frame=//p' "$VCAP.err")
-vn=$(awk '{ sub(/^n=/, "", $NF); n += $NF } END { print n + 0 }' "$VCAP")
+c1=$(dev_counter tx_chains rrxe3)
+frames_stop "$VCAP"
+vn=$frames_n vmax=$frames_max
 if [ $((c1 - c0)) -gt 0 ] && [ "$vn" -ge 6400 ] && [ -n "$vmax" ] && [ "$vmax" -le 1514 ]; then
   ok "rrv3 got the chained packets one frame each ($((c1 - c0)) chains, $vn frames, the longest $vmax bytes)"
 else

@@ -66,15 +66,12 @@ RRXE_PEER_IP=$(pod_peer_ip 2) pair "pod2 to pod2: ib_send_lat -x $G2, x200" 180 
 # MTU (rrxe has the first device split it; a KIND device whose lower device can take
 # fraglist skbs, a veth's, would pass it on whole: user-loopback checks a veth).
 PCAP=$TMPDIR/netns-pod2-capture
-ip netns exec pod2 python3 "$RRXE_ROOT/tests/vm/lib/roce-capture.py" net0 >"$PCAP" 2>"$PCAP.err" &
-pcid=$!
-retry 50 0.2 grep -q listening "$PCAP.err"
+frames_start pod2 net0 "$PCAP"
 both "pod1 to pod2 on this VM: ibv_rc_pingpong, checked" -- \
   ip netns exec pod2 ibv_rc_pingpong -d rrxe0 -g "$G2" -p $((p + 6 + RRXE_VM * 10)) -n 50 -s 4096 -c -- \
   ip netns exec pod1 ibv_rc_pingpong -d rrxe0 -g "$G1" -p $((p + 6 + RRXE_VM * 10)) -n 50 -s 4096 -c "$(pod_ip 2)"
-kill -TERM "$pcid"; wait "$pcid"
-pmax=$(sed -n 's/^max_frame=//p' "$PCAP.err")
-pn=$(awk '{ sub(/^n=/, "", $NF); n += $NF } END { print n + 0 }' "$PCAP")
+frames_stop "$PCAP"
+pn=$frames_n pmax=$frames_max
 if [ "$pn" -ge 200 ] && [ -n "$pmax" ] && [ "$pmax" -le 1514 ]; then
   ok "pod2's net0 got pod1's packets one frame each ($pn frames, the longest $pmax bytes)"
 else not_ok "pod2's net0 got pod1's packets one frame each ($pn frames, the longest ${pmax:-?} bytes, at most 1514)"; fi

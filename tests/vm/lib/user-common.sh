@@ -233,8 +233,24 @@ relay_tap() {
   if [ "$rc" = 0 ]; then ok "$name exit status 0"; else not_ok "$name exit status $rc"; fi
 }
 
-# dev_counter NAME: $DEV's port counter NAME (`rdma statistic`, read fresh).
-dev_counter() { rdma statistic show link "$DEV/1" | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
+# dev_counter NAME [DEV]: the port counter NAME of DEV (default $DEV; `rdma statistic`, read
+# fresh).
+dev_counter() { rdma statistic show link "${2:-$DEV}/1" | tr ' ' '\n' | awk -v n="$1" 'f {print; exit} $0 == n {f=1}'; }
+
+# frames_start NS IFACE FILE: tests/vm/lib/roce-capture.py on IFACE in namespace NS, into FILE
+# (FILE.err), from when it listens; frames_stop FILE then stops it (in this shell: it waits
+# for its child) and sets frames_n, the RoCEv2 frames that arrived, and frames_max, the
+# longest one's bytes (empty if it printed none).
+frames_start() {
+  ip netns exec "$1" python3 "$RRXE_ROOT/tests/vm/lib/roce-capture.py" "$2" >"$3" 2>"$3.err" &
+  frames_pid=$!
+  retry 50 0.2 grep -q listening "$3.err"
+}
+frames_stop() {
+  kill -TERM "$frames_pid"; wait "$frames_pid"
+  frames_n=$(awk '{ sub(/^n=/, "", $NF); n += $NF } END { print n + 0 }' "$1")
+  frames_max=$(sed -n 's/^max_frame=//p' "$1.err")
+}
 
 # errno_of_write FILE TEXT [CMD ARGS...]: writes TEXT to FILE in one write(2), run under CMD
 # if given (setpriv ...); prints OK or the errno's name (the shell's echo reports every
