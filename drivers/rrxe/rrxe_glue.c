@@ -82,31 +82,74 @@ unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev)
 }
 
 /*
- * How many more packets ndev's transmit queues should be given now: they count as full at
- * half of tx_queue_len (beyond tx_queue_len a qdisc drops what it is given). A device
- * without a queue (noqueue: macvlan, ipvlan, loopback) has room for all. A queue's packets
- * are its skbs or, if more, its bytes in full-sized packets: one skb may carry a chain of
- * packets (rrxe_glue_tx_chain).
+ * How many packets ndev's transmit queues hold, and how many they count as full at: half
+ * of tx_queue_len (beyond tx_queue_len a qdisc drops what it is given); *limit is 0 for a
+ * device without a queue length. A queue's packets are its skbs or, if more, its bytes in
+ * full-sized packets: one skb may carry a chain of packets (rrxe_glue_tx_chain). A root
+ * qdisc that is not multiqueue (netem, prio, htb, tbf; not mq or mqprio) is the
+ * qdisc of every transmit queue: it is counted once, not once per queue. An mq root gives
+ * each queue a child of its own: those are added up.
  */
-unsigned int rrxe_glue_netdev_tx_room(struct net_device *ndev)
+static unsigned int rrxe_glue_netdev_tx_queued(struct net_device *ndev, unsigned int *limit)
 {
-	unsigned int limit = READ_ONCE(ndev->tx_queue_len) / 2, queued = 0, i;
-	unsigned int mtu = max(READ_ONCE(ndev->mtu), 68U);
+	unsigned int mtu = max(READ_ONCE(ndev->mtu), 68U), queued = 0, i;
+	struct Qdisc *prev = NULL;
 
-	if (!limit)
-		return UINT_MAX;
+	*limit = READ_ONCE(ndev->tx_queue_len) / 2;
 	rcu_read_lock_bh();
 	for (i = 0; i < ndev->real_num_tx_queues; i++) {
 		struct Qdisc *q = rcu_dereference_bh(netdev_get_tx_queue(ndev, i)->qdisc);
 		__u32 qlen, backlog;
 
-		if (!q)
+		/* A shared root is the same pointer on every queue, so on consecutive ones. */
+		if (!q || q == prev)
 			continue;
+		prev = q;
 		qdisc_qstats_qlen_backlog(q, &qlen, &backlog);
 		queued += max(qlen, backlog / mtu);
 	}
 	rcu_read_unlock_bh();
+	return queued;
+}
+
+/*
+ * How many more packets ndev's transmit queues should be given now (above); a device
+ * without a queue length (tx_queue_len 0) has room for all.
+ */
+unsigned int rrxe_glue_netdev_tx_room(struct net_device *ndev)
+{
+	unsigned int limit, queued;
+
+	if (!READ_ONCE(ndev->tx_queue_len))
+		return UINT_MAX;
+	queued = rrxe_glue_netdev_tx_queued(ndev, &limit);
+	if (!limit)
+		return UINT_MAX;
 	return queued < limit ? limit - queued : 0;
+}
+
+/*
+ * The text of debugfs rrxe/<dev>/tx_room: the device's netdev, what its queues hold and
+ * the room a QP's run sees, as rrxe_glue_netdev_tx_room counts them. Returns its length.
+ */
+size_t rrxe_glue_netdev_tx_show(struct ib_device *ib, char *buf, size_t len)
+{
+	struct net_device *ndev = ib_device_get_netdev(ib, 1);
+	unsigned int limit, queued;
+	int n;
+
+	if (!ndev)
+		return scnprintf(buf, len, "netdev none\n");
+	queued = rrxe_glue_netdev_tx_queued(ndev, &limit);
+	if (limit)
+		n = scnprintf(buf, len, "netdev %s\nqueues %u\nqueued %u\nlimit %u\nroom %u\n",
+			      netdev_name(ndev), ndev->real_num_tx_queues, queued, limit,
+			      queued < limit ? limit - queued : 0);
+	else
+		n = scnprintf(buf, len, "netdev %s\nqueues %u\nqueued %u\nlimit none\nroom all\n",
+			      netdev_name(ndev), ndev->real_num_tx_queues, queued);
+	dev_put(ndev);
+	return n;
 }
 
 void rrxe_glue_netdev_eui64(const struct net_device *ndev, u8 *guid)

@@ -113,6 +113,7 @@ bool rrxe_glue_netdev_is_ether(const struct net_device *ndev);
 bool rrxe_glue_netdev_oper_up(const struct net_device *ndev);
 unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev);
 unsigned int rrxe_glue_netdev_tx_room(struct net_device *ndev);
+size_t rrxe_glue_netdev_tx_show(struct ib_device *ib, char *buf, size_t len);
 void rrxe_glue_netdev_eui64(const struct net_device *ndev, u8 *guid);
 const char *rrxe_glue_netdev_name(const struct net_device *ndev);
 void rrxe_glue_netdev_put(struct net_device *ndev);

@@ -3,7 +3,9 @@
  * debugfs: /sys/kernel/debug/rrxe/<dev>/faults, the fault injection rules of a device.
  * Reading lists the rules with their counts; writing adds rules or clears them. And
  * /sys/kernel/debug/rrxe/<dev>/capture, its capture netdev (rrxe_glue_capture.c): reading
- * gives its name (empty without one), writing 1 creates it, 0 removes it. The text is the
+ * gives its name (empty without one), writing 1 creates it, 0 removes it. And, read-only,
+ * /sys/kernel/debug/rrxe/<dev>/tx_room: what the netdev's transmit queues hold and the room
+ * a QP's run sees (rrxe_glue_netdev_tx_show). The faults' and capture's text is the
  * driver's (Rust, through the functions given to rrxe_glue_debugfs_init); this file only
  * moves bytes between user space and those functions and checks the writer's right.
  */
@@ -118,6 +120,19 @@ static const struct file_operations rrxe_capture_fops = {
 	.llseek = default_llseek,
 };
 
+static ssize_t rrxe_tx_room_read(struct file *file, char __user *ubuf, size_t count,
+				 loff_t *ppos)
+{
+	return rrxe_debugfs_read(file, ubuf, count, ppos, rrxe_glue_netdev_tx_show);
+}
+
+static const struct file_operations rrxe_tx_room_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = rrxe_tx_room_read,
+	.llseek = default_llseek,
+};
+
 struct dentry *rrxe_glue_debugfs_add(struct ib_device *ib)
 {
 	struct dentry *dir;
@@ -129,6 +144,7 @@ struct dentry *rrxe_glue_debugfs_add(struct ib_device *ib)
 		return NULL;
 	debugfs_create_file("faults", 0600, dir, ib, &rrxe_faults_fops);
 	debugfs_create_file("capture", 0600, dir, ib, &rrxe_capture_fops);
+	debugfs_create_file("tx_room", 0400, dir, ib, &rrxe_tx_room_fops);
 	return dir;
 }
 

@@ -10,7 +10,8 @@
 # QPs of the device owning the destination (QP numbers are per device: both may hand out
 # the same ones). (Over IPv4 the route bound to the sending device crosses the veth instead.)
 # Then two devices on a veth pair whose far end is in another namespace, over IPv4: the
-# packets an ib_write_bw sends in chains cross the veth one frame each.
+# packets an ib_write_bw sends in chains cross the veth one frame each, and the room a QP
+# sees on the veth's four transmit queues counts a netem root's packets once.
 . "$RRXE_ROOT/tests/vm/lib/guest-lib.sh"
 . "$RRXE_ROOT/tests/vm/lib/user-common.sh"
 
@@ -63,8 +64,9 @@ check "rdma link delete rrxe1, rrxe2; the veth pair goes" sh -c \
 # (it has NETIF_F_FRAGLIST and fraglist GSO); rrxe has the first device split it, so the
 # far end sees one frame per packet (a packet socket there, or an XDP or tc program that
 # reads the frame), never one longer than the link's MTU.
-check "a veth pair rrv2 (10.88.0.1) / rrv3 (10.88.0.2, namespace rrvns)" sh -c 'ip netns add rrvns &&
-  ip link add rrv2 type veth peer name rrv3 netns rrvns && ip addr add 10.88.0.1/24 dev rrv2 &&
+check "a veth pair rrv2 (10.88.0.1, 4 queues, IPv4 only) / rrv3 (10.88.0.2, namespace rrvns)" sh -c '
+  ip netns add rrvns && ip link add rrv2 numtxqueues 4 numrxqueues 4 type veth peer name rrv3 netns rrvns &&
+  sysctl -qw net.ipv6.conf.rrv2.disable_ipv6=1 && ip addr add 10.88.0.1/24 dev rrv2 &&
   ip link set rrv2 up && ip -n rrvns addr add 10.88.0.2/24 dev rrv3 &&
   ip -n rrvns link set rrv3 up && ip -n rrvns link set lo up'
 check "rdma link add rrxe3 (rrv2), rrxe4 (rrv3, from rrvns)" sh -c \
@@ -86,6 +88,26 @@ else
   not_ok "rrv3 got the chained packets one frame each ($((c1 - c0)) chains, $vn frames, the longest ${vmax:-?} bytes, at most 1514)"
 fi
 rm -f "$VCAP" "$VCAP.err"
+
+# The room a QP's run sees on rrv2 (debugfs tx_room): half of its tx_queue_len, less what
+# its queues hold. A root qdisc that is not multiqueue (netem here) is the qdisc of all four
+# transmit queues and holds its packets once: tx_room counts them once, as tc does.
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+TXR=/sys/kernel/debug/rrxe/rrxe3/tx_room
+txr() { awk -v k="$1" '$1 == k {print $2}' "$TXR"; }
+if [ "$(txr netdev)" = rrv2 ] && [ "$(txr queues)" = 4 ] && [ "$(txr queued)" = 0 ] && [ "$(txr limit)" = 500 ] &&
+  [ "$(txr room)" = 500 ]; then ok "tx_room of rrxe3: rrv2, 4 queues, none queued, room 500 (txqueuelen 1000)"
+else not_ok "tx_room of rrxe3: rrv2, 4 queues, none queued, room 500: $(tr '\n' ' ' < "$TXR")"; fi
+check "netem delay 5s at the root of rrv2, rrv3's address resolved for good" sh -c '
+  modprobe -d "$RRXE_MODROOT" sch_netem && tc qdisc add dev rrv2 root netem delay 5s limit 1000 &&
+  ip neigh replace 10.88.0.2 lladdr "$(ip -n rrvns -br link show rrv3 | awk "{print \$3}")" dev rrv2 nud permanent'
+for _ in $(seq 40); do echo x > /dev/udp/10.88.0.2/9; done
+tcq=$(tc -s qdisc show dev rrv2 | sed -n 's/.*backlog [^ ]* \([0-9]*\)p.*/\1/p' | head -1)
+q=$(txr queued) room=$(txr room)
+if [ "${tcq:-0}" -ge 40 ] && [ "$q" = "$tcq" ] && [ "$room" = $((500 - tcq)) ]; then
+  ok "tx_room counts netem's $tcq held packets once over 4 queues (queued $q, room $room)"
+else not_ok "tx_room counts netem's held packets once over 4 queues (tc ${tcq:-?}, queued ${q:-?}, room ${room:-?})"; fi
+check "remove netem from rrv2" tc qdisc del dev rrv2 root
 check "rdma link delete rrxe3, rrxe4; the veth pair and rrvns go" sh -c \
   'rdma link delete rrxe3 && rdma link delete rrxe4 && ip link del rrv2 && ip netns del rrvns'
 user_teardown
