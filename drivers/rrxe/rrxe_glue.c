@@ -82,20 +82,17 @@ unsigned int rrxe_glue_netdev_mtu(const struct net_device *ndev)
 }
 
 /*
- * How many packets ndev's transmit queues hold, and how many they count as full at: half
- * of tx_queue_len (beyond tx_queue_len a qdisc drops what it is given); *limit is 0 for a
- * device without a queue length. A queue's packets are its skbs or, if more, its bytes in
- * full-sized packets: one skb may carry a chain of packets (rrxe_glue_tx_chain). A root
- * qdisc that is not multiqueue (netem, prio, htb, tbf; not mq or mqprio) is the
- * qdisc of every transmit queue: it is counted once, not once per queue. An mq root gives
- * each queue a child of its own: those are added up.
+ * How many packets ndev's transmit queues hold. A queue's packets are its skbs or, if more,
+ * its bytes in full-sized packets: one skb may carry a chain of packets
+ * (rrxe_glue_tx_chain). A root qdisc that is not multiqueue (netem, prio, htb, tbf; not mq
+ * or mqprio) is the qdisc of every transmit queue: it is counted once, not once per queue.
+ * An mq root gives each queue a child of its own: those are added up.
  */
-static unsigned int rrxe_glue_netdev_tx_queued(struct net_device *ndev, unsigned int *limit)
+static unsigned int rrxe_glue_netdev_tx_queued(struct net_device *ndev)
 {
 	unsigned int mtu = max(READ_ONCE(ndev->mtu), 68U), queued = 0, i;
 	struct Qdisc *prev = NULL;
 
-	*limit = READ_ONCE(ndev->tx_queue_len) / 2;
 	rcu_read_lock_bh();
 	for (i = 0; i < ndev->real_num_tx_queues; i++) {
 		struct Qdisc *q = rcu_dereference_bh(netdev_get_tx_queue(ndev, i)->qdisc);
@@ -113,18 +110,17 @@ static unsigned int rrxe_glue_netdev_tx_queued(struct net_device *ndev, unsigned
 }
 
 /*
- * How many more packets ndev's transmit queues should be given now (above); a device
- * without a queue length (tx_queue_len 0) has room for all.
+ * How many more packets ndev's transmit queues should be given now: they count as full at
+ * half of tx_queue_len (beyond tx_queue_len a qdisc drops what it is given). A device
+ * without a queue length has room for all.
  */
 unsigned int rrxe_glue_netdev_tx_room(struct net_device *ndev)
 {
-	unsigned int limit, queued;
+	unsigned int limit = READ_ONCE(ndev->tx_queue_len) / 2, queued;
 
-	if (!READ_ONCE(ndev->tx_queue_len))
-		return UINT_MAX;
-	queued = rrxe_glue_netdev_tx_queued(ndev, &limit);
 	if (!limit)
 		return UINT_MAX;
+	queued = rrxe_glue_netdev_tx_queued(ndev);
 	return queued < limit ? limit - queued : 0;
 }
 
@@ -140,7 +136,8 @@ size_t rrxe_glue_netdev_tx_show(struct ib_device *ib, char *buf, size_t len)
 
 	if (!ndev)
 		return scnprintf(buf, len, "netdev none\n");
-	queued = rrxe_glue_netdev_tx_queued(ndev, &limit);
+	limit = READ_ONCE(ndev->tx_queue_len) / 2;
+	queued = rrxe_glue_netdev_tx_queued(ndev);
 	if (limit)
 		n = scnprintf(buf, len, "netdev %s\nqueues %u\nqueued %u\nlimit %u\nroom %u\n",
 			      netdev_name(ndev), ndev->real_num_tx_queues, queued, limit,
