@@ -53,6 +53,13 @@ const fn make_tables() -> [[u32; 256]; 8] {
 
 static TABLES: [[u32; 256]; 8] = make_tables();
 
+/// The slicing-by-8 tables ([`crc32_update`]'s): entry `i` of table `s` is the register
+/// change of byte `i` followed by `s` zero bytes. The kernel driver's copy that computes
+/// the CRC of the bytes it copies (C, in its glue) uses these, so the tables exist once.
+pub fn slice8_tables() -> &'static [[u32; 256]; 8] {
+    &TABLES
+}
+
 #[inline(always)]
 fn tab(s: usize, idx: u32) -> u32 {
     // `idx` is always masked to 0..=255 by callers and `s` < 8, so `get`

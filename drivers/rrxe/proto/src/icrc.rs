@@ -89,9 +89,37 @@ impl<'c, C: Crc32 + ?Sized> Icrc<'c, C> {
         s.udp_bth(udp, bth)
     }
 
+    /// Starts the ICRC of a contiguous datagram (`ip_pkt` from the IP header on) over its
+    /// IP, UDP and BTH headers, for a caller that feeds the rest ([`Icrc::update`]) itself.
+    pub fn begin(crc: &'c C, ip_pkt: &[u8], v6: bool) -> Result<Self, IcrcError> {
+        let iplen = if v6 { IPV6_HDR_LEN } else { IPV4_HDR_LEN };
+        let ib_off = iplen + UDP_HDR_LEN;
+        let ip = ip_pkt.get(..iplen).ok_or(IcrcError::Truncated)?;
+        let udp = ip_pkt.get(iplen..ib_off).ok_or(IcrcError::Truncated)?;
+        let bth = ip_pkt.get(ib_off..).ok_or(IcrcError::Truncated)?;
+        if v6 {
+            Icrc::begin_v6(crc, ip, udp, bth)
+        } else {
+            Icrc::begin_v4(crc, ip, udp, bth)
+        }
+    }
+
     /// Feeds the bytes following the BTH (extension headers, payload, pad).
     pub fn update(&mut self, data: &[u8]) {
         self.reg = self.crc.update(self.reg, data);
+    }
+
+    /// The raw CRC register (as [`Crc32::update`] takes it) over what was fed so far, for
+    /// an engine that continues it elsewhere (the driver's copy that computes the CRC of
+    /// the bytes it copies); [`Icrc::resume`] takes the result back.
+    pub fn register(&self) -> u32 {
+        self.reg
+    }
+
+    /// Continues from `reg`: the register [`Icrc::register`] gave, continued over the
+    /// next bytes of the packet elsewhere.
+    pub fn resume(&mut self, reg: u32) {
+        self.reg = reg;
     }
 
     /// Finishes: the 4 ICRC bytes in wire order.
@@ -105,18 +133,12 @@ impl<'c, C: Crc32 + ?Sized> Icrc<'c, C> {
 /// value is ignored). `v6` selects the IP version.
 pub fn compute<C: Crc32 + ?Sized>(crc: &C, ip_pkt: &[u8], v6: bool) -> Result<[u8; 4], IcrcError> {
     let iplen = if v6 { IPV6_HDR_LEN } else { IPV4_HDR_LEN };
-    let ib_off = iplen + UDP_HDR_LEN;
-    let ip = ip_pkt.get(..iplen).ok_or(IcrcError::Truncated)?;
-    let udp = ip_pkt.get(iplen..ib_off).ok_or(IcrcError::Truncated)?;
-    let ib = ip_pkt.get(ib_off..).ok_or(IcrcError::Truncated)?;
+    let ib = ip_pkt
+        .get(iplen + UDP_HDR_LEN..)
+        .ok_or(IcrcError::Truncated)?;
     let body_end = ib.len().checked_sub(4).ok_or(IcrcError::Truncated)?;
-    let bth = ib.get(..BTH_LEN).ok_or(IcrcError::Truncated)?;
     let rest = ib.get(BTH_LEN..body_end).ok_or(IcrcError::Truncated)?;
-    let mut s = if v6 {
-        Icrc::begin_v6(crc, ip, udp, bth)?
-    } else {
-        Icrc::begin_v4(crc, ip, udp, bth)?
-    };
+    let mut s = Icrc::begin(crc, ip_pkt, v6)?;
     s.update(rest);
     Ok(s.finish())
 }
