@@ -3,6 +3,7 @@
 
 use crate::counters::{Counter, Counters};
 use crate::glue::capture::Copied;
+use crate::glue::mem::PayloadCrc;
 use crate::glue::{Arrival, IbDevRef, KernelCrc32, Receiver, SkBuff};
 use crate::proto::addr::{self, AddrDrop, IpAddrs};
 use crate::proto::{self, ParseError};
@@ -239,7 +240,7 @@ pub(crate) fn transmit(
     payload_len: u32,
     kept: Kept<'_>,
     corrupt_icrc: bool,
-    fill: impl FnOnce(&mut [u8]) -> bool,
+    fill: impl FnOnce(&mut [u8], &mut PayloadCrc) -> bool,
 ) -> Result<u32, TxError> {
     let v6 = av.ipv6 != 0;
     let src = crate::glue::NdevId::of_av(av);
@@ -267,7 +268,7 @@ fn build_and_send(
     sport: u16,
     ib: (&proto::Headers, u32, bool),
     route: Option<&crate::glue::RouteCache>,
-    fill: impl FnOnce(&mut [u8]) -> bool,
+    fill: impl FnOnce(&mut [u8], &mut PayloadCrc) -> bool,
 ) -> Result<u32, TxError> {
     let (skb, sent) = build(dev, ndev, av, sport, ib, 0, fill)?;
     let dip = crate::ah::dip(av);
@@ -285,7 +286,7 @@ fn build(
     sport: u16,
     (hdrs, payload_len, corrupt_icrc): (&proto::Headers, u32, bool),
     ip_id: u16,
-    fill: impl FnOnce(&mut [u8]) -> bool,
+    fill: impl FnOnce(&mut [u8], &mut PayloadCrc) -> bool,
 ) -> Result<(crate::glue::TxSkb, u32), TxError> {
     let v6 = av.ipv6 != 0;
     let dip = crate::ah::dip(av);
@@ -321,15 +322,34 @@ fn build(
     if ok.is_none() {
         return Err(TxError::Build);
     }
-    let ib = buf.get_mut(l3 + UDP_HDR..).ok_or(TxError::Build)?;
+    let ib_off = l3 + UDP_HDR;
+    let ib = buf.get_mut(ib_off..).ok_or(TxError::Build)?;
     let hlen = proto::build_headers(hdrs, payload_len, ib).map_err(|_| TxError::Build)?;
-    let payload = ib
-        .get_mut(hlen..hlen + payload_len as usize)
-        .ok_or(TxError::Build)?;
-    if !fill(payload) {
+    // The ICRC over the headers first; the payload's part is computed by the copy that
+    // fills it where that copy can (one read of each byte: `PayloadCrc`), else after it.
+    let start = ib_off + hlen;
+    let end = start + payload_len as usize;
+    let icrc_at = buf.len().checked_sub(4).ok_or(TxError::Build)?;
+    let mut icrc = proto::icrc::Icrc::begin(&KernelCrc32, buf, v6).map_err(|_| TxError::Build)?;
+    icrc.update(
+        buf.get(ib_off + proto::opcode::BTH_LEN..start)
+            .ok_or(TxError::Build)?,
+    );
+    let mut crc = PayloadCrc::new(icrc.register(), crate::glue::mem::copy_crc_wanted());
+    let payload = buf.get_mut(start..end).ok_or(TxError::Build)?;
+    if !fill(payload, &mut crc) {
         return Err(TxError::Payload);
     }
-    proto::icrc::fill(&KernelCrc32, skb.data(), v6).map_err(|_| TxError::Build)?;
+    match crc.covering(payload.len()) {
+        Some(reg) => icrc.resume(reg),
+        None => icrc.update(payload),
+    }
+    // The pad, then the ICRC itself.
+    icrc.update(buf.get(end..icrc_at).ok_or(TxError::Build)?);
+    let at = buf.get_mut(icrc_at..).ok_or(TxError::Build)?;
+    if !proto::copy_exact(at, &icrc.finish()) {
+        return Err(TxError::Build);
+    }
     if corrupt_icrc {
         // Fault injection: one bit of the ICRC flipped, so the receiver drops the packet.
         if let Some(b) = skb.data().last_mut() {
@@ -435,7 +455,7 @@ pub(crate) fn transmit_batched<'a>(
     payload_len: u32,
     kept: Kept<'a>,
     corrupt_icrc: bool,
-    fill: impl FnOnce(&mut [u8]) -> bool,
+    fill: impl FnOnce(&mut [u8], &mut PayloadCrc) -> bool,
     batch: &mut TxBatch<'a>,
 ) -> Result<u32, TxError> {
     let v6 = av.ipv6 != 0;

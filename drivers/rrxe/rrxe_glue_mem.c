@@ -3,6 +3,8 @@
  * C glue of rrxe.ko, memory: queue memory mapped to user space, pinned user memory
  * (ib_umem) and its pages, dma-buf mappings. See rrxe_glue.h.
  */
+#include <linux/crc32.h>
+#include <linux/unaligned.h>
 #include "rrxe_glue_int.h"
 
 /* --- queue memory shared with userspace --- */
@@ -166,6 +168,72 @@ void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to
 	else
 		memcpy(buf, va + off, len);
 	kunmap_local(va);
+}
+
+/*
+ * Copies len bytes from src to dst and returns the CRC-32 register crc continued over them
+ * (crc32_le's contract), reading each byte once: a packet's payload is copied in and its
+ * ICRC computed in one loop instead of a copy and a second pass over the copy. tab is the
+ * slicing-by-8 table (8 x 256 entries: entry i of table s is byte i's change of the
+ * register followed by s zero bytes; proto::crc::slice8_tables). The CRC covers exactly the
+ * bytes stored in dst, also if src changes meanwhile (a user page the process writes to).
+ */
+u32 rrxe_glue_copy_crc(void *dst, const void *src, size_t len, u32 crc, const u32 *tab)
+{
+	const u8 *s = src;
+	u8 *d = dst;
+
+	for (; len >= 8; len -= 8, s += 8, d += 8) {
+		u64 w = get_unaligned((const u64 *)s);
+		u32 lo, hi;
+
+		put_unaligned(w, (u64 *)d);
+		w = le64_to_cpu((__force __le64)w);
+		lo = (u32)w ^ crc;
+		hi = w >> 32;
+		crc = tab[7 * 256 + (lo & 0xff)] ^ tab[6 * 256 + ((lo >> 8) & 0xff)] ^
+		      tab[5 * 256 + ((lo >> 16) & 0xff)] ^ tab[4 * 256 + (lo >> 24)] ^
+		      tab[3 * 256 + (hi & 0xff)] ^ tab[2 * 256 + ((hi >> 8) & 0xff)] ^
+		      tab[1 * 256 + ((hi >> 16) & 0xff)] ^ tab[hi >> 24];
+	}
+	for (; len; len--) {
+		u8 b = *s++;
+
+		*d++ = b;
+		crc = (crc >> 8) ^ tab[(crc ^ b) & 0xff];
+	}
+	return crc;
+}
+
+/* rrxe_glue_page_copy from the page (off + len <= PAGE_SIZE), with rrxe_glue_copy_crc. */
+u32 rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32 crc,
+			    const u32 *tab)
+{
+	void *va;
+
+	if (off >= PAGE_SIZE || len > PAGE_SIZE - off)
+		return crc;
+	va = kmap_local_page(page);
+	crc = rrxe_glue_copy_crc(buf, va + off, len, crc, tab);
+	kunmap_local(va);
+	return crc;
+}
+
+/*
+ * Whether rrxe_glue_copy_crc is worth using: only where crc32_le is the generic table code
+ * (the same slicing-by-8 method), where the one loop saves the second read. Where an
+ * architecture computes crc32_le with its own instructions (x86's PCLMULQDQ on kernels whose
+ * CRC library has it, arm64's CRC32), a copy followed by crc32_le is faster on a real CPU.
+ * Kernels whose CRC library does not say (before crc32_optimizations) had the generic
+ * crc32_le on x86; other architectures keep the copy and crc32_le there.
+ */
+bool rrxe_glue_copy_crc_wanted(void)
+{
+#ifdef RRXE_HAVE_CRC32_OPTIMIZATIONS
+	return !(crc32_optimizations() & CRC32_LE_OPTIMIZATION);
+#else
+	return IS_ENABLED(CONFIG_X86);
+#endif
 }
 
 /*

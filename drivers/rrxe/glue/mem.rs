@@ -30,8 +30,49 @@ pub(crate) enum Dir {
 pub(crate) enum Xfer<'a> {
     /// Write these bytes into the region.
     To(&'a [u8]),
-    /// Read into this buffer.
-    From(&'a mut [u8]),
+    /// Read into `buf` (a packet's payload, from its byte `at`), continuing the payload's
+    /// CRC ([`PayloadCrc`]) over what is read where the copy can.
+    From {
+        buf: &'a mut [u8],
+        crc: &'a mut PayloadCrc,
+        at: usize,
+    },
+}
+
+/// The CRC-32 register of a payload being copied into a packet (the ICRC's, continued
+/// from the headers), kept by the copies that fill it: it covers the payload's first
+/// `upto` bytes, and a copy that continues exactly there continues it. A copy elsewhere
+/// (a second try of the same bytes, parts out of order) leaves it behind, and the packet's
+/// builder computes the CRC over the copied payload instead: never a CRC over other bytes.
+pub(crate) struct PayloadCrc {
+    reg: u32,
+    upto: usize,
+    on: bool,
+}
+
+impl PayloadCrc {
+    /// The register `reg` over no payload byte yet; `on`: whether copies continue it
+    /// (`copy_crc_wanted`; when not, nothing is covered and the builder computes it).
+    pub(crate) fn new(reg: u32, on: bool) -> Self {
+        PayloadCrc { reg, upto: 0, on }
+    }
+
+    /// The register over the payload's first `len` bytes, if that is what it covers.
+    pub(crate) fn covering(&self, len: usize) -> Option<u32> {
+        (self.on && self.upto == len).then_some(self.reg)
+    }
+}
+
+/// Whether the copy that computes the CRC of what it copies is used on this kernel (see
+/// `rrxe_glue_copy_crc_wanted`).
+pub(crate) fn copy_crc_wanted() -> bool {
+    // SAFETY: reads the CRC library's flags; no argument.
+    unsafe { bindings::rrxe_glue_copy_crc_wanted() }
+}
+
+/// The slicing-by-8 tables for `rrxe_glue_copy_crc`, as its flat array of 8 x 256.
+fn crc_tables() -> *const u32 {
+    crate::proto::crc::slice8_tables().as_ptr().cast()
 }
 
 impl<'a> Xfer<'a> {
@@ -39,7 +80,7 @@ impl<'a> Xfer<'a> {
     pub(crate) fn len(&self) -> usize {
         match self {
             Xfer::To(b) => b.len(),
-            Xfer::From(b) => b.len(),
+            Xfer::From { buf, .. } => buf.len(),
         }
     }
 
@@ -47,7 +88,7 @@ impl<'a> Xfer<'a> {
     pub(crate) fn dir(&self) -> Dir {
         match self {
             Xfer::To(_) => Dir::ToMem,
-            Xfer::From(_) => Dir::FromMem,
+            Xfer::From { .. } => Dir::FromMem,
         }
     }
 
@@ -56,7 +97,11 @@ impl<'a> Xfer<'a> {
         let end = start.checked_add(n)?;
         match self {
             Xfer::To(b) => b.get(start..end).map(Xfer::To),
-            Xfer::From(b) => b.get_mut(start..end).map(Xfer::From),
+            Xfer::From { buf, crc, at } => Some(Xfer::From {
+                buf: buf.get_mut(start..end)?,
+                crc: &mut **crc,
+                at: at.checked_add(start)?,
+            }),
         }
     }
 
@@ -65,7 +110,64 @@ impl<'a> Xfer<'a> {
     pub(super) fn raw(&mut self) -> *mut u8 {
         match self {
             Xfer::To(b) => b.as_ptr().cast_mut(),
-            Xfer::From(b) => b.as_mut_ptr(),
+            Xfer::From { buf, .. } => buf.as_mut_ptr(),
+        }
+    }
+
+    /// The payload CRC's register if a copy into this buffer continues it (it covers
+    /// exactly the payload before the buffer).
+    fn crc_next(&self) -> Option<u32> {
+        match self {
+            Xfer::From { crc, at, .. } if crc.on && crc.upto == *at => Some(crc.reg),
+            _ => None,
+        }
+    }
+
+    /// The payload CRC's register `reg` now covers this buffer too (after [`Self::crc_next`]
+    /// gave its start and the copy continued it over the whole buffer).
+    fn crc_set(&mut self, reg: u32) {
+        if let Xfer::From { buf, crc, at } = self {
+            crc.reg = reg;
+            crc.upto = at.saturating_add(buf.len());
+        }
+    }
+
+    /// After a copy into this buffer by a path that does not compute the CRC: continues
+    /// the payload's CRC over the copied bytes if it reached the buffer's start.
+    fn crc_after_copy(&mut self) {
+        if let Some(reg) = self.crc_next() {
+            let reg = match self {
+                Xfer::From { buf, .. } => {
+                    crate::proto::Crc32::update(&super::KernelCrc32, reg, buf)
+                }
+                _ => return,
+            };
+            self.crc_set(reg);
+        }
+    }
+
+    /// Fills this buffer (a `From` one) from `src`, continuing the payload's
+    /// CRC where it can.
+    ///
+    /// # Safety
+    ///
+    /// `src` must be valid for reads of the buffer's length in bytes and not overlap the
+    /// buffer (others may write to it meanwhile, as a process to its own pages).
+    unsafe fn copy_in(&mut self, src: *const u8) {
+        let n = self.len();
+        let reg = self.crc_next();
+        let dst = self.raw();
+        match reg {
+            Some(reg) => {
+                // SAFETY: dst is the buffer, valid for n bytes; src as the caller promises;
+                // the table pointer is proto's static tables of 8 x 256 entries.
+                let reg = unsafe {
+                    bindings::rrxe_glue_copy_crc(dst.cast(), src.cast(), n, reg, crc_tables())
+                };
+                self.crc_set(reg);
+            }
+            // SAFETY: as above.
+            None => unsafe { core::ptr::copy(src, dst, n) },
         }
     }
 }
@@ -161,17 +263,34 @@ impl Umem {
                 core::cmp::min(PAGE_SIZE - u64::from(in_page), (buf.len() - done) as u64) as u32;
             let page = *self.pages.get(idx).ok_or(EINVAL)?;
             let mut chunk = buf.sub(done, n as usize).ok_or(EINVAL)?;
-            // SAFETY: the page is pinned by the umem we own; in_page + n <= PAGE_SIZE; chunk
-            // is a valid buffer of n bytes, written to only when it is a `From` buffer.
-            unsafe {
-                bindings::rrxe_glue_page_copy(
-                    page.as_ptr(),
-                    in_page,
-                    chunk.raw().cast(),
-                    n,
-                    dir == Dir::ToMem,
-                )
-            };
+            match chunk.crc_next() {
+                Some(reg) => {
+                    // SAFETY: as below; a `From` buffer is read into; the table pointer
+                    // is proto's static tables of 8 x 256 entries.
+                    let reg = unsafe {
+                        bindings::rrxe_glue_page_copy_crc(
+                            page.as_ptr(),
+                            in_page,
+                            chunk.raw().cast(),
+                            n,
+                            reg,
+                            crc_tables(),
+                        )
+                    };
+                    chunk.crc_set(reg);
+                }
+                // SAFETY: the page is pinned by the umem we own; in_page + n <= PAGE_SIZE;
+                // chunk is a valid buffer of n bytes, written to only when it is read into.
+                None => unsafe {
+                    bindings::rrxe_glue_page_copy(
+                        page.as_ptr(),
+                        in_page,
+                        chunk.raw().cast(),
+                        n,
+                        dir == Dir::ToMem,
+                    )
+                },
+            }
             done += n as usize;
             pos += u64::from(n);
         }
@@ -263,22 +382,22 @@ impl Backing {
                 }
                 let p = off as usize as *mut u8;
                 let n = buf.len();
-                let b = buf.raw();
                 // SAFETY: [off, off+len) is in the kernel's linear map (checked above), the
-                // memory a kernel consumer posted for this transfer (see KernelVa); b is
-                // valid for n bytes and written only for a `From` buffer.
+                // memory a kernel consumer posted for this transfer (see KernelVa); the
+                // buffer is valid for n bytes and written only when it is read into.
                 unsafe {
                     match dir {
-                        Dir::ToMem => core::ptr::copy(b, p, n),
-                        Dir::FromMem => core::ptr::copy(p, b, n),
+                        Dir::ToMem => core::ptr::copy(buf.raw(), p, n),
+                        Dir::FromMem => buf.copy_in(p),
                     }
                 }
                 Ok(())
             }
             Backing::User(u) => u.copy(off, buf),
-            Backing::Odp(o) => o.copy(off, buf),
-            Backing::OdpImplicit(o) => o.copy(off, buf),
-            Backing::Mapped(m) => m.copy(off, buf),
+            // These copy in their own C: the payload's CRC, if asked for, after it.
+            Backing::Odp(o) => o.copy(off, buf).inspect(|()| buf.crc_after_copy()),
+            Backing::OdpImplicit(o) => o.copy(off, buf).inspect(|()| buf.crc_after_copy()),
+            Backing::Mapped(m) => m.copy(off, buf).inspect(|()| buf.crc_after_copy()),
             Backing::KernelPages {
                 pages,
                 npages,
@@ -297,16 +416,15 @@ impl Backing {
                     let in_blk = pos % ps;
                     let n = core::cmp::min(ps - in_blk, (buf.len() - done) as u64) as usize;
                     let mut chunk = buf.sub(done, n).ok_or(EINVAL)?;
-                    let c = chunk.raw();
                     let p = (base + in_blk) as usize as *mut u8;
                     // The block at `base` is page_size bytes of kernel memory the consumer
                     // mapped with ib_map_mr_sg and keeps valid while registered.
-                    // SAFETY: in_blk + n <= page_size; c is valid for n bytes (written only
-                    // for a `From` buffer).
+                    // SAFETY: in_blk + n <= page_size; chunk is valid for n bytes (written
+                    // only when it is read into).
                     unsafe {
                         match dir {
-                            Dir::ToMem => core::ptr::copy(c, p, n),
-                            Dir::FromMem => core::ptr::copy(p, c, n),
+                            Dir::ToMem => core::ptr::copy(chunk.raw(), p, n),
+                            Dir::FromMem => chunk.copy_in(p),
                         }
                     }
                     done += n;

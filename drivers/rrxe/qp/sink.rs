@@ -8,7 +8,7 @@ use crate::counters::Counter;
 use crate::cq::Completion;
 use crate::fault::{Dir, FaultAction};
 use crate::glue::bindings as b;
-use crate::glue::mem::Xfer;
+use crate::glue::mem::{PayloadCrc, Xfer};
 use crate::glue::NetDev;
 use crate::ib::{WcOpcode, WcStatus};
 use crate::mr::{AccessError, AccessFlags, Fault};
@@ -110,7 +110,7 @@ impl Sink<'_, '_> {
         }
         let len = tx.payload.len();
         let mut gather = Ok(());
-        let fill = |buf: &mut [u8]| -> bool {
+        let fill = |buf: &mut [u8], crc: &mut PayloadCrc| -> bool {
             match tx.payload {
                 proto::Payload::None => true,
                 proto::Payload::Inline(v) => {
@@ -126,8 +126,8 @@ impl Sink<'_, '_> {
                     // The MR was checked when the READ arrived (an XRC target: in the PD of
                     // the SRQ the READ named); it may have gone since.
                     let pd = qp.read_pd(xrc_srqn);
-                    gather =
-                        qp.remote_copy(pd, rkey, va, Xfer::From(buf), AccessFlags::REMOTE_READ);
+                    let to = Xfer::From { buf, crc, at: 0 };
+                    gather = qp.remote_copy(pd, rkey, va, to, AccessFlags::REMOTE_READ);
                     gather.is_ok()
                 }
                 proto::Payload::Wqe { id, offset, .. } => {
@@ -147,7 +147,8 @@ impl Sink<'_, '_> {
                     }
                     // The MR copy runs outside the ring's interrupts-off lock (the WR's
                     // slot stays ours: it completes only in this engine run or a later one).
-                    gather = qp.wr_buffer_copy(sges.sges(), offset, &mut Xfer::From(buf));
+                    let mut to = Xfer::From { buf, crc, at: 0 };
+                    gather = qp.wr_buffer_copy(sges.sges(), offset, &mut to);
                     gather.is_ok()
                 }
             }
@@ -162,7 +163,9 @@ impl Sink<'_, '_> {
         let batched = batch.is_some();
         let sport = self.sport;
         let mut send_one =
-            |corrupt: bool, fill: &mut dyn FnMut(&mut [u8]) -> bool| match batch.as_mut() {
+            |corrupt: bool, fill: &mut dyn FnMut(&mut [u8], &mut PayloadCrc) -> bool| match batch
+                .as_mut()
+            {
                 Some(b) => crate::net::transmit_batched(
                     dev, &av, sport, &tx.hdrs, len, kept, corrupt, fill, b,
                 ),
@@ -416,7 +419,7 @@ impl Qp {
         let mrs = &self.dev.get().data().mrs;
         let need = match buf {
             Xfer::To(_) => AccessFlags::LOCAL_WRITE,
-            Xfer::From(_) => AccessFlags::NONE,
+            Xfer::From { .. } => AccessFlags::NONE,
         };
         // The QP's PD; an XRC target's receive WQE is in its SRQ's (the QP has no other).
         let pd = self.recv_pd();
