@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # What the ICRC's CRC-32 costs on each cached kernel: builds scripts/icrc-cost/icrc_cost.ko
 # (crc32_le over 64-, 1024- and 4096-byte chunks, timed with ktime; then five rounds of a
-# payload's transmit both ways, a memcpy followed by crc32_le against the one loop that
-# copies and computes the CRC, as rrxe_glue_copy_crc) against each kernel's tree, boots one
-# TCG guest of that kernel and prints its figures. Linux 6.12's crc32_le is the generic
+# transmit's copy and CRC, memcpy and crc32_le against one loop as rrxe_glue_copy_crc, and
+# of a receive's check, crc32_le against that loop's tables without the copy) against each
+# kernel's tree, boots one TCG guest of that kernel and prints its figures. Linux 6.12's crc32_le is the generic
 # slice-by-8 table; 7.x's is the library CRC with the PCLMULQDQ code on x86 (TCG's -cpu max
 # has the instruction, emulated). A measurement, not a test: TCG's figures are relative.
 # --kbuild DIR measures on the kernel built in that cache directory instead of the test

@@ -220,8 +220,8 @@ u64 *rrxe_glue_odp_lock_u64(struct rrxe_odp *o, u64 addr, int *err);
 void rrxe_glue_odp_unlock(struct rrxe_odp *o);
 int rrxe_glue_odp_map(struct rrxe_odp *o, u64 addr, u64 len, bool write, bool fault);
 void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to_page);
-u32 rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32 crc,
-			    const u32 *tab);
+bool rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32 *crc,
+			     const u32 *tab);
 u32 rrxe_glue_copy_crc(void *dst, const void *src, size_t len, u32 crc, const u32 *tab);
 bool rrxe_glue_copy_crc_wanted(void);
 u64 *rrxe_glue_page_map_u64(struct page *page, u32 off);

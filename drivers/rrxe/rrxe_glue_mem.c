@@ -205,23 +205,26 @@ u32 rrxe_glue_copy_crc(void *dst, const void *src, size_t len, u32 crc, const u3
 	return crc;
 }
 
-/* rrxe_glue_page_copy from the page (off + len <= PAGE_SIZE), with rrxe_glue_copy_crc. */
-u32 rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32 crc,
-			    const u32 *tab)
+/*
+ * rrxe_glue_page_copy from the page with rrxe_glue_copy_crc, *crc continued; false (nothing
+ * copied) unless off + len <= PAGE_SIZE.
+ */
+bool rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32 *crc,
+			     const u32 *tab)
 {
 	void *va;
 
 	if (off >= PAGE_SIZE || len > PAGE_SIZE - off)
-		return crc;
+		return false;
 	va = kmap_local_page(page);
-	crc = rrxe_glue_copy_crc(buf, va + off, len, crc, tab);
+	*crc = rrxe_glue_copy_crc(buf, va + off, len, *crc, tab);
 	kunmap_local(va);
-	return crc;
+	return true;
 }
 
 /*
- * Whether rrxe_glue_copy_crc is worth using: only where crc32_le is the generic table code
- * (the same slicing-by-8 method), where the one loop saves the second read. Where an
+ * Whether rrxe_glue_copy_crc is worth using: only where crc32_le is the generic table code,
+ * where the one loop saves the second read (and reads 8 bytes a load). Where an
  * architecture computes crc32_le with its own instructions (x86's PCLMULQDQ on kernels whose
  * CRC library has it, arm64's CRC32), a copy followed by crc32_le is faster on a real CPU.
  * Kernels whose CRC library does not say (before crc32_optimizations) had the generic

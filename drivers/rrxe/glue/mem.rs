@@ -41,9 +41,10 @@ pub(crate) enum Xfer<'a> {
 
 /// The CRC-32 register of a payload being copied into a packet (the ICRC's, continued
 /// from the headers), kept by the copies that fill it: it covers the payload's first
-/// `upto` bytes, and a copy that continues exactly there continues it. A copy elsewhere
-/// (a second try of the same bytes, parts out of order) leaves it behind, and the packet's
-/// builder computes the CRC over the copied payload instead: never a CRC over other bytes.
+/// `upto` bytes, and a copy that continues exactly there continues it. Any other copy into
+/// the payload (a second try of the same bytes, parts out of order) turns it off, and the
+/// packet's builder computes the CRC over the copied payload instead: never a CRC over
+/// bytes other than the ones the packet holds.
 pub(crate) struct PayloadCrc {
     reg: u32,
     upto: usize,
@@ -64,10 +65,19 @@ impl PayloadCrc {
 }
 
 /// Whether the copy that computes the CRC of what it copies is used on this kernel (see
-/// `rrxe_glue_copy_crc_wanted`).
+/// `rrxe_glue_copy_crc_wanted`), asked once: 0 not yet, 1 no, 2 yes.
 pub(crate) fn copy_crc_wanted() -> bool {
-    // SAFETY: reads the CRC library's flags; no argument.
-    unsafe { bindings::rrxe_glue_copy_crc_wanted() }
+    use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+    static WANTED: AtomicU8 = AtomicU8::new(0);
+    match WANTED.load(Relaxed) {
+        0 => {
+            // SAFETY: reads the CRC library's flags; no argument.
+            let yes = unsafe { bindings::rrxe_glue_copy_crc_wanted() };
+            WANTED.store(if yes { 2 } else { 1 }, Relaxed);
+            yes
+        }
+        w => w == 2,
+    }
 }
 
 /// The slicing-by-8 tables for `rrxe_glue_copy_crc`, as its flat array of 8 x 256.
@@ -132,42 +142,59 @@ impl<'a> Xfer<'a> {
         }
     }
 
-    /// After a copy into this buffer by a path that does not compute the CRC: continues
-    /// the payload's CRC over the copied bytes if it reached the buffer's start.
-    fn crc_after_copy(&mut self) {
-        if let Some(reg) = self.crc_next() {
-            let reg = match self {
-                Xfer::From { buf, .. } => {
-                    crate::proto::Crc32::update(&super::KernelCrc32, reg, buf)
-                }
-                _ => return,
-            };
-            self.crc_set(reg);
+    /// A copy into this buffer that did not continue the payload's CRC: the register no
+    /// longer stands for the payload's first bytes (they may be copied again, or a part
+    /// comes out of order), so it is turned off.
+    fn crc_missed(&mut self) {
+        if let Xfer::From { crc, .. } = self {
+            crc.on = false;
         }
     }
 
-    /// Fills this buffer (a `From` one) from `src`, continuing the payload's
-    /// CRC where it can.
+    /// After a copy into this buffer by a path that does not compute the CRC: continues
+    /// the payload's CRC over the copied bytes if it reached the buffer's start.
+    fn crc_after_copy(&mut self) {
+        let Some(reg) = self.crc_next() else {
+            self.crc_missed();
+            return;
+        };
+        let reg = match self {
+            Xfer::From { buf, .. } => crate::proto::Crc32::update(&super::KernelCrc32, reg, buf),
+            Xfer::To(_) => return,
+        };
+        self.crc_set(reg);
+    }
+
+    /// Fills this buffer from `src` if it is one to read into (a `From`; a `To` buffer is
+    /// left alone), continuing the payload's CRC where it can.
     ///
     /// # Safety
     ///
-    /// `src` must be valid for reads of the buffer's length in bytes and not overlap the
-    /// buffer (others may write to it meanwhile, as a process to its own pages).
+    /// `src` must be valid for reads of the buffer's length in bytes (others may write to
+    /// it meanwhile, as a process to its own pages). It may overlap the buffer (a wrong
+    /// address of a kernel consumer's, or from the wire with an unsafe global rkey): the
+    /// bytes are then whatever the copy read, and the CRC is theirs.
     unsafe fn copy_in(&mut self, src: *const u8) {
-        let n = self.len();
         let reg = self.crc_next();
-        let dst = self.raw();
+        let (dst, n) = match self {
+            Xfer::From { buf, .. } => (buf.as_mut_ptr(), buf.len()),
+            Xfer::To(_) => return,
+        };
         match reg {
             Some(reg) => {
-                // SAFETY: dst is the buffer, valid for n bytes; src as the caller promises;
-                // the table pointer is proto's static tables of 8 x 256 entries.
+                // SAFETY: dst is the buffer, valid for writes of n bytes; src as the caller
+                // promises (the loop reads each source byte once, overlap or not); the
+                // table pointer is proto's static tables of 8 x 256 entries.
                 let reg = unsafe {
                     bindings::rrxe_glue_copy_crc(dst.cast(), src.cast(), n, reg, crc_tables())
                 };
                 self.crc_set(reg);
             }
-            // SAFETY: as above.
-            None => unsafe { core::ptr::copy(src, dst, n) },
+            None => {
+                // SAFETY: as above; `ptr::copy` allows overlap.
+                unsafe { core::ptr::copy(src, dst, n) };
+                self.crc_missed();
+            }
         }
     }
 }
@@ -264,32 +291,41 @@ impl Umem {
             let page = *self.pages.get(idx).ok_or(EINVAL)?;
             let mut chunk = buf.sub(done, n as usize).ok_or(EINVAL)?;
             match chunk.crc_next() {
-                Some(reg) => {
-                    // SAFETY: as below; a `From` buffer is read into; the table pointer
-                    // is proto's static tables of 8 x 256 entries.
-                    let reg = unsafe {
+                Some(mut reg) => {
+                    // SAFETY: the page is pinned by the umem we own; in_page + n <=
+                    // PAGE_SIZE; chunk (only a `From` buffer has a register) is valid for
+                    // writes of n bytes; the table pointer is proto's static tables of
+                    // 8 x 256 entries.
+                    let copied = unsafe {
                         bindings::rrxe_glue_page_copy_crc(
                             page.as_ptr(),
                             in_page,
                             chunk.raw().cast(),
                             n,
-                            reg,
+                            &mut reg,
                             crc_tables(),
                         )
                     };
+                    if !copied {
+                        return Err(EINVAL);
+                    }
                     chunk.crc_set(reg);
                 }
-                // SAFETY: the page is pinned by the umem we own; in_page + n <= PAGE_SIZE;
-                // chunk is a valid buffer of n bytes, written to only when it is read into.
-                None => unsafe {
-                    bindings::rrxe_glue_page_copy(
-                        page.as_ptr(),
-                        in_page,
-                        chunk.raw().cast(),
-                        n,
-                        dir == Dir::ToMem,
-                    )
-                },
+                None => {
+                    // SAFETY: the page is pinned by the umem we own; in_page + n <=
+                    // PAGE_SIZE; chunk is a valid buffer of n bytes, written to only when
+                    // it is read into.
+                    unsafe {
+                        bindings::rrxe_glue_page_copy(
+                            page.as_ptr(),
+                            in_page,
+                            chunk.raw().cast(),
+                            n,
+                            dir == Dir::ToMem,
+                        )
+                    };
+                    chunk.crc_missed();
+                }
             }
             done += n as usize;
             pos += u64::from(n);
