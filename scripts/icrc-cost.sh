@@ -4,9 +4,9 @@
 # (crc32_le over 64-, 1024- and 4096-byte chunks, timed with ktime; then five rounds of a
 # transmit's copy and CRC, memcpy and crc32_le against one loop as rrxe_glue_copy_crc, and
 # of a receive's check, crc32_le against that loop's tables without the copy) against each
-# kernel's tree, boots one TCG guest of that kernel and prints its figures. Linux 6.12's crc32_le is the generic
-# slice-by-8 table; 7.x's is the library CRC with the PCLMULQDQ code on x86 (TCG's -cpu max
-# has the instruction, emulated). A measurement, not a test: TCG's figures are relative.
+# kernel's tree, boots one TCG guest of that kernel and prints its figures. Linux 6.12's
+# crc32_le is the generic slice-by-8 table; 7.3's, as built here (no CONFIG_CRC_OPTIMIZATIONS),
+# the CRC library's byte-at-a-time code. A measurement, not a test: TCG's figures are relative.
 # --kbuild DIR measures on the kernel built in that cache directory instead of the test
 # kernel of each series (the benchmark kernel's: ~/.cache/rrxe/kernel-6.12-<key>).
 #   scripts/icrc-cost.sh [--kernel 6.12|7.3]... [--kbuild DIR] [--mib N]

@@ -335,7 +335,7 @@ fn build(
         buf.get(ib_off + proto::opcode::BTH_LEN..start)
             .ok_or(TxError::Build)?,
     );
-    let mut crc = PayloadCrc::new(icrc.register(), crate::glue::mem::copy_crc_wanted());
+    let mut crc = PayloadCrc::new(icrc.register(), crate::glue::mem::table_crc_wanted());
     let payload = buf.get_mut(start..end).ok_or(TxError::Build)?;
     if !fill(payload, &mut crc) {
         return Err(TxError::Payload);

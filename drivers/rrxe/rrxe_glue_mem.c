@@ -171,12 +171,29 @@ void rrxe_glue_page_copy(struct page *page, u32 off, void *buf, u32 len, bool to
 }
 
 /*
+ * One slicing-by-8 step: the register crc continued over the 8 bytes of w (loaded in CPU
+ * order). tab is the table of 8 x 256 entries (entry i of table s is byte i's change of the
+ * register followed by s zero bytes; proto::crc::slice8_tables).
+ */
+static inline u32 rrxe_crc_step8(u32 crc, u64 w, const u32 *tab)
+{
+	u32 lo, hi;
+
+	w = le64_to_cpu((__force __le64)w);
+	lo = (u32)w ^ crc;
+	hi = w >> 32;
+	return tab[7 * 256 + (lo & 0xff)] ^ tab[6 * 256 + ((lo >> 8) & 0xff)] ^
+	       tab[5 * 256 + ((lo >> 16) & 0xff)] ^ tab[4 * 256 + (lo >> 24)] ^
+	       tab[3 * 256 + (hi & 0xff)] ^ tab[2 * 256 + ((hi >> 8) & 0xff)] ^
+	       tab[1 * 256 + ((hi >> 16) & 0xff)] ^ tab[hi >> 24];
+}
+
+/*
  * Copies len bytes from src to dst and returns the CRC-32 register crc continued over them
  * (crc32_le's contract), reading each byte once: a packet's payload is copied in and its
- * ICRC computed in one loop instead of a copy and a second pass over the copy. tab is the
- * slicing-by-8 table (8 x 256 entries: entry i of table s is byte i's change of the
- * register followed by s zero bytes; proto::crc::slice8_tables). The CRC covers exactly the
- * bytes stored in dst, also if src changes meanwhile (a user page the process writes to).
+ * ICRC computed in one loop instead of a copy and a second pass over the copy. The CRC
+ * covers exactly the bytes stored in dst, also if src changes meanwhile (a user page the
+ * process writes to).
  */
 u32 rrxe_glue_copy_crc(void *dst, const void *src, size_t len, u32 crc, const u32 *tab)
 {
@@ -185,16 +202,9 @@ u32 rrxe_glue_copy_crc(void *dst, const void *src, size_t len, u32 crc, const u3
 
 	for (; len >= 8; len -= 8, s += 8, d += 8) {
 		u64 w = get_unaligned((const u64 *)s);
-		u32 lo, hi;
 
 		put_unaligned(w, (u64 *)d);
-		w = le64_to_cpu((__force __le64)w);
-		lo = (u32)w ^ crc;
-		hi = w >> 32;
-		crc = tab[7 * 256 + (lo & 0xff)] ^ tab[6 * 256 + ((lo >> 8) & 0xff)] ^
-		      tab[5 * 256 + ((lo >> 16) & 0xff)] ^ tab[4 * 256 + (lo >> 24)] ^
-		      tab[3 * 256 + (hi & 0xff)] ^ tab[2 * 256 + ((hi >> 8) & 0xff)] ^
-		      tab[1 * 256 + ((hi >> 16) & 0xff)] ^ tab[hi >> 24];
+		crc = rrxe_crc_step8(crc, w, tab);
 	}
 	for (; len; len--) {
 		u8 b = *s++;
@@ -202,6 +212,18 @@ u32 rrxe_glue_copy_crc(void *dst, const void *src, size_t len, u32 crc, const u3
 		*d++ = b;
 		crc = (crc >> 8) ^ tab[(crc ^ b) & 0xff];
 	}
+	return crc;
+}
+
+/* The register crc continued over len bytes at p, by the same table loop (no copy). */
+u32 rrxe_glue_table_crc(const void *p, size_t len, u32 crc, const u32 *tab)
+{
+	const u8 *s = p;
+
+	for (; len >= 8; len -= 8, s += 8)
+		crc = rrxe_crc_step8(crc, get_unaligned((const u64 *)s), tab);
+	for (; len; len--)
+		crc = (crc >> 8) ^ tab[(crc ^ *s++) & 0xff];
 	return crc;
 }
 
@@ -223,14 +245,16 @@ bool rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32
 }
 
 /*
- * Whether rrxe_glue_copy_crc is worth using: only where crc32_le is the generic table code,
- * where the one loop saves the second read (and reads 8 bytes a load). Where an
+ * Whether the ICRC uses the table loops above (rrxe_glue_copy_crc, rrxe_glue_table_crc)
+ * instead of crc32_le: only where crc32_le is the kernel's generic code (slicing-by-8 on
+ * 6.12, byte at a time in 7.x's CRC library without CONFIG_CRC_OPTIMIZATIONS), which the
+ * loops outrun (docs/performance.md, the ICRC section). Where an
  * architecture computes crc32_le with its own instructions (x86's PCLMULQDQ on kernels whose
  * CRC library has it, arm64's CRC32), a copy followed by crc32_le is faster on a real CPU.
  * Kernels whose CRC library does not say (before crc32_optimizations) had the generic
  * crc32_le on x86; other architectures keep the copy and crc32_le there.
  */
-bool rrxe_glue_copy_crc_wanted(void)
+bool rrxe_glue_table_crc_wanted(void)
 {
 #ifdef RRXE_HAVE_CRC32_OPTIMIZATIONS
 	return !(crc32_optimizations() & CRC32_LE_OPTIMIZATION);

@@ -53,7 +53,7 @@ pub(crate) struct PayloadCrc {
 
 impl PayloadCrc {
     /// The register `reg` over no payload byte yet; `on`: whether copies continue it
-    /// (`copy_crc_wanted`; when not, nothing is covered and the builder computes it).
+    /// (`table_crc_wanted`; when not, nothing is covered and the builder computes it).
     pub(crate) fn new(reg: u32, on: bool) -> Self {
         PayloadCrc { reg, upto: 0, on }
     }
@@ -64,15 +64,16 @@ impl PayloadCrc {
     }
 }
 
-/// Whether the copy that computes the CRC of what it copies is used on this kernel (see
-/// `rrxe_glue_copy_crc_wanted`), asked once: 0 not yet, 1 no, 2 yes.
-pub(crate) fn copy_crc_wanted() -> bool {
+/// Whether the ICRC is computed by the glue's table loops (the copy that computes the CRC
+/// of what it copies, and `rrxe_glue_table_crc`) instead of `crc32_le` on this kernel (see
+/// `rrxe_glue_table_crc_wanted`), asked once: 0 not yet, 1 no, 2 yes.
+pub(crate) fn table_crc_wanted() -> bool {
     use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
     static WANTED: AtomicU8 = AtomicU8::new(0);
     match WANTED.load(Relaxed) {
         0 => {
             // SAFETY: reads the CRC library's flags; no argument.
-            let yes = unsafe { bindings::rrxe_glue_copy_crc_wanted() };
+            let yes = unsafe { bindings::rrxe_glue_table_crc_wanted() };
             WANTED.store(if yes { 2 } else { 1 }, Relaxed);
             yes
         }

@@ -774,11 +774,21 @@ impl Drop for RouteCache {
     }
 }
 
-/// The kernel's CRC-32 (`crc32_le`, architecture-optimised) for the ICRC.
+/// The ICRC's CRC-32: the kernel's `crc32_le` where it has architecture code, else the
+/// glue's slicing-by-8 loop (`rrxe_glue_table_crc`), which outruns the generic `crc32_le`
+/// (`super::mem::table_crc_wanted`).
 pub(crate) struct KernelCrc32;
 
 impl crate::proto::Crc32 for KernelCrc32 {
     fn update(&self, crc: u32, data: &[u8]) -> u32 {
+        if super::mem::table_crc_wanted() {
+            let tab = crate::proto::crc::slice8_tables().as_ptr().cast();
+            // SAFETY: the loop reads exactly len bytes from p, which data provides, and the
+            // table pointer is proto's static tables of 8 x 256 entries.
+            return unsafe {
+                bindings::rrxe_glue_table_crc(data.as_ptr().cast(), data.len(), crc, tab)
+            };
+        }
         // SAFETY: crc32_le reads exactly len bytes from p, which data provides.
         unsafe { bindings::crc32_le(crc, data.as_ptr().cast(), data.len()) }
     }
