@@ -293,10 +293,9 @@ impl Umem {
             let mut chunk = buf.sub(done, n as usize).ok_or(EINVAL)?;
             match chunk.crc_next() {
                 Some(mut reg) => {
-                    // SAFETY: the page is pinned by the umem we own; in_page + n <=
-                    // PAGE_SIZE; chunk (only a `From` buffer has a register) is valid for
-                    // writes of n bytes; the table pointer is proto's static tables of
-                    // 8 x 256 entries.
+                    // SAFETY: pinned page (the umem is ours), in_page + n <= PAGE_SIZE;
+                    // chunk (a `From`: only it has a register) valid for writes of n bytes;
+                    // the tables are proto's static 8 x 256 entries.
                     let copied = unsafe {
                         bindings::rrxe_glue_page_copy_crc(
                             page.as_ptr(),
