@@ -6,7 +6,7 @@
 # The capture netdev (debugfs rrxe/<dev>/capture; docs/capture.md): writing 1 makes rrxe0cap,
 # an Ethernet interface, up, without ARP (a writer without CAP_NET_ADMIN is refused), 0
 # removes it. tcpdump on it records a loopback ib_write_bw on VM 0, which never reaches a
-# netdev, and an ibv_rc_pingpong between the VMs; tshark decodes every frame as RoCEv2 with
+# netdev, and two ibv_rc_pingpongs between the VMs (1024 and 4099 bytes); tshark decodes every frame as RoCEv2 with
 # the opcodes of each (RDMA WRITE FIRST/MIDDLE/LAST, SEND ONLY, ACKNOWLEDGE), the PSNs of
 # each flow go up by one with no gap, the pingpong's frames are there in both directions,
 # every ICRC is right (tests/vm/lib/pcap-icrc.py), and capture_pkts counts them. A capture
@@ -76,6 +76,11 @@ fi
 pair "ibv_rc_pingpong 1 KiB x5 between the VMs (captured)" 120 -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 5 -s 1024 -c -- \
   ibv_rc_pingpong -d @DEV -g @GID -p 18702 -n 5 -s 1024 -c @PEER
+# A message of 4099 bytes: its last packet's payload (3 bytes) is not a multiple of the
+# 8 bytes the transmit copy's CRC loop takes at a time.
+pair "ibv_rc_pingpong 4099 B x3 between the VMs (captured)" 120 -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p 18703 -n 3 -s 4099 -c -- \
+  ibv_rc_pingpong -d @DEV -g @GID -p 18703 -n 3 -s 4099 -c @PEER
 mark "traffic done"
 after=$(dev_counter capture_pkts)
 # Once tcpdump has written every frame the counter counts (it reads the file again until
