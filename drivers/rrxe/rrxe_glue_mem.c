@@ -248,11 +248,10 @@ bool rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32
  * Whether the ICRC uses the table loops above (rrxe_glue_copy_crc, rrxe_glue_table_crc)
  * instead of crc32_le: only where crc32_le is the kernel's generic code (slicing-by-8 on
  * 6.12, byte at a time in 7.x's CRC library without CONFIG_CRC_OPTIMIZATIONS), which the
- * loops outrun (docs/performance.md, the ICRC section). Where an
- * architecture computes crc32_le with its own instructions (x86's PCLMULQDQ on kernels whose
- * CRC library has it, arm64's CRC32), a copy followed by crc32_le is faster on a real CPU.
- * Kernels whose CRC library does not say (before crc32_optimizations) had the generic
- * crc32_le on x86; other architectures keep the copy and crc32_le there.
+ * loops outrun (docs/performance.md, the ICRC section). Where an architecture computes
+ * crc32_le with its own instructions (x86's PCLMULQDQ, arm64's CRC32), crc32_le is the
+ * faster on a real CPU. Kernels whose CRC library does not say (no crc32_optimizations)
+ * have the generic crc32_le on x86; other architectures keep crc32_le there.
  */
 bool rrxe_glue_table_crc_wanted(void)
 {

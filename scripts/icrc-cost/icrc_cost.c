@@ -39,21 +39,27 @@ static void tab_init(void)
 			tab[s][i] = (tab[s - 1][i] >> 8) ^ tab[0][tab[s - 1][i] & 0xff];
 }
 
+/* One slicing-by-8 step over the 8 bytes of w (loaded in CPU order), as rrxe's glue. */
+static inline u32 step8(u32 crc, u64 w)
+{
+	u32 lo, hi;
+
+	w = le64_to_cpu((__force __le64)w);
+	lo = (u32)w ^ crc;
+	hi = w >> 32;
+	return tab[7][lo & 0xff] ^ tab[6][(lo >> 8) & 0xff] ^ tab[5][(lo >> 16) & 0xff] ^
+	       tab[4][lo >> 24] ^ tab[3][hi & 0xff] ^ tab[2][(hi >> 8) & 0xff] ^
+	       tab[1][(hi >> 16) & 0xff] ^ tab[0][hi >> 24];
+}
+
 /* Copies len bytes and returns crc32_le(crc, src, len), reading each byte once. */
 static u32 copy_crc(u8 *d, const u8 *s, size_t len, u32 crc)
 {
 	for (; len >= 8; len -= 8, s += 8, d += 8) {
 		u64 w = get_unaligned((const u64 *)s);
-		u32 lo, hi;
 
 		put_unaligned(w, (u64 *)d);
-		w = le64_to_cpu(w);
-		lo = (u32)w ^ crc;
-		hi = w >> 32;
-		crc = tab[7][lo & 0xff] ^ tab[6][(lo >> 8) & 0xff] ^
-		      tab[5][(lo >> 16) & 0xff] ^ tab[4][lo >> 24] ^
-		      tab[3][hi & 0xff] ^ tab[2][(hi >> 8) & 0xff] ^
-		      tab[1][(hi >> 16) & 0xff] ^ tab[0][hi >> 24];
+		crc = step8(crc, w);
 	}
 	for (; len; len--) {
 		u8 b = *s++;
@@ -64,18 +70,11 @@ static u32 copy_crc(u8 *d, const u8 *s, size_t len, u32 crc)
 	return crc;
 }
 
-/* The same loop without the copy: what a received packet's check could use. */
+/* The same loop without the copy: what a received packet's check uses. */
 static u32 table_crc(const u8 *s, size_t len, u32 crc)
 {
-	for (; len >= 8; len -= 8, s += 8) {
-		u64 w = le64_to_cpu(get_unaligned((const __le64 *)s));
-		u32 lo = (u32)w ^ crc, hi = w >> 32;
-
-		crc = tab[7][lo & 0xff] ^ tab[6][(lo >> 8) & 0xff] ^
-		      tab[5][(lo >> 16) & 0xff] ^ tab[4][lo >> 24] ^
-		      tab[3][hi & 0xff] ^ tab[2][(hi >> 8) & 0xff] ^
-		      tab[1][(hi >> 16) & 0xff] ^ tab[0][hi >> 24];
-	}
+	for (; len >= 8; len -= 8, s += 8)
+		crc = step8(crc, get_unaligned((const u64 *)s));
 	for (; len; len--)
 		crc = (crc >> 8) ^ tab[0][(crc ^ *s++) & 0xff];
 	return crc;

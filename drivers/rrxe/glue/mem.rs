@@ -81,8 +81,8 @@ pub(crate) fn table_crc_wanted() -> bool {
     }
 }
 
-/// The slicing-by-8 tables for `rrxe_glue_copy_crc`, as its flat array of 8 x 256.
-fn crc_tables() -> *const u32 {
+/// The slicing-by-8 tables for the glue's CRC loops, as their flat array of 8 x 256.
+pub(super) fn crc_tables() -> *const u32 {
     crate::proto::crc::slice8_tables().as_ptr().cast()
 }
 

@@ -782,7 +782,7 @@ pub(crate) struct KernelCrc32;
 impl crate::proto::Crc32 for KernelCrc32 {
     fn update(&self, crc: u32, data: &[u8]) -> u32 {
         if super::mem::table_crc_wanted() {
-            let tab = crate::proto::crc::slice8_tables().as_ptr().cast();
+            let tab = super::mem::crc_tables();
             // SAFETY: the loop reads exactly len bytes from p, which data provides, and the
             // table pointer is proto's static tables of 8 x 256 entries.
             return unsafe {
