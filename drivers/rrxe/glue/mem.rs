@@ -65,20 +65,23 @@ impl PayloadCrc {
 }
 
 /// Whether the ICRC is computed by the glue's table loops (the copy that computes the CRC
-/// of what it copies, and `rrxe_glue_table_crc`) instead of `crc32_le` on this kernel (see
-/// `rrxe_glue_table_crc_wanted`), asked once: 0 not yet, 1 no, 2 yes.
+/// of what it copies, and `rrxe_glue_table_crc`) instead of `crc32_le`: chosen once, by
+/// `choose_icrc` at module init; `crc32_le` until then (both compute the same CRC).
+static TABLE_CRC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether the glue's table loops compute the ICRC (`TABLE_CRC`).
 pub(crate) fn table_crc_wanted() -> bool {
-    use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
-    static WANTED: AtomicU8 = AtomicU8::new(0);
-    match WANTED.load(Relaxed) {
-        0 => {
-            // SAFETY: reads the CRC library's flags; no argument.
-            let yes = unsafe { bindings::rrxe_glue_table_crc_wanted() };
-            WANTED.store(if yes { 2 } else { 1 }, Relaxed);
-            yes
-        }
-        w => w == 2,
-    }
+    TABLE_CRC.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Chooses how the ICRC is computed on this kernel and CPU (`rrxe_glue_table_crc_wanted`:
+/// the table loops where `crc32_le` is generic code, else the faster of the two, timed).
+/// Process context, may sleep: module init, before any device exists.
+pub(crate) fn choose_icrc() {
+    // SAFETY: the pointer is proto's static tables of 8 x 256 entries, which the timed
+    // loop reads; the call allocates with GFP_KERNEL, and module init may sleep.
+    let yes = unsafe { bindings::rrxe_glue_table_crc_wanted(crc_tables()) };
+    TABLE_CRC.store(yes, core::sync::atomic::Ordering::Relaxed);
 }
 
 /// The slicing-by-8 tables for the glue's CRC loops, as their flat array of 8 x 256.
