@@ -224,7 +224,7 @@ bool rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32
 			     const u32 *tab);
 u32 rrxe_glue_copy_crc(void *dst, const void *src, size_t len, u32 crc, const u32 *tab);
 u32 rrxe_glue_table_crc(const void *p, size_t len, u32 crc, const u32 *tab);
-bool rrxe_glue_table_crc_wanted(const u32 *tab);
+int rrxe_glue_icrc_choose(const u32 *tab);
 u64 *rrxe_glue_page_map_u64(struct page *page, u32 off);
 bool rrxe_glue_kva_valid(u64 addr, u64 len);
 u32 rrxe_glue_random_u32(void);

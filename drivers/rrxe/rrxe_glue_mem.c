@@ -4,6 +4,7 @@
  * (ib_umem) and its pages, dma-buf mappings. See rrxe_glue.h.
  */
 #include <linux/crc32.h>
+#include <linux/moduleparam.h>
 #include <linux/unaligned.h>
 #include "rrxe_glue_int.h"
 
@@ -249,10 +250,12 @@ bool rrxe_glue_page_copy_crc(struct page *page, u32 off, void *buf, u32 len, u32
  * is computed for a 1024-byte payload: its headers (a 64-byte call), then its payload (a
  * 1024-byte call continuing the register), by crc32_le or, with tab, the table loop.
  * Preemption is off so that the run is not timed with another task's turn inside it; the
- * register is kept live so that the loop is not optimised away.
+ * register is stored (rrxe_icrc_sink, never read) before the clock is read again, so that
+ * the loop is neither optimised away nor moved past the second reading.
  */
 #define ICRC_TIMED_PACKETS 8
 #define ICRC_TIMED_BYTES 1088
+static u32 rrxe_icrc_sink;
 static u64 rrxe_icrc_time(const u8 *buf, const u32 *tab)
 {
 	u32 crc = ~0U;
@@ -270,17 +273,28 @@ static u64 rrxe_icrc_time(const u8 *buf, const u32 *tab)
 			crc = crc32_le(crc, buf + 64, 1024);
 		}
 	}
-	OPTIMIZER_HIDE_VAR(crc);
+	WRITE_ONCE(rrxe_icrc_sink, crc);
 	t1 = ktime_get_ns();
 	preempt_enable();
 	return t1 - t0;
 }
 
 /*
+ * How the ICRC is computed (rrxe_glue_icrc_choose): "auto" (the default), or one routine
+ * forced, "crc32_le" or "table", for tests of the routine auto would not take on a kernel
+ * and CPU, and for comparisons. Read at module init only.
+ */
+static char *icrc = "auto";
+module_param(icrc, charp, 0444);
+MODULE_PARM_DESC(icrc,
+		 "The ICRC's CRC-32 routine: auto (the default: the table loop where crc32_le is generic code, else the faster of crc32_le and the table loop, timed at load), crc32_le or table; the choice is in the kernel log");
+
+/*
  * Whether the ICRC uses the table loops above (rrxe_glue_copy_crc, rrxe_glue_table_crc)
- * instead of crc32_le. Where crc32_le is the kernel's generic code (slicing-by-8 on 6.12,
- * byte at a time in 7.x's CRC library without CONFIG_CRC_OPTIMIZATIONS) the loops outrun
- * it (docs/performance.md, the ICRC section): yes, without a measurement. Where an
+ * instead of crc32_le: 1 yes, 0 no, -EINVAL for an icrc parameter that names no routine.
+ * Where crc32_le is the kernel's generic code (slicing-by-8 on 6.12, byte at a time in
+ * 7.x's CRC library without CONFIG_CRC_OPTIMIZATIONS) the loops outrun it
+ * (docs/performance.md, the ICRC section): yes, without a measurement. Where an
  * architecture computes crc32_le with its own instructions (x86's PCLMULQDQ, arm64's
  * CRC32) it is the faster on a real CPU, but not always in a guest that emulates them
  * (QEMU's TCG: PCLMULQDQ crc32_le at 2 to 3 times the table loop's cost per byte): the
@@ -288,16 +302,25 @@ static u64 rrxe_icrc_time(const u8 *buf, const u32 *tab)
  * faster is kept, as the kernel's RAID6 and XOR code choose their routines by timing them
  * at boot. Either computes the same CRC; the choice, with its two times, goes to the
  * kernel log. Kernels whose CRC library does not say (no crc32_optimizations) have the
- * generic crc32_le on x86; other architectures keep crc32_le there. Called once, from
- * module init (process context, may sleep).
+ * generic crc32_le on x86; on other architectures the two are timed there too. Called
+ * once, from module init (process context, may sleep).
  */
-bool rrxe_glue_table_crc_wanted(const u32 *tab)
+int rrxe_glue_icrc_choose(const u32 *tab)
 {
 	u64 arch = U64_MAX, table = U64_MAX;
 	u8 *buf;
 	bool yes;
 	int i;
 
+	if (!strcmp(icrc, "crc32_le") || !strcmp(icrc, "table")) {
+		yes = icrc[0] == 't';
+		pr_info("rrxe: ICRC by %s (icrc=%s)\n", yes ? "the table loop" : "crc32_le", icrc);
+		return yes;
+	}
+	if (strcmp(icrc, "auto")) {
+		pr_err("rrxe: icrc=%s names no ICRC routine (auto, crc32_le or table)\n", icrc);
+		return -EINVAL;
+	}
 #ifdef RRXE_HAVE_CRC32_OPTIMIZATIONS
 	yes = !(crc32_optimizations() & CRC32_LE_OPTIMIZATION);
 #else
@@ -305,11 +328,13 @@ bool rrxe_glue_table_crc_wanted(const u32 *tab)
 #endif
 	if (yes) {
 		pr_info("rrxe: ICRC by the table loop (crc32_le is the generic code)\n");
-		return true;
+		return 1;
 	}
 	buf = kmalloc(ICRC_TIMED_BYTES, GFP_KERNEL);
-	if (!buf)
-		return false;
+	if (!buf) {
+		pr_info("rrxe: ICRC by crc32_le (no memory to time it against the table loop)\n");
+		return 0;
+	}
 	for (i = 0; i < ICRC_TIMED_BYTES; i++)
 		buf[i] = i * 7 + 1;
 	for (i = 0; i < 5; i++) {

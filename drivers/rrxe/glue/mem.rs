@@ -74,14 +74,19 @@ pub(crate) fn table_crc_wanted() -> bool {
     TABLE_CRC.load(core::sync::atomic::Ordering::Relaxed)
 }
 
-/// Chooses how the ICRC is computed on this kernel and CPU (`rrxe_glue_table_crc_wanted`:
-/// the table loops where `crc32_le` is generic code, else the faster of the two, timed).
+/// Chooses how the ICRC is computed on this kernel and CPU (`rrxe_glue_icrc_choose`: the
+/// module's `icrc` parameter; by default the table loops where `crc32_le` is generic code,
+/// else the faster of the two, timed). `EINVAL` for an `icrc` that names no routine.
 /// Process context, may sleep: module init, before any device exists.
-pub(crate) fn choose_icrc() {
+pub(crate) fn choose_icrc() -> Result {
     // SAFETY: the pointer is proto's static tables of 8 x 256 entries, which the timed
     // loop reads; the call allocates with GFP_KERNEL, and module init may sleep.
-    let yes = unsafe { bindings::rrxe_glue_table_crc_wanted(crc_tables()) };
-    TABLE_CRC.store(yes, core::sync::atomic::Ordering::Relaxed);
+    let ret = unsafe { bindings::rrxe_glue_icrc_choose(crc_tables()) };
+    if ret < 0 {
+        return Err(Error::from_errno(ret));
+    }
+    TABLE_CRC.store(ret == 1, core::sync::atomic::Ordering::Relaxed);
+    Ok(())
 }
 
 /// The slicing-by-8 tables for the glue's CRC loops, as their flat array of 8 x 256.

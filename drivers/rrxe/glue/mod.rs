@@ -766,7 +766,7 @@ impl Registration {
         <bindings::ib_mr as DriverObj>::Data: obj::PageSink,
     {
         // The ICRC's routine, fixed before any device can send or receive.
-        mem::choose_icrc();
+        mem::choose_icrc()?;
         let registry = KBox::pin_init(
             pin_init!(Registry {
                 devices <- kernel::new_mutex!([None; MAX_DEVICES], "rrxe_devices"),

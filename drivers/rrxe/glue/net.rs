@@ -774,9 +774,9 @@ impl Drop for RouteCache {
     }
 }
 
-/// The ICRC's CRC-32: the kernel's `crc32_le` where it has architecture code, else the
-/// glue's slicing-by-8 loop (`rrxe_glue_table_crc`), which outruns the generic `crc32_le`
-/// (`super::mem::table_crc_wanted`).
+/// The ICRC's CRC-32: the glue's slicing-by-8 loop (`rrxe_glue_table_crc`) or the kernel's
+/// `crc32_le`, as chosen at module init (`super::mem::choose_icrc`: the loop outruns the
+/// generic `crc32_le`; where `crc32_le` has architecture code the faster, timed).
 pub(crate) struct KernelCrc32;
 
 impl crate::proto::Crc32 for KernelCrc32 {
