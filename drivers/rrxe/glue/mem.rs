@@ -10,7 +10,7 @@ use super::bindings;
 use super::odp::{OdpImplicit, OdpUmem};
 use super::IbDev;
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -67,11 +67,11 @@ impl PayloadCrc {
 /// Whether the ICRC is computed by the glue's table loops (the copy that computes the CRC
 /// of what it copies, and `rrxe_glue_table_crc`) instead of `crc32_le`: chosen once, by
 /// `choose_icrc` at module init; `crc32_le` until then (both compute the same CRC).
-static TABLE_CRC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static TABLE_CRC: AtomicBool = AtomicBool::new(false);
 
 /// Whether the glue's table loops compute the ICRC (`TABLE_CRC`).
 pub(crate) fn table_crc_wanted() -> bool {
-    TABLE_CRC.load(core::sync::atomic::Ordering::Relaxed)
+    TABLE_CRC.load(Ordering::Relaxed)
 }
 
 /// Chooses how the ICRC is computed on this kernel and CPU (`rrxe_glue_icrc_choose`: the
@@ -85,7 +85,7 @@ pub(crate) fn choose_icrc() -> Result {
     if ret < 0 {
         return Err(Error::from_errno(ret));
     }
-    TABLE_CRC.store(ret == 1, core::sync::atomic::Ordering::Relaxed);
+    TABLE_CRC.store(ret == 1, Ordering::Relaxed);
     Ok(())
 }
 
