@@ -534,19 +534,13 @@ impl Qp {
             self.note_event(super::event::QpEvent::Fatal);
         }
 
-        // 1. Timers.
-        let fired = self.fired.swap(0, Ordering::AcqRel);
-        for id in 0..2 {
-            if fired & (1 << id) != 0 {
-                proto.on_timer(timer_kind(id), &mut sink);
-            }
-        }
-
-        // What the timers sent leaves before anything a received packet makes (a
-        // retransmission the ACK below asks for must not pass the ones held here).
-        sink.flush();
-
-        // 2. Received packets.
+        // 1. Received packets, before the timers that fired: a retransmit timer and the
+        // ACK that answers it often come in one run (a guest whose vCPU the host did not
+        // run for longer than the QP's timeout finds both pending when it runs again, the
+        // timer's softirq first), and a timer taken first counts a timeout, sends a probe
+        // and cuts the window for a packet that was acknowledged. Taken after them, it
+        // finds the timer re-armed or stopped by the ACK (`on_timer`'s deadline check).
+        // The timers wait for at most RX_BUDGET packets.
         let mut env = Env {
             qp: self,
             access: attrs.access,
@@ -647,6 +641,15 @@ impl Qp {
             // as drops, which the kernel's drop monitors see (`skb:kfree_skb`).
             if matches!(st, proto::RxStatus::Ok | proto::RxStatus::Duplicate) {
                 skb.consume();
+            }
+        }
+
+        // 2. Timers. What they send leaves after what the packets above made (their ACKs
+        // and NAKs went out as each packet was taken).
+        let fired = self.fired.swap(0, Ordering::AcqRel);
+        for id in 0..2 {
+            if fired & (1 << id) != 0 {
+                proto.on_timer(timer_kind(id), &mut sink);
             }
         }
 
