@@ -33,6 +33,9 @@
 #     a server that had not exited 10 s after its client ended (it is killed), as ps saw it
 #   COUNTERS vm<N> <rep> link rrxe0/1 <name> <value>...   (rrxe's counters, each repetition;
 #     COUNTERS_B: those of the other build in an A/B run)
+#   RUNCOUNTERS <stack> <test> <bytes> <qps> vm<N> <rep> <name> <delta>...
+#     what each of rrxe's counters that moved moved over one bandwidth run (rrxe and
+#     rrxe-b), on each VM: which run of a repetition retransmitted, waited or timed out
 #   PROFILE <stack>:<test> vm<N> <percent> <symbol>   (PROFILE=1: cpu-clock, during each
 #     -e row at 64 KiB)
 #   NOTIFY <stack> <test> <bytes> <qps> vm<N> <sent> <tx kicks> <received> <rx kicks> <tx irqs>
@@ -148,6 +151,19 @@ run() {
   fi
 }
 
+# cstat: the device's counters now, "name value" pairs on one line ("" but on rrxe).
+cstat() {
+  case "$1" in rrxe|rrxe-b) rdma statistic show link "$DEV"/1 2>/dev/null | tr -s ' \n' '  ' ;; esac
+}
+# cdelta BEFORE AFTER: the "name delta" pairs of the counters that moved.
+cdelta() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    n = split(a, x, " "); for (i = 1; i < n; i++) if (x[i + 1] ~ /^[0-9]+$/) v[x[i]] = x[i + 1]
+    n = split(b, y, " "); for (i = 1; i < n; i++)
+      if (y[i + 1] ~ /^[0-9]+$/ && (y[i] in v) && y[i + 1] != v[y[i]]) printf " %s %d", y[i], y[i + 1] - v[y[i]]
+  }'
+}
+
 # pt ID TEST BYTES QPS MSGS [-e]: one perftest bandwidth pair.
 pt() {
   local id=$1 test=$2 size=$3 q=$4 n=$5 ev=${6:-} c=() pre=()
@@ -158,7 +174,7 @@ pt() {
 # bw STACK TEST BYTES QPS REP [-e]: the average bandwidth of a run moving VOLUME MiB
 # (perftest's duration mode reports 0 here) -> BENCH; TEST is reported as TEST-e with -e.
 bw() {
-  local stack=$1 test=$2 size=$3 q=$4 r=$5 ev=${6:-} out v n id ns
+  local stack=$1 test=$2 size=$3 q=$4 r=$5 ev=${6:-} out v n id ns cs
   n=$(( VOLUME * 1048576 / size / q )); n=$(( n < 20 ? 20 : n ))
   id="$stack:$test$ev:$size:$q:$r"
   # The kernel and host CPU of everything but the transfer (process start, device open,
@@ -168,9 +184,10 @@ bw() {
     pt "$id:fixed" "$test" 2 "$q" 20 "$ev" > /dev/null
     echo "CPU0 $stack $test$ev $size $q vm$RRXE_VM $RUN_TICKS $r"
   fi
-  ns=$(vstat)
+  ns=$(vstat) cs=$(cstat "$stack")
   pt "$id" "$test" "$size" "$q" "$n" "$ev" > /run/tmp/pt.out
   echo "NOTIFY $stack $test$ev $size $q vm$RRXE_VM $(vdelta "$ns" "$(vstat)") $r"
+  [ -n "$cs" ] && echo "RUNCOUNTERS $stack $test$ev $size $q vm$RRXE_VM $r$(cdelta "$cs" "$(cstat "$stack")")"
   out=$(cat /run/tmp/pt.out)
   echo "CPU $stack $test$ev $size $q vm$RRXE_VM $RUN_TICKS $(( n * size * q )) $r"
   [ "$RRXE_VM" = 1 ] || return 0

@@ -221,6 +221,27 @@ def main():
         out.append(target(f"retransmit timeouts ≤ 0.01 % of packets sent ({tmo} of {sent}, "
                           f"{100 * tmo / sent:.4f} %; {drops} transmit drops)", tmo <= sent / 10000))
 
+    # Which run of a repetition retransmitted, timed out or waited: rrxe's counters over each
+    # bandwidth run with completion events (the -q 1 / -q 8 pair first).
+    runc = sorted((k for k in res.runcounters if k[0] == "rrxe" and k[4] == "vm1" and k[1].endswith("-e")),
+                  key=lambda k: (k[2] != KIB64, k[1] != "ib_write_bw-e", k[2], k[1], k[3]))
+    if runc:
+        out.append("\nrrxe's counters over each run with completion events, repetition by repetition "
+                   "(client: packets sent, retransmit timeouts, window cuts undone as spurious, packets "
+                   "sent again, transmit waits; server: duplicate requests, transmit waits):\n")
+        out += ["| row | rep | Gb/s | sent | timeouts | cuts undone | sent again | tx waits | server dup | "
+                "server tx waits |", "|" + "---|" * 10]
+        for key in runc:
+            stack, test, size, q, _ = key
+            srv = res.runcounters.get((stack, test, size, q, "vm0"), {})
+            for r, c in sorted(res.runcounters[key].items()):
+                v = res.runs.get((stack, test, size, q), {}).get(r)
+                sc = srv.get(r, {})
+                out.append(f"| {test} {size} -q {q} | {r} | " + ("–" if v is None else f"{v:.3f}") + " | "
+                           + " | ".join(str(c.get(n, 0)) for n in ("sent_pkts", "retransmit_timeouts",
+                                                                   "cwnd_undos", "retransmits", "tx_waits"))
+                           + f" | {sc.get('duplicate_request', 0)} | {sc.get('tx_waits', 0)} |")
+
     if res.stuck:
         out.append(f"\nServers that had not exited 10 s after their client ended (killed): "
                    f"{len(res.stuck)}: " + "; ".join(res.stuck) + ".")

@@ -27,6 +27,9 @@ class Results:
         self.stuck = []
         self.counters = defaultdict(dict)  # (vm, rep) -> {name: value}
         self.counters_b = defaultdict(dict)  # the same, of an A/B run's other build
+        # (stack, test, size, q, vm) -> {rep: {name: delta}}: rrxe's counters that moved
+        # over one bandwidth run
+        self.runcounters = defaultdict(dict)
         self.profiles = defaultdict(list)
         self.ncpu = {}
         # (stack, test, size, q, vm) -> {rep: [sent, tx kicks, received, rx kicks, tx irqs,
@@ -60,6 +63,9 @@ class Results:
             into = self.counters if w[0] == "COUNTERS" else self.counters_b
             into[(w[1], rep(2))] = {
                 names[i]: int(names[i + 1]) for i in range(0, len(names) - 1, 2) if names[i + 1].isdigit()}
+        elif w[0] == "RUNCOUNTERS" and len(w) >= 7 and w[6].isdigit():
+            self.runcounters[(w[1], w[2], int(w[3]), int(w[4]), w[5])][int(w[6])] = {
+                w[i]: int(w[i + 1]) for i in range(7, len(w) - 1, 2) if w[i + 1].lstrip("-").isdigit()}
         elif w[0] == "NOTIFY" and len(w) >= 13:
             self.notify[(w[1], w[2], int(w[3]), int(w[4]), w[5])][rep(12)] = [
                 int(x) if x.isdigit() else None for x in w[6:12]]
