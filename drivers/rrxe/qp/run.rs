@@ -644,8 +644,9 @@ impl Qp {
             }
         }
 
-        // 2. Timers. What they send leaves after what the packets above made (their ACKs
-        // and NAKs went out as each packet was taken).
+        // 2. Timers. They send nothing themselves: a timeout's probe or retransmissions
+        // leave in step 4's `poll_tx`, after the ACKs and NAKs the packets above made
+        // (those went out as each packet was taken).
         let fired = self.fired.swap(0, Ordering::AcqRel);
         for id in 0..2 {
             if fired & (1 << id) != 0 {

@@ -7,9 +7,9 @@
 //! # The driver's runs
 //!
 //! With a CPU cost per packet ([`World::cpu_us`]), each side works as `qp/run.rs` does:
-//! packets and fired timers wait in the QP until its next run; a run takes fired timers,
-//! then up to [`RX_BUDGET`] received packets, then one `poll_tx` of [`TX_BUDGET`]
-//! packets, and costs the CPU time of the packets it handled; another run follows while
+//! packets and fired timers wait in the QP until its next run; a run takes up to
+//! [`RX_BUDGET`] received packets, then the timers that fired, then one `poll_tx` of
+//! [`TX_BUDGET`] packets, and costs the CPU time of the packets it handled; another run follows while
 //! work is left. So a responder's READ responses stay queued across runs while requests
 //! keep arriving, as on a slow (KASAN) guest. Without (the simple model), every queue is
 //! drained at once.
@@ -144,6 +144,11 @@ pub struct World {
     pub cpu_us: u64,
     /// Per side (one CPU each): when it is free again.
     cpu_free: [u64; 2],
+    /// Per side: until when its host does not run it at all ([`World::stall_host`]).
+    stalled_until: [u64; 2],
+    /// The run model takes fired timers before received packets, as `qp/run.rs` did
+    /// before it took the packets first (to compare the two).
+    pub timers_first: bool,
 }
 
 enum Ev {
@@ -167,6 +172,11 @@ enum Ev {
     Run {
         side: usize,
         pair: usize,
+    },
+    /// The host stops running `side` for `len` µs.
+    HostStall {
+        side: usize,
+        len: u64,
     },
 }
 
@@ -199,7 +209,16 @@ impl World {
             trace: false,
             cpu_us: 0,
             cpu_free: [0; 2],
+            stalled_until: [0; 2],
+            timers_first: false,
         }
+    }
+
+    /// The run model: from `at` µs, `side`'s host does not run it for `len` µs (a guest
+    /// whose vCPU the host did not schedule): packets for it queue, its timers fire, and
+    /// its runs wait until the stall ends.
+    pub fn stall_host(&mut self, side: usize, at: u64, len: u64) {
+        self.schedule(at, Ev::HostStall { side, len });
     }
 
     /// Adds an RC QP pair (QPNs 0x100 + 2 × its index and the next, in RTS; `psn`: the
@@ -456,26 +475,25 @@ impl World {
     fn kick(&mut self, side: usize, pair: usize) {
         if !self.pairs[pair].run_scheduled[side] {
             self.pairs[pair].run_scheduled[side] = true;
-            let t = self.now.max(self.cpu_free[side]);
+            let t = self
+                .now
+                .max(self.cpu_free[side])
+                .max(self.stalled_until[side]);
             self.schedule(t, Ev::Run { side, pair });
         }
     }
 
-    /// The run model: one run of `qp/run.rs` (timers, received packets, transmit).
+    /// The run model: one run of `qp/run.rs` (received packets, timers, transmit).
     fn drive(&mut self, side: usize, pair: usize) -> Result<(), String> {
+        if self.now < self.stalled_until[side] {
+            // Scheduled before the stall began: it runs when the stall ends.
+            self.schedule(self.stalled_until[side], Ev::Run { side, pair });
+            return Ok(());
+        }
         self.pairs[pair].run_scheduled[side] = false;
         let mut handled = 0u64;
-        for id in 0..2 {
-            if std::mem::take(&mut self.pairs[pair].fired[side][id]) {
-                let kind = if id == 0 {
-                    TimerKind::Retransmit
-                } else {
-                    TimerKind::Rnr
-                };
-                let mut s = TSink::new(self);
-                self.pairs[pair].qps[side].on_timer(kind, &mut s);
-                self.apply(side, pair, s.0 .0, None);
-            }
+        if self.timers_first {
+            self.drive_timers(side, pair);
         }
         for _ in 0..RX_BUDGET {
             let Some(ib) = self.pairs[pair].rxq[side].pop_front() else {
@@ -483,6 +501,9 @@ impl World {
             };
             self.receive(side, pair, &ib)?;
             handled += 1;
+        }
+        if !self.timers_first {
+            self.drive_timers(side, pair);
         }
         if side == 0 {
             self.post_backlog(pair);
@@ -501,6 +522,22 @@ impl World {
             self.kick(side, pair);
         }
         Ok(())
+    }
+
+    /// The run model: a run's step for the timers that fired.
+    fn drive_timers(&mut self, side: usize, pair: usize) {
+        for id in 0..2 {
+            if std::mem::take(&mut self.pairs[pair].fired[side][id]) {
+                let kind = if id == 0 {
+                    TimerKind::Retransmit
+                } else {
+                    TimerKind::Rnr
+                };
+                let mut s = TSink::new(self);
+                self.pairs[pair].qps[side].on_timer(kind, &mut s);
+                self.apply(side, pair, s.0 .0, None);
+            }
+        }
     }
 
     fn receive(&mut self, to: usize, pair: usize, ib: &[u8]) -> Result<(), String> {
@@ -561,6 +598,9 @@ impl World {
                     self.pump(to, pair);
                 }
                 Ev::Run { side, pair } => self.drive(side, pair)?,
+                Ev::HostStall { side, len } => {
+                    self.stalled_until[side] = self.stalled_until[side].max(self.now + len);
+                }
                 Ev::Timer { pair, kind, gen } if self.late_fire > 0 => {
                     if self.armed(pair, kind, gen) {
                         let d = self.rng.range(0, self.late_fire);
