@@ -199,7 +199,7 @@ qemu/run-vms --vms 2 --smp "$SMP" --timeout "$timeout" --out "$OUT" --name bench
   "$REPS" "$VOLUME" "$STACKS" "$SIZES" "$PROFILE" "$MTU" "$OUT/perftest-sleep-cq.so" "$ab_ko" "$TRACE" ||
   echo "bench: the VM run reported a problem (see $OUT/bench-vm*.out)"
 wait "$host" || echo "bench: the host side failed (see $OUT/host.txt)"
-{ cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU|STUCK|COUNTERS|COUNTERS_B|NOTIFY) '
+{ cat "$OUT"/bench-vm0.out "$OUT"/bench-vm1.out | tr -d '\r' | grep -aE '^(BENCH|CPU|CPU0|PROFILE|NCPU|STUCK|COUNTERS|COUNTERS_B|RUNCOUNTERS|NOTIFY) '
   grep -aE '^(HOST|PIN) ' "$OUT/host.txt"; } > "$OUT/results.txt" || true
 grep -ahE '^# vm[01]: FAILED' "$OUT"/bench-vm*.out || true
 if [ -n "$TRACE" ]; then
