@@ -139,6 +139,18 @@ fn slow_link_writes_complete_and_timeouts_cost_a_probe() {
     );
 }
 
+/// The WRITE tests' QPs: 1024-byte MTU, a ~1 ms retransmit timeout (8), 7 retries of each
+/// kind.
+fn write_cfg() -> QpConfig {
+    QpConfig {
+        mtu: Mtu::M1024,
+        timeout: 8,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        ..QpConfig::default()
+    }
+}
+
 /// Many QP pairs of 64 KiB WRITEs over one link, with the driver's budgeted runs, a
 /// transmit queue that drops when full, and timers that fire late: the timeouts are
 /// harsher than any real setting (a 1 ms floor under queues of hundreds of ms), so some
@@ -173,13 +185,7 @@ fn many_write_pairs_never_hang() {
             w.late_fire = late;
             for _ in 0..pairs {
                 let psn = [random_psn(&mut rng), random_psn(&mut rng)];
-                let cfg = QpConfig {
-                    mtu: Mtu::M1024,
-                    timeout: 8,
-                    retry_cnt: 7,
-                    rnr_retry: 7,
-                    ..QpConfig::default()
-                };
+                let cfg = write_cfg();
                 // Twenty WRITEs of 64 KiB to the same place: only completion is checked.
                 w.add_write_pair(psn, cfg, vec![(0, 65536); 20]).unwrap();
             }
@@ -215,13 +221,7 @@ fn stalled_requester(seed: u64, at: u64, stall: u64, timers_first: bool) -> SqSt
     w.cpu_us = 5;
     w.timers_first = timers_first;
     let psn = [random_psn(&mut rng), random_psn(&mut rng)];
-    let cfg = QpConfig {
-        mtu: Mtu::M1024,
-        timeout: 8,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        ..QpConfig::default()
-    };
+    let cfg = write_cfg();
     // Sixteen WRITEs of 4 KiB, each to its own 4 KiB.
     let writes = (0..16).map(|i| (i * 4096, 4096)).collect();
     w.add_write_pair(psn, cfg, writes).unwrap();
