@@ -151,7 +151,8 @@ run() {
   fi
 }
 
-# cstat: the device's counters now, "name value" pairs on one line ("" but on rrxe).
+# cstat STACK: the device's counters now, "link DEV/1 name value..." on one line (nothing
+# but on rrxe and rrxe-b).
 cstat() {
   case "$1" in rrxe|rrxe-b) rdma statistic show link "$DEV"/1 2>/dev/null | tr -s ' \n' '  ' ;; esac
 }
@@ -333,7 +334,7 @@ for r in $(seq "$REPS"); do
     # The device's counters over this repetition (the module is reloaded for each).
     # (COUNTERS_B: the other build of an A/B run.)
     case "$stack" in rrxe) c=COUNTERS ;; rrxe-b) c=COUNTERS_B ;; *) c= ;; esac
-    [ -n "$c" ] && echo "$c vm$RRXE_VM $r $(rdma statistic show link "$DEV"/1 | tr -s ' \n' '  ')"
+    [ -n "$c" ] && echo "$c vm$RRXE_VM $r $(cstat "$stack")"
     teardown_stack "$stack"
   done
   order=("${order[@]:1}" "${order[0]}")

@@ -535,7 +535,7 @@ impl Qp {
         }
 
         // 1. Received packets, before the timers that fired: a retransmit timer and the
-        // ACK that answers it often come in one run (a guest whose vCPU the host did not
+        // ACK that answers it can come in one run (a guest whose vCPU the host did not
         // run for longer than the QP's timeout finds both pending when it runs again, the
         // timer's softirq first), and a timer taken first counts a timeout, sends a probe
         // and cuts the window for a packet that was acknowledged. Taken after them, it

@@ -9,10 +9,10 @@
 //! With a CPU cost per packet ([`World::cpu_us`]), each side works as `qp/run.rs` does:
 //! packets and fired timers wait in the QP until its next run; a run takes up to
 //! [`RX_BUDGET`] received packets, then the timers that fired, then one `poll_tx` of
-//! [`TX_BUDGET`] packets, and costs the CPU time of the packets it handled; another run follows while
-//! work is left. So a responder's READ responses stay queued across runs while requests
-//! keep arriving, as on a slow (KASAN) guest. Without (the simple model), every queue is
-//! drained at once.
+//! [`TX_BUDGET`] packets, and costs the CPU time of the packets it handled; another run
+//! follows while work is left. So a responder's READ responses stay queued across runs
+//! while requests keep arriving, as on a slow (KASAN) guest. Without (the simple model),
+//! every queue is drained at once.
 
 use super::{to_rts, wqe, Rng, Sink};
 use rrxe_proto::*;
